@@ -1,0 +1,98 @@
+"""The `rl-advisor` command line: one small module per command, registered here.
+
+Exit codes follow linters (contract.md): 0 nothing at or above --fail-on, 1 findings at or above
+it, 2 unusable input or call (one line on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import IntEnum, StrEnum
+
+import typer
+
+from advisor import __version__
+from advisor.types import InputError
+
+
+class Exit(IntEnum):
+    OK = 0
+    FINDINGS = 1
+    UNUSABLE = 2
+
+
+class OutputFormat(StrEnum):
+    markdown = "markdown"
+    json = "json"
+
+
+class FailOn(StrEnum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+    never = "never"
+
+
+app = typer.Typer(
+    name="rl-advisor",
+    help="Diagnose RL fine-tuning runs (GSPO, GRPO, DAPO) and patch their job config.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"rl-advisor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Diagnose RL fine-tuning runs and patch their job config."""
+
+
+def fail(message: str) -> None:
+    """Print one line on stderr and exit 2 (unusable input)."""
+    typer.echo(f"rl-advisor: error: {message}", err=True)
+    raise typer.Exit(Exit.UNUSABLE)
+
+
+def _register() -> None:
+    # Each command module adds itself to `app`; imported here so `--help` lists them all.
+    from advisor.cli import diagnose, rules, validate, watch  # noqa: F401
+
+
+def main(argv: list[str] | None = None) -> int:
+    _register()
+    try:
+        app(args=argv, standalone_mode=False)
+    except InputError as err:
+        typer.echo(f"rl-advisor: error: {err}", err=True)
+        return Exit.UNUSABLE
+    except typer.Exit as ex:
+        return int(ex.exit_code or 0)
+    except SystemExit as ex:  # click usage errors in non-standalone mode
+        return int(ex.code or 0)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:  # usage errors from click, and last-resort guard
+        import click
+
+        if isinstance(err, click.exceptions.ClickException):
+            err.show()
+            return Exit.UNUSABLE
+        if isinstance(err, click.exceptions.Abort):
+            return 130
+        typer.echo(f"rl-advisor: internal error: {type(err).__name__}: {err}", err=True)
+        return Exit.UNUSABLE
+    return Exit.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

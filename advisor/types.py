@@ -1,0 +1,215 @@
+"""The core types every stage shares: reader -> Run -> detectors -> Finding -> Patch -> Diagnosis.
+
+Pydantic models here are also the JSON contract (`--format json`, schema_version 1 of
+`shared/spec/contract.md`): field names are the contract's names; extend, never rename.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # polars is imported lazily at run time; keep `import advisor` light
+    import polars as pl
+
+SCHEMA_VERSION = 1
+
+# Canonical metric vocabulary (contract.md "Metric names"); readers map framework names onto it.
+CANONICAL_METRICS: tuple[str, ...] = (
+    "reward_mean",
+    "reward_std",
+    "ppo_kl",
+    "kl_ref",
+    "grad_norm",
+    "entropy",
+    "truncation_rate",
+    "prompt_truncation_rate",
+    "response_length",
+    "val_reward",
+    "pg_clipfrac",
+    "lr",
+    "step_time",
+    "rollout_time",
+    "zero_std_frac",
+    "loss",
+)
+
+
+class InputError(Exception):
+    """Unusable input or call: the CLI prints `str(err)` as one line and exits 2.
+
+    The message must name the file, the place (line, field, key) and what was expected.
+    """
+
+
+class Severity(StrEnum):
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+    @property
+    def rank(self) -> int:
+        return {"info": 0, "warning": 1, "error": 2}[self.value]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Evidence(_Model):
+    """What one detector saw on one metric."""
+
+    metric: str
+    detector: str
+    window: tuple[int, int]  # first and last step the statistic covers
+    statistic: dict[str, Any] = Field(default_factory=dict)
+    effect_size: float | None = None
+    summary: str  # one sentence a person can check against the curve
+
+
+class Change(_Model):
+    """One hyperparameter change of an action, after clamping and coupling repair."""
+
+    param: str
+    from_: Any = Field(default=None, alias="from", serialization_alias="from")
+    to: Any = None
+    op: Literal["multiply", "add", "set"] = "set"
+    factor: float | None = None
+    note: str | None = None  # e.g. "clamped to 1e-5", "repaired coupling ppo_mini_batch_size"
+
+
+class Action(_Model):
+    kind: Literal["primary", "fallback", "advice"] = "primary"
+    advice: str
+    changes: list[Change] = Field(default_factory=list)
+    safety: Literal["safe", "unsafe", "display_only"] = "unsafe"
+
+
+class Finding(_Model):
+    """A run-time symptom rule that fired."""
+
+    id: str
+    name: str
+    severity: Severity
+    confidence: Literal["low", "medium", "high"] = "medium"
+    priority: int = 100  # lower = more urgent; the patch follows the top one
+    onset_step: int | None = None
+    detected_step: int | None = None  # the step at which the evidence became conclusive
+    cleared_step: int | None = None  # set when the symptom went away again
+    evidence: list[Evidence] = Field(default_factory=list)
+    causes: list[str] = Field(default_factory=list)
+    action: Action | None = None
+    fallback: Action | None = None
+    why: str = ""
+    source: str = ""  # knowledge.md line or public source
+
+
+class ConfigFinding(_Model):
+    """A static-rule finding about the job config itself."""
+
+    id: str
+    name: str = ""
+    severity: Severity
+    confidence: Literal["low", "medium", "high"] = "high"
+    params: list[str] = Field(default_factory=list)
+    message: str
+    why: str = ""
+    suggested: Any = None
+
+
+class RunEnding(_Model):
+    """How the run ended, as far as its log says."""
+
+    kind: Literal[
+        "completed", "oom", "nccl", "traceback", "disk_full", "killed", "failed", "unknown"
+    ] = "unknown"
+    step: int | None = None
+    line: int | None = None
+    message: str = ""
+
+
+class RunInfo(_Model):
+    """The `run` block of the JSON output."""
+
+    source: str
+    format: str
+    steps: int
+    first_step: int | None
+    last_step: int | None
+    metrics: list[str]
+    config_hints: dict[str, Any] = Field(default_factory=dict)
+    ending: RunEnding | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Run:
+    """A training run as read from disk: one row per step, sorted by `step`.
+
+    `frame` has an Int64 `step` column, the canonical columns that were found, and every original
+    column under its own name. NaN/inf are kept (evidence); missing values are null.
+    """
+
+    frame: pl.DataFrame
+    source: str
+    format: str
+    config_hints: dict[str, Any] = field(default_factory=dict)  # platform hyperparameter names
+    ending: RunEnding | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def steps(self) -> int:
+        return self.frame.height
+
+    def info(self) -> RunInfo:
+        steps = self.frame["step"] if "step" in self.frame.columns else None
+        present = [c for c in CANONICAL_METRICS if c in self.frame.columns]
+        return RunInfo(
+            source=self.source,
+            format=self.format,
+            steps=self.frame.height,
+            first_step=int(steps.min()) if steps is not None and self.frame.height else None,
+            last_step=int(steps.max()) if steps is not None and self.frame.height else None,
+            metrics=present,
+            config_hints=self.config_hints,
+            ending=self.ending,
+            warnings=list(self.warnings),
+        )
+
+
+class Patch(_Model):
+    from_finding: str | None = None
+    kind: Literal["primary", "fallback", "none"] = "none"
+    changes: list[Change] = Field(default_factory=list)
+    hyper_parameters: dict[str, Any] = Field(default_factory=dict)  # the full patched set
+    notes: list[str] = Field(default_factory=list)
+
+
+class Diagnosis(_Model):
+    """Everything known about one run: the only input the renderers take (JSON schema v1)."""
+
+    schema_version: int = SCHEMA_VERSION
+    tool: dict[str, str] = Field(default_factory=lambda: {"name": "rl-advisor", "version": ""})
+    run: RunInfo | None = None
+    status: Literal["healthy", "issues", "insufficient_data"] = "healthy"
+    warmup_steps: int | None = None
+    findings: list[Finding] = Field(default_factory=list)
+    config_findings: list[ConfigFinding] = Field(default_factory=list)
+    patch: Patch | None = None
+    # Extensions beyond schema v1 (allowed: extend, never break)
+    assumptions: list[str] = Field(default_factory=list)  # what was assumed, and what it weakens
+    next_steps: list[str] = Field(default_factory=list)
+    checkpoint: dict[str, Any] | None = None
+    hyper_parameters: dict[str, Any] = Field(default_factory=dict)  # effective, before the patch
+    plots: dict[str, str] = Field(default_factory=dict)  # finding id -> image path
+
+    def worst(self) -> Severity | None:
+        sev = [f.severity for f in self.findings] + [c.severity for c in self.config_findings]
+        return max(sev, key=lambda s: s.rank) if sev else None
+
+
+PathLike = str | Path
