@@ -97,6 +97,7 @@ class Finding(_Model):
     severity: Severity
     confidence: Literal["low", "medium", "high"] = "medium"
     priority: int = 100  # lower = more urgent; the patch follows the top one
+    strength: float = 0.5  # 0..1 from the evidence's effect size; picks the factor in a range
     onset_step: int | None = None
     detected_step: int | None = None  # the step at which the evidence became conclusive
     cleared_step: int | None = None  # set when the symptom went away again
