@@ -1,0 +1,642 @@
+"""Remedy: turn the findings' action specs into one Patch of the job's hyperparameters.
+
+The rules (helper E's `rulebook/symptoms.yaml`) say *what* to change and *by how much at most*
+(`op` multiply/add/set with a `range` [lo, hi] or a `value`). This module decides the exact
+amount, keeps the job valid and follows the guide's "How to judge" (knowledge.md §4):
+
+- the factor is chosen inside the rule's range from the evidence's strength (0..1);
+- values are clamped to the valid ranges of knowledge.md §2.1 / §2.2;
+- couplings of knowledge.md §2.3 are re-checked after the change and repaired, saying so;
+- the fallback is used when the primary cannot apply: a no-op at a bound, a change that would
+  create an anti-pattern (decided by `advisor.static.check`, the one source of truth), or a
+  change the previous job already made (`--previous`);
+- one variable at a time: the patch carries one change of the top-priority finding; everything
+  else becomes an ordered next step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.types import Action, Change, Finding, Patch
+
+# Valid ranges (knowledge.md §2.1 required, §2.2 optional). (lo, hi, is_integer)
+BOUNDS: dict[str, tuple[float, float, bool]] = {
+    "kl_loss_coef": (0.0, 10.0, False),
+    "learning_rate": (0.0, 1.0, False),
+    "lr_warmup_steps": (-1, 1_000_000, True),
+    "n_epochs": (1, 200, True),
+    "batch_size": (1, 100_000, True),
+    "n_rollouts": (1, 1024, True),
+    "ppo_mini_batch_size": (1, 100_000, True),
+    "max_length": (1, 131_072, True),
+    "max_prompt_length": (1, 131_072, True),
+    "eval_steps": (1, 999_999, True),
+    "save_steps": (1, 999_999, True),
+    "save_total_limit": (1, 200, True),
+    "expert_model_parallel_size": (1, 256, True),
+    "inference_gpu_memory_utilization": (0.05, 1.0, False),  # (0, 1]: 0 itself is invalid
+    "inference_tensor_parallel_size": (1, 256, True),
+    "n_gpus_rollout": (1, 1024, True),
+    "n_gpus_training": (1, 1024, True),
+    "nnodes_rollout": (1, 256, True),
+    "nnodes_training": (1, 256, True),
+    "pipeline_model_parallel_size": (1, 256, True),
+    "sequence_parallel_size": (1, 256, True),
+    "tensor_model_parallel_size": (1, 256, True),
+}
+CHOICES: dict[str, tuple[str, ...]] = {
+    "algorithm": ("gspo", "grpo", "dapo"),
+    "lr_scheduler_type": ("cosine", "linear", "constant"),
+    "save_strategy": ("steps", "epoch", "no"),
+}
+# What an algorithm switch implies, only where the guide says so (knowledge.md §3: DAPO's
+# typical KL coefficient is 0, and kl_loss_coef 0 is an anti-pattern only outside DAPO).
+IMPLIED_BY_SWITCH: dict[tuple[str, Any], dict[str, tuple[Any, str]]] = {
+    ("algorithm", "dapo"): {
+        "kl_loss_coef": (
+            0.0,
+            "DAPO runs without a KL term (typical coefficient 0, knowledge.md §3)",
+        )
+    },
+}
+# Room left for a response when max_length is lowered below max_prompt_length (§2.3).
+MIN_RESPONSE_ROOM = 1024
+
+
+# ----------------------------------------------------------------------------- action specs
+@dataclass(frozen=True)
+class ChangeSpec:
+    """One change of a rule's action: `range` [lo, hi] for multiply/add, `value` for set."""
+
+    param: str
+    op: str = "set"
+    range: tuple[float, float] | None = None
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    advice: str
+    changes: tuple[ChangeSpec, ...] = ()
+    safety: str = "unsafe"
+
+
+@dataclass(frozen=True)
+class RuleActions:
+    primary: ActionSpec | None
+    fallback: ActionSpec | None
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def to_change_spec(obj: Any) -> ChangeSpec:
+    """Coerce a rulebook change (pydantic model or dict) into a ChangeSpec."""
+    rng = _get(obj, "range")
+    factor = _get(obj, "factor")
+    if rng is None and factor is not None:  # an Action already resolved: a single factor
+        rng = (factor, factor)
+    if rng is not None and not isinstance(rng, (list, tuple)):
+        rng = (rng, rng)
+    value = _get(obj, "value")
+    if value is None and rng is None:
+        value = _get(obj, "to")
+    return ChangeSpec(
+        param=str(_get(obj, "param")),
+        op=str(_get(obj, "op", "set") or "set"),
+        range=(float(rng[0]), float(rng[-1])) if rng is not None else None,
+        value=value,
+    )
+
+
+def to_action_spec(obj: Any) -> ActionSpec | None:
+    if obj is None:
+        return None
+    if isinstance(obj, ActionSpec):
+        return obj
+    changes = tuple(to_change_spec(c) for c in (_get(obj, "changes") or ()))
+    return ActionSpec(
+        advice=str(_get(obj, "advice", "") or ""),
+        changes=changes,
+        safety=str(_get(obj, "safety", "unsafe") or "unsafe"),
+    )
+
+
+def actions_for(finding: Finding, rules: Any = None) -> RuleActions:
+    """The rule's primary and fallback for this finding; the finding's own action otherwise."""
+    rule = None
+    by_id = _get(rules, "by_id") if rules is not None else None
+    if by_id is not None:
+        rule = by_id.get(finding.id)
+    if rule is not None:
+        return RuleActions(
+            to_action_spec(_get(rule, "action")), to_action_spec(_get(rule, "fallback"))
+        )
+    return RuleActions(to_action_spec(finding.action), to_action_spec(finding.fallback))
+
+
+# ----------------------------------------------------------------------------- numbers
+def _round_sig(x: float, digits: int = 2) -> float:
+    """Round to significant digits, so 2e-6 x 1.65 reads 3.3e-06, not 3.2999999e-06."""
+    if x == 0 or not math.isfinite(x):
+        return x
+    return round(x, digits - 1 - math.floor(math.log10(abs(x))))
+
+
+def choose_amount(spec: ChangeSpec, strength: float) -> float:
+    """Pick the factor / addend within the rule's range: lo + (hi - lo) x strength.
+
+    `lo` is the mild end of the range as the rule wrote it (x1.5 in "x1.5 to x2"); stronger
+    evidence moves further. Factors are rounded to 0.05, addends to 2 significant digits.
+    """
+    assert spec.range is not None
+    lo, hi = spec.range
+    s = min(1.0, max(0.0, float(strength) if math.isfinite(strength) else 0.5))
+    amount = lo + (hi - lo) * s
+    if spec.op == "multiply":
+        return round(round(amount / 0.05) * 0.05, 4)
+    return _round_sig(amount, 2)
+
+
+def clamp(param: str, value: Any) -> tuple[Any, str | None]:
+    """Clamp to the valid range and type; the note says what was done, if anything."""
+    if param in CHOICES:
+        return value, None if value in CHOICES[
+            param
+        ] else f"{value!r} is not one of {CHOICES[param]}"
+    if param not in BOUNDS or not isinstance(value, (int, float)) or isinstance(value, bool):
+        return value, None
+    lo, hi, is_int = BOUNDS[param]
+    v = round(value) if is_int else _round_sig(float(value), 3)
+    note = None
+    if v < lo:
+        v, note = lo, f"clamped to the valid minimum {lo:g}"
+    elif v > hi:
+        v, note = hi, f"clamped to the valid maximum {hi:g}"
+    return (int(v) if is_int else float(v)), note
+
+
+def apply_change(spec: ChangeSpec, hp: Mapping[str, Any], strength: float) -> Change | None:
+    """The Change this spec makes on `hp`, clamped; None when the parameter is unknown."""
+    current = hp.get(spec.param)
+    factor: float | None = None
+    if spec.op == "set":
+        target = spec.value
+    else:
+        if spec.range is None or not isinstance(current, (int, float)) or current is None:
+            return None
+        factor = choose_amount(spec, strength)
+        target = current * factor if spec.op == "multiply" else current + factor
+    target, note = clamp(spec.param, target)
+    return Change(
+        param=spec.param, **{"from": current}, to=target, op=spec.op, factor=factor, note=note
+    )  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- couplings
+def repair_couplings(hp: dict[str, Any], changed: set[str]) -> list[Change]:
+    """Re-check knowledge.md §2.3 after a change; repair the parameter that was *not* changed
+    where possible (the action's intent stays), and return the repairs as Changes with notes."""
+    repairs: list[Change] = []
+
+    def _set(param: str, value: Any, note: str) -> None:
+        repairs.append(
+            Change(param=param, **{"from": hp.get(param)}, to=value, op="set", note=note)
+        )  # type: ignore[arg-type]
+        hp[param] = value
+
+    bs, nr, mb = hp.get("batch_size"), hp.get("n_rollouts"), hp.get("ppo_mini_batch_size")
+    if all(isinstance(x, int) for x in (bs, nr, mb)) and mb > bs * nr:
+        # Whichever side moved, the mini-batch is the dependent one (it must fit in a step).
+        _set(
+            "ppo_mini_batch_size",
+            bs * nr,
+            f"repaired coupling: ppo_mini_batch_size <= batch_size x n_rollouts = {bs * nr}",
+        )
+    ml, mpl = hp.get("max_length"), hp.get("max_prompt_length")
+    if isinstance(ml, int) and isinstance(mpl, int) and mpl >= ml:
+        if "max_length" in changed:
+            target, _ = clamp("max_length", mpl + MIN_RESPONSE_ROOM)
+            _set(
+                "max_length",
+                target,
+                f"repaired coupling: max_length kept {MIN_RESPONSE_ROOM} tokens above "
+                "max_prompt_length for the response",
+            )
+        else:
+            _set(
+                "max_prompt_length",
+                max(1, ml - MIN_RESPONSE_ROOM),
+                f"repaired coupling: max_prompt_length lowered to leave {MIN_RESPONSE_ROOM} "
+                "response tokens inside max_length",
+            )
+    ng, tp, pp = (
+        hp.get("n_gpus_training"),
+        hp.get("tensor_model_parallel_size"),
+        hp.get("pipeline_model_parallel_size", 1),
+    )
+    if all(isinstance(x, int) for x in (ng, tp, pp)) and ng < tp * pp:
+        _set(
+            "tensor_model_parallel_size",
+            max(1, ng // max(pp, 1)),
+            "repaired coupling: n_gpus_training >= tensor_mp x pipeline_mp",
+        )
+    return repairs
+
+
+# ----------------------------------------------------------------------------- applicability
+AntiPatternCheck = Callable[[Mapping[str, Any]], set[str]]
+
+
+def _builtin_anti_patterns(hp: Mapping[str, Any]) -> set[str]:
+    """Minimal stand-in for `advisor.static.check` (knowledge.md §2.4), used only when the
+    static rules are not importable."""
+    out: set[str] = set()
+    lr, kl, algo = hp.get("learning_rate"), hp.get("kl_loss_coef"), hp.get("algorithm")
+    if isinstance(lr, (int, float)) and lr >= 5e-5:
+        out.add("lr-sft-level")
+    if kl == 0 and algo not in (None, "dapo"):
+        out.add("kl-zero-not-dapo")
+    if isinstance(hp.get("n_epochs"), int) and hp["n_epochs"] >= 10:
+        out.add("too-many-epochs")
+    if hp.get("n_rollouts") == 1:
+        out.add("single-rollout")
+    if isinstance(hp.get("max_length"), int) and hp["max_length"] >= 32768:
+        out.add("max-length-32k")
+    iu = hp.get("inference_gpu_memory_utilization")
+    if isinstance(iu, (int, float)) and iu >= 0.95:
+        out.add("inference-memory-095")
+    if hp.get("tensor_model_parallel_size") == 8:
+        out.add("tp-8")
+    return out
+
+
+def static_anti_patterns(hp: Mapping[str, Any]) -> set[str]:
+    """Ids of static warnings/errors on `hp`, from helper C's static rules (one source of truth)."""
+    try:
+        from advisor.config import load_config
+        from advisor.static import check
+    except ImportError:
+        return _builtin_anti_patterns(hp)
+    loaded = load_config(None, hints=dict(hp))
+    return {f.id for f in check(loaded) if f.severity.rank >= 1}
+
+
+def already_tried(
+    spec: ChangeSpec, hp: Mapping[str, Any], previous: Mapping[str, Any] | None
+) -> bool:
+    """The previous job already moved this parameter the same way (e.g. lr raised prev -> now)."""
+    if not previous or spec.param not in previous:
+        return False
+    before, now = previous.get(spec.param), hp.get(spec.param)
+    if before == now:
+        return False
+    if spec.op == "set":
+        return now == spec.value
+    if (
+        not isinstance(before, (int, float))
+        or not isinstance(now, (int, float))
+        or spec.range is None
+    ):
+        return False
+    up = (spec.range[0] > 1) if spec.op == "multiply" else (spec.range[0] > 0)
+    return (now > before) == up
+
+
+@dataclass
+class Resolved:
+    """An action resolved against the job: what it would change, and why a primary was skipped."""
+
+    action: Action | None
+    changes: list[Change] = field(default_factory=list)  # all changes of the action, resolved
+    skipped: str | None = None  # why the primary was not used
+
+
+def _resolve(spec: ActionSpec, kind: str, hp: Mapping[str, Any], strength: float) -> list[Change]:
+    return [c for s in spec.changes if (c := apply_change(s, hp, strength)) is not None]
+
+
+def _why_not(
+    changes: list[Change],
+    spec: ActionSpec,
+    hp: Mapping[str, Any],
+    previous: Mapping[str, Any] | None,
+    check: AntiPatternCheck,
+    before: set[str],
+) -> str | None:
+    """Why this resolved primary cannot apply, or None when it can."""
+    for s in spec.changes:
+        if already_tried(s, hp, previous):
+            return (
+                f"the previous job already changed {s.param} "
+                f"({previous[s.param]!r} -> {hp.get(s.param)!r}) and the symptom remains"
+            )  # type: ignore[index]
+    if spec.changes and not changes:
+        return "its parameters are unknown for this job"
+    if changes and all(c.from_ == c.to for c in changes):
+        c = changes[0]
+        return f"{c.param} is already at {c.to!r}" + (f" ({c.note})" if c.note else "")
+    first = changes[:1]
+    if first:
+        patched = dict(hp)
+        for c in first:
+            patched[c.param] = c.to
+        _implied(first[0], patched)
+        new = check(patched) - before
+        if new:
+            what = f"{first[0].param} -> {first[0].to!r}"
+            return f"{what} would create an anti-pattern ({', '.join(sorted(new))})"
+    return None
+
+
+def _implied(change: Change, patched: dict[str, Any]) -> list[Change]:
+    out = []
+    for param, (value, note) in IMPLIED_BY_SWITCH.get((change.param, change.to), {}).items():
+        if patched.get(param) != value:
+            out.append(
+                Change(param=param, **{"from": patched.get(param)}, to=value, op="set", note=note)
+            )  # type: ignore[arg-type]
+            patched[param] = value
+    return out
+
+
+def resolve(
+    finding: Finding,
+    hp: Mapping[str, Any],
+    rules: Any = None,
+    previous: Mapping[str, Any] | None = None,
+    check: AntiPatternCheck | None = None,
+    before: set[str] | None = None,
+) -> Resolved:
+    """Resolve the finding's primary, or its fallback when the primary cannot apply."""
+    check = check or static_anti_patterns
+    before = check(hp) if before is None else before
+    ra = actions_for(finding, rules)
+    if ra.primary is not None:
+        changes = _resolve(ra.primary, "primary", hp, finding.strength)
+        reason = _why_not(changes, ra.primary, hp, previous, check, before)
+        if reason is None:
+            return Resolved(_action(ra.primary, "primary", changes), changes)
+    else:
+        reason = "the rule has no primary action"
+    if ra.fallback is None:
+        return Resolved(None, [], reason)
+    changes = [
+        c for c in _resolve(ra.fallback, "fallback", hp, finding.strength) if c.from_ != c.to
+    ]
+    if changes:
+        patched = {**hp, changes[0].param: changes[0].to}
+        _implied(changes[0], patched)
+        new = check(patched) - before
+        if new:  # advise it, but do not write an anti-pattern into the job file
+            reason += (
+                f"; the fallback's {describe(changes[0])} would create {', '.join(sorted(new))}"
+            )
+            changes = []
+    return Resolved(_action(ra.fallback, "fallback", changes), changes, reason)
+
+
+def _action(spec: ActionSpec, kind: str, changes: list[Change]) -> Action:
+    safety = spec.safety if spec.safety in ("safe", "unsafe", "display_only") else "unsafe"
+    return Action(kind=kind, advice=spec.advice, changes=changes, safety=safety)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- the patch
+def rank(findings: Iterable[Finding]) -> list[Finding]:
+    """Most urgent first: lowest priority number, then severity, then earliest onset."""
+    return sorted(
+        findings,
+        key=lambda f: (
+            f.priority,
+            -f.severity.rank,
+            f.onset_step if f.onset_step is not None else 1 << 62,
+            f.id,
+        ),
+    )
+
+
+def describe(change: Change) -> str:
+    how = (
+        f" (x{change.factor:g})"
+        if change.op == "multiply" and change.factor is not None
+        else (f" ({change.factor:+g})" if change.op == "add" and change.factor is not None else "")
+    )
+    return f"{change.param} {change.from_!r} -> {change.to!r}{how}"
+
+
+@dataclass
+class RemedyResult:
+    patch: Patch
+    next_steps: list[str]
+    findings: list[Finding]  # ranked, each with its resolved action (and fallback) filled in
+
+
+def plan(
+    findings: Sequence[Finding],
+    hp: Mapping[str, Any],
+    rules: Any = None,
+    previous: Mapping[str, Any] | None = None,
+    check: AntiPatternCheck | None = None,
+) -> RemedyResult:
+    """Resolve every finding's action; patch only the top one's first change (one variable at
+    a time, knowledge.md §4 "How to judge"); the rest become ordered next steps."""
+    check = check or static_anti_patterns
+    before = check(hp)
+    ranked = rank(findings)
+    out: list[Finding] = []
+    resolved: list[Resolved] = []
+    for f in ranked:
+        r = resolve(f, hp, rules, previous, check, before)
+        fb = actions_for(f, rules).fallback
+        fallback = (
+            None
+            if r.action is not None and r.action.kind == "fallback"
+            else (
+                _action(
+                    fb,
+                    "fallback",
+                    [c for c in _resolve(fb, "fallback", hp, f.strength) if c.from_ != c.to],
+                )
+                if fb
+                else None
+            )
+        )
+        out.append(f.model_copy(update={"action": r.action, "fallback": fallback}))
+        resolved.append(r)
+    patch, steps = _patch(out, resolved, hp)
+    return RemedyResult(patch, steps, out)
+
+
+def _patch(
+    findings: list[Finding], resolved: list[Resolved], hp: Mapping[str, Any]
+) -> tuple[Patch, list[str]]:
+    steps: list[str] = []
+    patched = dict(hp)
+    top = next((i for i, r in enumerate(resolved) if r.action is not None), None)
+    if top is None:
+        return Patch(kind="none", hyper_parameters=patched), steps
+    f, r = findings[top], resolved[top]
+    assert r.action is not None
+    notes: list[str] = []
+    if r.skipped:
+        notes.append(
+            f"{f.id}: the primary action was not used because {r.skipped}; using the fallback."
+        )
+    first, rest = r.changes[:1], r.changes[1:]
+    applied: list[Change] = []
+    for c in first:
+        patched[c.param] = c.to
+        applied.append(c)
+        applied += _implied(c, patched)
+    for c in applied[1:]:
+        notes.append(
+            f"{c.param} -> {c.to!r} goes with {first[0].param} -> {first[0].to!r}: {c.note}"
+        )
+    repairs = repair_couplings(patched, {c.param for c in applied})
+    notes += [f"{c.param} -> {c.to!r}: {c.note}" for c in repairs]
+    for c in rest:
+        notes.append(
+            f"{f.id} also moves {c.param}; changed one variable at a time (knowledge.md §4), "
+            f"so {c.param} waits for the next run."
+        )
+        steps.append(f"If {f.id} ({f.name}) persists after this run: {describe(c)}.")
+    if not first:
+        steps.insert(0, f"{f.id} ({f.name}): {r.action.advice}")
+    if r.action.kind == "primary" and f.fallback is not None:
+        steps.append(
+            f"If {f.id} ({f.name}) still shows after that: fallback - {f.fallback.advice}"
+            + "".join(f" [{describe(c)}]" for c in f.fallback.changes)
+        )
+    for g in findings[top + 1 :]:
+        a = g.action
+        what = a.advice if a is not None else "no automatic action; see the finding"
+        steps.append(
+            f"Then {g.id} ({g.name}, {g.severity.value}): {what}"
+            + ("".join(f" [{describe(c)}]" for c in a.changes) if a is not None else "")
+        )
+    for g in findings[:top]:
+        steps.insert(
+            0,
+            f"{g.id} ({g.name}): no parameter change applies - "
+            + (g.action.advice if g.action else "see the finding's evidence"),
+        )
+    patch = Patch(
+        from_finding=f.id,
+        kind=r.action.kind,
+        changes=applied + repairs,
+        hyper_parameters=patched,
+        notes=notes,
+    )
+    return patch, steps
+
+
+# ----------------------------------------------------------------------------- checkpoints
+def saved_steps(
+    hp: Mapping[str, Any], last_step: int, training_samples: int | None = None
+) -> tuple[list[int] | None, str]:
+    """Steps at which the job saved a checkpoint, as far as its save settings tell.
+
+    Returns (steps or None when unknowable, a note on what was assumed). The final step is
+    counted as saved (trainers save at the end), and said so.
+    """
+    strategy = hp.get("save_strategy")
+    if strategy == "no":
+        return [], "save_strategy=no saves no checkpoint"
+    if strategy == "steps":
+        every = hp.get("save_steps")
+        if not isinstance(every, int) or every < 1:
+            return None, "save_steps is unknown"
+        steps = list(range(every, last_step + 1, every))
+        note = f"save_strategy=steps saves every {every} steps"
+    elif strategy == "epoch":
+        bs = hp.get("batch_size")
+        if not training_samples or not isinstance(bs, int):
+            return (
+                None,
+                "save_strategy=epoch: the epoch length is unknown (pass --training-samples)",
+            )
+        per_epoch = math.ceil(training_samples / bs)
+        steps = list(range(per_epoch, last_step + 1, per_epoch))
+        note = f"save_strategy=epoch saves every {per_epoch} steps (one epoch)"
+    else:
+        return None, "save_strategy is unknown"
+    if not steps or steps[-1] != last_step:
+        steps.append(last_step)
+        note += f", plus the final step {last_step} (assumed)"
+    return steps, note
+
+
+def checkpoint_advice(
+    val: Sequence[tuple[int, float]],
+    hp: Mapping[str, Any],
+    last_step: int | None,
+    training_samples: int | None = None,
+) -> dict[str, Any] | None:
+    """Which checkpoint to publish: the best validation reward, if the save settings kept it
+    (knowledge.md §6: publish the best validation/data/reward/mean@1, not necessarily the last;
+    keep 3 to 5 so the best one survives)."""
+    points = [(int(s), float(v)) for s, v in val if v is not None and math.isfinite(v)]
+    if last_step is None:
+        return None
+    if not points:
+        return {
+            "metric": "val_reward",
+            "advice": "The log has no validation reward, so the best checkpoint cannot be told: "
+            "set eval_steps (total steps / 10 to 20) and publish the checkpoint with the best "
+            "validation reward.",
+        }
+    best_step, best = max(points, key=lambda p: (p[1], -p[0]))
+    last_val_step, last_val = points[-1]
+    saved, note = saved_steps(hp, last_step, training_samples)
+    limit = hp.get("save_total_limit")
+    kept = saved[-limit:] if saved is not None and isinstance(limit, int) else saved
+    out: dict[str, Any] = {
+        "metric": "val_reward",
+        "best_step": best_step,
+        "best_val_reward": best,
+        "last_eval_step": last_val_step,
+        "last_val_reward": last_val,
+        "save_strategy": hp.get("save_strategy"),
+        "save_steps": hp.get("save_steps"),
+        "save_total_limit": limit,
+        "saved_note": note,
+        "kept_steps": kept,
+        "best_kept": None if kept is None else best_step in kept,
+        "publish_step": None,
+    }
+    out["advice"] = _checkpoint_sentence(out, dict(points), kept, note)
+    return out
+
+
+def _checkpoint_sentence(
+    out: dict[str, Any], val: dict[int, float], kept: list[int] | None, note: str
+) -> str:
+    best_step, best = out["best_step"], out["best_val_reward"]
+    head = f"Best validation reward {best:.4g} at step {best_step}"
+    if out["last_eval_step"] != best_step:
+        head += f" (the last evaluation, step {out['last_eval_step']}, read {out['last_val_reward']:.4g})"
+    if kept is None:
+        return f"{head}. Whether a checkpoint of it was kept cannot be told: {note}."
+    if not kept:
+        return f"{head}. No checkpoint was kept ({note}): set save_strategy=steps to keep one."
+    if best_step in kept:
+        out["publish_step"] = best_step
+        return f"{head}; its checkpoint was kept ({note}): publish step {best_step}."
+    scored = [(val[s], s) for s in kept if s in val]
+    pick = max(scored)[1] if scored else min(kept, key=lambda s: abs(s - best_step))
+    out["publish_step"] = pick
+    limit = out["save_total_limit"]
+    why = f"{note}; save_total_limit={limit} kept {kept}"
+    picked = f"step {pick}" + (f" (validation {val[pick]:.4g})" if pick in val else "")
+    return (
+        f"{head}, but no checkpoint of that step survives ({why}). Publish {picked}, the best "
+        "kept one; next time save at multiples of eval_steps and keep 3 to 5 checkpoints "
+        "(save_total_limit) so the best one survives."
+    )
