@@ -621,7 +621,8 @@ def _checkpoint_sentence(
     best_step, best = out["best_step"], out["best_val_reward"]
     head = f"Best validation reward {best:.4g} at step {best_step}"
     if out["last_eval_step"] != best_step:
-        head += f" (the last evaluation, step {out['last_eval_step']}, read {out['last_val_reward']:.4g})"
+        last, last_val = out["last_eval_step"], out["last_val_reward"]
+        head += f" (the last evaluation, step {last}, read {last_val:.4g})"
     if kept is None:
         return f"{head}. Whether a checkpoint of it was kept cannot be told: {note}."
     if not kept:

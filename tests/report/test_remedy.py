@@ -1,0 +1,167 @@
+"""Remedy: factor from strength, clamping, couplings, fallback, one variable at a time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from report_helpers import finding
+
+from advisor import remedy
+from advisor.remedy import ChangeSpec, _builtin_anti_patterns
+
+
+def plan(findings: list, hp: dict[str, Any], rules: Any, previous: dict | None = None):
+    return remedy.plan(findings, hp, rules, previous, check=_builtin_anti_patterns)
+
+
+@pytest.mark.parametrize(
+    ("strength", "factor"), [(0.0, 1.5), (0.5, 1.75), (1.0, 2.0), (0.3, 1.65), (7.0, 2.0)]
+)
+def test_factor_follows_strength(strength: float, factor: float) -> None:
+    assert remedy.choose_amount(ChangeSpec("lr", "multiply", (1.5, 2.0)), strength) == factor
+
+
+def test_p1_patch_raises_lr_by_the_strength_factor(rules, hp) -> None:
+    res = plan([finding("P1", strength=1.0)], hp, rules)
+    (c,) = res.patch.changes
+    assert (c.param, c.from_, c.to, c.factor) == ("learning_rate", 2e-6, 4e-6, 2.0)
+    assert res.patch.kind == "primary" and res.patch.from_finding == "P1"
+    assert res.patch.hyper_parameters["learning_rate"] == 4e-6
+    assert res.findings[0].fallback.advice == "check the reward function and the data"
+
+
+def test_p6_subtracts_epochs_and_clamps_at_one(rules, hp) -> None:
+    hp["n_epochs"] = 2
+    res = plan([finding("P6", strength=1.0)], hp, rules)
+    (c,) = res.patch.changes
+    assert (c.param, c.to) == ("n_epochs", 1)
+    assert "clamped" in c.note
+
+
+def test_at_bound_goes_to_fallback(rules, hp) -> None:
+    hp.update(n_epochs=1, save_strategy="epoch")
+    res = plan([finding("P6")], hp, rules)
+    assert res.patch.kind == "fallback"
+    assert res.patch.changes[0].param == "save_strategy"
+    assert any("already at 1" in n for n in res.patch.notes)
+
+
+def test_anti_pattern_goes_to_fallback(rules, hp) -> None:
+    hp["learning_rate"] = 4e-5  # x1.5 would reach 6e-5 >= 5e-5, an SFT-level lr
+    res = plan([finding("P1", strength=0.0)], hp, rules)
+    assert res.patch.kind == "fallback"
+    assert res.patch.changes == []
+    assert any("anti-pattern" in n for n in res.patch.notes)
+    assert res.patch.hyper_parameters["learning_rate"] == 4e-5
+
+
+def test_already_tried_goes_to_fallback(rules, hp) -> None:
+    previous = {**hp, "learning_rate": 1e-6}  # the last job already raised lr 1e-6 -> 2e-6
+    res = plan([finding("P1")], hp, rules, previous)
+    assert res.patch.kind == "fallback"
+    assert any("previous job already changed learning_rate" in n for n in res.patch.notes)
+    lowered = {**hp, "learning_rate": 4e-6}  # lr went down last time: raising it is new
+    assert plan([finding("P1")], hp, rules, lowered).patch.kind == "primary"
+
+
+def test_two_parameter_row_changes_one_and_lists_the_other(rules, hp) -> None:
+    res = plan([finding("P2")], hp, rules)
+    assert [c.param for c in res.patch.changes] == ["learning_rate"]
+    assert res.patch.hyper_parameters["batch_size"] == hp["batch_size"]
+    assert "batch_size" in res.next_steps[0] and "128" in res.next_steps[0]
+    assert any("one variable at a time" in n for n in res.patch.notes)
+
+
+def test_top_priority_wins_and_others_are_next_steps_in_order(rules, hp) -> None:
+    fs = [finding("P9", "warning", 40), finding("P3", "error", 20), finding("P6", "warning", 30)]
+    res = plan(fs, hp, rules)
+    assert res.patch.from_finding == "P3"
+    assert [f.id for f in res.findings] == ["P3", "P6", "P9"]
+    later = [s for s in res.next_steps if s.startswith("Then")]
+    assert [s.split()[1] for s in later] == ["P6", "P9"]
+    assert {c.param for c in res.patch.changes} == {"kl_loss_coef"}
+
+
+def test_same_priority_breaks_ties_by_severity(rules, hp) -> None:
+    res = plan([finding("P9", "warning", 10), finding("P3", "error", 10)], hp, rules)
+    assert res.patch.from_finding == "P3"
+
+
+def test_dapo_switch_sets_kl_zero_and_says_so(rules, hp) -> None:
+    res = plan([finding("P4")], hp, rules)
+    params = {c.param: c.to for c in res.patch.changes}
+    assert params == {"algorithm": "dapo", "kl_loss_coef": 0.0}
+    assert any("DAPO" in n for n in res.patch.notes)
+
+
+def test_dapo_already_goes_to_fallback(rules, hp) -> None:
+    hp["algorithm"] = "dapo"
+    res = plan([finding("P4")], hp, rules)
+    assert res.patch.kind == "fallback" and res.patch.changes[0].param == "n_rollouts"
+
+
+def test_coupling_repaired_when_rollouts_drop(rules, hp) -> None:
+    hp.update(batch_size=4, n_rollouts=8, ppo_mini_batch_size=32)
+    res = plan([finding("SLOW")], hp, rules)
+    patched = res.patch.hyper_parameters
+    assert patched["n_rollouts"] == 4
+    assert patched["ppo_mini_batch_size"] <= patched["batch_size"] * patched["n_rollouts"]
+    assert any(c.param == "ppo_mini_batch_size" and "coupling" in c.note for c in res.patch.changes)
+
+
+def test_max_length_cut_keeps_room_for_response(rules, hp) -> None:
+    hp.update(ppo_mini_batch_size=1, max_length=3000, max_prompt_length=2048)
+    res = plan([finding("OOM")], hp, rules)  # mini-batch 1 cannot halve: fallback max_length
+    patched = res.patch.hyper_parameters
+    assert res.patch.kind == "fallback"
+    assert patched["max_prompt_length"] < patched["max_length"]
+
+
+def test_no_findings_no_patch(rules, hp) -> None:
+    res = plan([], hp, rules)
+    assert res.patch.kind == "none" and res.patch.changes == [] and res.next_steps == []
+
+
+def test_unknown_parameter_is_not_invented(rules) -> None:
+    res = plan([finding("P1")], {"algorithm": "gspo"}, rules)
+    assert res.patch.hyper_parameters.get("learning_rate") is None
+    assert res.patch.kind == "fallback"
+
+
+def test_finding_action_used_without_rulebook(hp) -> None:
+    from advisor.types import Action, Change
+
+    f = finding("P3").model_copy(
+        update={
+            "action": Action(
+                advice="kl up", changes=[Change(param="kl_loss_coef", op="multiply", factor=5.0)]
+            )
+        }
+    )
+    res = plan([f], hp, None)
+    assert res.patch.changes[0].to == pytest.approx(0.005)
+
+
+@pytest.mark.parametrize(
+    ("hp_update", "best_kept", "publish"),
+    [
+        ({"save_steps": 100, "save_total_limit": 3}, False, 300),  # best at 150, never saved
+        ({"save_steps": 50, "save_total_limit": 5}, True, 150),
+        ({"save_steps": 50, "save_total_limit": 1}, False, 300),
+    ],
+)
+def test_checkpoint_advice(hp, hp_update, best_kept, publish) -> None:
+    hp.update(hp_update)
+    val = [(s, 0.5 + (0.2 if s == 150 else 0.01 * s / 50)) for s in range(50, 301, 50)]
+    out = remedy.checkpoint_advice(val, hp, last_step=300)
+    assert out["best_step"] == 150
+    assert out["best_kept"] is best_kept
+    assert out["publish_step"] == publish
+
+
+def test_checkpoint_epoch_needs_samples(hp) -> None:
+    hp["save_strategy"] = "epoch"
+    assert remedy.checkpoint_advice([(10, 0.3)], hp, 20)["best_kept"] is None
+    out = remedy.checkpoint_advice([(10, 0.3), (20, 0.2)], hp, 20, training_samples=640)
+    assert out["kept_steps"] == [10, 20] and out["publish_step"] == 10
