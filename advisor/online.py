@@ -1,0 +1,391 @@
+"""The library hook: `Advisor.observe(step, metrics)` judges a run while it is still going.
+
+The Advisor does no detection of its own. It maps framework names onto the canonical vocabulary
+(helper I's `advisor.ingest.names`), feeds the one engine (`advisor.engine.Monitor`, the same one
+`judge_run` replays a whole Run through) and turns what the Monitor holds into the same
+Diagnosis and report `diagnose` writes. So `observe` and `diagnose` judge identically by
+construction, and the Advisor's own state stays bounded: a few counters, the set of metric names
+seen, and the name cache.
+
+Safety classes follow ruff's fix applicability: only an action marked `safe` may be applied by a
+hook on its own (`auto_apply=True` with an `apply` callback); everything else is advice.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from advisor.types import Action, Diagnosis, Finding, InputError, RunEnding, RunInfo, Severity
+
+if TYPE_CHECKING:
+    from advisor.config import LoadedConfig
+
+log = logging.getLogger("rl_advisor")
+
+FindingCallback = Callable[[Finding], None]
+ApplyCallback = Callable[[Finding, Action], None]
+
+_MAX_WARNINGS = 20
+
+
+def _number(value: Any) -> float | None:
+    """A metric value as float, None when it is not a number (strings, lists, images...).
+
+    float() accepts Python numbers, numpy scalars and one-element torch tensors alike; NaN and
+    inf are kept (they are evidence for NAN), only non-numbers become None.
+    """
+    if value is None or isinstance(value, str):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+class Advisor:
+    """Online diagnosis of one training run, fed one step at a time.
+
+    >>> adv = Advisor(hyper_parameters={"learning_rate": 2e-6, "eval_steps": 10})
+    >>> new = adv.observe(1, {"critic/rewards/mean": 0.4, "actor/entropy": 0.6})
+    >>> new
+    []
+    """
+
+    def __init__(
+        self,
+        hyper_parameters: Mapping[str, Any] | None = None,
+        *,
+        config: LoadedConfig | None = None,
+        config_path: str | Path | None = None,
+        sets: Sequence[str] = (),
+        hints: Mapping[str, Any] | None = None,
+        training_samples: int | None = None,
+        rules: Any = None,
+        auto_apply: bool = False,
+        apply: ApplyCallback | None = None,
+        on_finding: FindingCallback | None = None,
+        source: str = "online",
+        format: str = "online",
+    ) -> None:
+        if auto_apply and apply is None:
+            raise ValueError("auto_apply=True needs an apply(finding, action) callback")
+        self._explicit = dict(hyper_parameters or {})
+        self._config_path = Path(config_path) if config_path is not None else None
+        self._sets = tuple(sets)
+        self._hints: dict[str, Any] = dict(hints or {})
+        self._training_samples = training_samples
+        self._loaded: LoadedConfig | None = config
+        self._rules = rules
+        self.auto_apply = auto_apply
+        self._apply = apply
+        self._on_finding = on_finding
+        self.source = source
+        self.format = format
+        self._monitor: Any = None
+        self._lock = threading.Lock()
+        self._seen: set[str] = set()  # canonical metrics seen (bounded by the vocabulary)
+        self._first_step: int | None = None
+        self._last_step: int | None = None
+        self._steps = 0
+        self._dropped = 0
+        self._warnings: list[str] = []
+        self._closed = False
+        self._val_best: tuple[int, float] | None = None
+        self._val_last: tuple[int, float] | None = None
+        self._planned: dict[tuple[str, int | None], Finding] = {}
+        self.ending: RunEnding | None = None
+        self.applied: list[tuple[Finding, Action]] = []
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_config(cls, path: str | Path, sets: Sequence[str] = (), **kwargs: Any) -> Advisor:
+        """An Advisor for the job described by `path` (YAML or keyword layout), `--set` style
+        overrides in `sets`. Bad config input raises InputError now, not at the first step."""
+        adv = cls(config_path=path, sets=sets, **kwargs)
+        adv._config()  # load eagerly: a wrong path must fail before training starts
+        return adv
+
+    def add_hints(self, hints: Mapping[str, Any]) -> None:
+        """Hyperparameters the run itself reveals (TrainingArguments, verl's config).
+
+        They rank below the config file and --set (layering defaults < file < run < set, as
+        load_config does). Only possible before the first observe: the engine's thresholds are
+        fixed once judging starts, as they are for diagnose.
+        """
+        if self._monitor is not None:
+            raise RuntimeError("add_hints() must come before the first observe()")
+        self._hints.update({k: v for k, v in hints.items() if v is not None})
+        if self._config_path is not None or self._explicit or self._sets:
+            self._loaded = None  # reload with the hints on the next use
+
+    def _config(self) -> LoadedConfig:
+        if self._loaded is None:
+            from advisor.config import load_config
+
+            # Explicit hyper_parameters are the caller's own values: they go in as --set does,
+            # above the file and the run's hints.
+            sets = list(self._sets) + [_as_set(k, v) for k, v in self._explicit.items()]
+            self._loaded = load_config(
+                self._config_path,
+                sets=sets,
+                hints=self._hints or None,
+                training_samples=self._training_samples,
+            )
+        return self._loaded
+
+    @property
+    def hyper_parameters(self) -> dict[str, Any]:
+        """The effective hyperparameters the engine judges with."""
+        return dict(self._config().hyper_parameters)
+
+    def _start(self) -> Any:
+        from advisor.engine import Monitor
+
+        self._monitor = Monitor(self._config().hyper_parameters, rules=self._rules)
+        return self._monitor
+
+    # -- the hook -----------------------------------------------------------------------------
+    def observe(self, step: int, metrics: Mapping[str, Any]) -> list[Finding]:
+        """Feed one step's metrics (raw framework names or canonical ones).
+
+        Returns only the findings that are new at this step. A step lower than one already seen
+        (a resumed run replaying its log) is dropped with a warning: the engine's state only
+        moves forward.
+        """
+        step_i = _step(step)
+        if not isinstance(metrics, Mapping):
+            raise InputError(f"observe(step={step_i}): metrics must be a mapping of name -> value")
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("observe() after close()")
+            monitor = self._monitor or self._start()
+            if self._last_step is not None and step_i < self._last_step:
+                self._drop(step_i)
+                return []
+            row = self._row(metrics)
+            new = list(monitor.push(step_i, row))
+            self._track_val(step_i, row.get("val_reward"))
+            if self._last_step != step_i:
+                self._steps += 1
+            if self._first_step is None:
+                self._first_step = step_i
+            self._last_step = step_i
+        return self._notify(new)
+
+    __call__ = observe  # a plain callable for any orchestrator: hook(step, metrics)
+
+    def _row(self, metrics: Mapping[str, Any]) -> dict[str, float | None]:
+        """Canonical names as the readers make them (helper I's `canonicalize`: best raw key per
+        name, val_reward averaged over datasets), plus every unknown name under its own."""
+        from advisor.ingest.names import canonical_name, canonicalize
+
+        numeric = {str(k): _number(v) for k, v in metrics.items()}
+        row = canonicalize(numeric)
+        self._seen.update(row)
+        for key, value in numeric.items():
+            if key not in row and canonical_name(key) is None:
+                row[key] = value
+        return row
+
+    def _track_val(self, step: int, value: float | None) -> None:
+        # Checkpoint advice needs only the best and the last evaluation: keep those two, not
+        # the series, so memory stays flat however long the run.
+        if value is None or not math.isfinite(value):
+            return
+        self._val_last = (step, value)
+        if self._val_best is None or value > self._val_best[1]:
+            self._val_best = (step, value)
+
+    def _drop(self, step: int) -> None:
+        self._dropped += 1
+        if len(self._warnings) < _MAX_WARNINGS:
+            self._warnings.append(
+                f"step {step} arrived after step {self._last_step} and was ignored"
+                " (a resumed run restarting its log?)"
+            )
+
+    def _with_actions(self, found: Sequence[Finding]) -> list[Finding]:
+        """The findings with their actions resolved by the remedy (what the report shows).
+
+        Each finding's action is resolved on its own (remedy.plan), so resolving only the new
+        ones gives what resolving all of them would; results are kept per (id, onset).
+        """
+        todo = [f for f in found if _key(f) not in self._planned]
+        if todo:
+            from advisor.remedy import plan
+
+            for f in plan(todo, self._config().hyper_parameters, self._rules).findings:
+                self._planned[_key(f)] = f
+        out = []
+        for f in found:
+            p = self._planned.get(_key(f))
+            out.append(
+                f.model_copy(update={"action": p.action, "fallback": p.fallback}) if p else f
+            )
+        return out
+
+    def _notify(self, new: list[Finding]) -> list[Finding]:
+        if not new:
+            return new
+        new = self._with_actions(new)
+        for finding in new:
+            log.warning(
+                "rl-advisor: step %s: %s %s (%s)",
+                finding.detected_step or finding.onset_step,
+                finding.id,
+                finding.name,
+                finding.severity.value,
+            )
+            if self._on_finding is not None:
+                self._on_finding(finding)
+            action = finding.action
+            if self.auto_apply and action is not None and action.safety == "safe":
+                assert self._apply is not None  # checked in __init__
+                self._apply(finding, action)
+                self.applied.append((finding, action))
+        return new
+
+    # -- what is known so far -------------------------------------------------------------------
+    @property
+    def findings(self) -> list[Finding]:
+        """Everything found so far, actions resolved (cleared ones carry cleared_step)."""
+        if self._monitor is None:
+            return []
+        return self._with_actions(list(self._monitor.findings))
+
+    @property
+    def active(self) -> list[Finding]:
+        """Findings that have not cleared."""
+        return [f for f in self.findings if f.cleared_step is None]
+
+    @property
+    def status(self) -> str:
+        return str(self._monitor.status) if self._monitor is not None else "insufficient_data"
+
+    @property
+    def warmup_steps(self) -> int | None:
+        return self._monitor.warmup_steps if self._monitor is not None else None
+
+    @property
+    def steps(self) -> int:
+        return self._steps
+
+    @property
+    def last_step(self) -> int | None:
+        return self._last_step
+
+    def worst(self) -> Severity | None:
+        sev = [f.severity for f in self.active]
+        return max(sev, key=lambda s: s.rank) if sev else None
+
+    def safe_actions(self) -> list[tuple[Finding, Action]]:
+        """(finding, action) pairs a hook may apply without asking: safety == "safe" only."""
+        out: list[tuple[Finding, Action]] = []
+        for finding in self.active:
+            for action in (finding.action, finding.fallback):
+                if action is not None and action.safety == "safe":
+                    out.append((finding, action))
+        return out
+
+    def advice(self) -> list[tuple[Finding, Action]]:
+        """Every other action of an active finding: for a person to decide."""
+        safe = {id(a) for _, a in self.safe_actions()}
+        return [
+            (f, a)
+            for f in self.active
+            for a in (f.action, f.fallback)
+            if a is not None and id(a) not in safe
+        ]
+
+    # -- the end ------------------------------------------------------------------------------
+    def close(self, ending: RunEnding | None = None) -> list[Finding]:
+        """The run ended (how, if known): let the engine judge what needs the end of the run.
+
+        Returns the findings new at closing. Idempotent.
+        """
+        with self._lock:
+            if self._closed:
+                return []
+            self._closed = True
+            self.ending = ending
+            monitor = self._monitor or self._start()
+            close = getattr(monitor, "close", None)
+            new = list(close(ending) or []) if close is not None else []
+        return self._notify(new)
+
+    def run_info(self) -> RunInfo:
+        from advisor.types import CANONICAL_METRICS
+
+        return RunInfo(
+            source=self.source,
+            format=self.format,
+            steps=self._steps,
+            first_step=self._first_step,
+            last_step=self._last_step,
+            metrics=[m for m in CANONICAL_METRICS if m in self._seen],
+            config_hints=dict(self._hints),
+            ending=self.ending,
+            warnings=self._all_warnings(),
+        )
+
+    def _all_warnings(self) -> list[str]:
+        extra = self._dropped - len(self._warnings)
+        more = [f"... and {extra} more out-of-order steps ignored"] if extra > 0 else []
+        return self._warnings + more
+
+    def diagnosis(self) -> Diagnosis:
+        """The Diagnosis `diagnose` would build from the same series (so far)."""
+        from advisor import __version__, static
+        from advisor.remedy import checkpoint_advice, plan
+
+        loaded = self._config()
+        hp = dict(loaded.hyper_parameters)
+        found = list(self._monitor.findings) if self._monitor is not None else []
+        planned = plan(found, hp, self._rules)
+        val = sorted({p for p in (self._val_best, self._val_last) if p is not None})
+        return Diagnosis(
+            tool={"name": "rl-advisor", "version": __version__},
+            run=self.run_info(),
+            status=self.status,  # type: ignore[arg-type]
+            warmup_steps=self.warmup_steps,
+            findings=planned.findings,
+            config_findings=[*loaded.findings, *static.check(loaded)],
+            patch=planned.patch,
+            next_steps=planned.next_steps,
+            checkpoint=checkpoint_advice(val, hp, self._last_step, self._training_samples),
+            hyper_parameters=hp,
+            assumptions=list(getattr(self._monitor, "assumptions", []) or []),
+        )
+
+    def report(self, format: str = "markdown", out_dir: str | Path | None = None) -> str:
+        """The same report diagnose writes, for what has been seen so far."""
+        from advisor.report import render
+
+        return render(self.diagnosis(), format=format, out_dir=Path(out_dir) if out_dir else None)
+
+
+def _key(finding: Finding) -> tuple[str, int | None]:
+    return finding.id, finding.onset_step
+
+
+def _step(step: Any) -> int:
+    try:
+        value = float(step)
+    except (TypeError, ValueError):
+        raise InputError(f"observe(step={step!r}): step must be an integer") from None
+    if not math.isfinite(value) or value != int(value):
+        raise InputError(f"observe(step={step!r}): step must be an integer")
+    return int(value)
+
+
+def _as_set(key: str, value: Any) -> str:
+    """A hyperparameter as a --set string; JSON scalars parse back as YAML scalars do."""
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value)
+    return f"{key}={text}"
