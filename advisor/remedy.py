@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from advisor.types import Action, Change, Finding, Patch
@@ -281,12 +282,27 @@ def _builtin_anti_patterns(hp: Mapping[str, Any]) -> set[str]:
 def static_anti_patterns(hp: Mapping[str, Any]) -> set[str]:
     """Ids of static warnings/errors on `hp`, from helper C's static rules (one source of truth)."""
     try:
+        key = tuple(sorted(hp.items()))
+        hash(key)
+    except TypeError:  # an unhashable value (a list): check without the cache
+        return set(_static_ids(hp))
+    return set(_static_ids_cached(key))
+
+
+@lru_cache(maxsize=4096)
+def _static_ids_cached(key: tuple[tuple[str, Any], ...]) -> frozenset[str]:
+    # The remedy checks the same job (and the same patched jobs) many times over a batch.
+    return _static_ids(dict(key))
+
+
+def _static_ids(hp: Mapping[str, Any]) -> frozenset[str]:
+    try:
         from advisor.config import load_config
         from advisor.static import check
     except ImportError:
-        return _builtin_anti_patterns(hp)
+        return frozenset(_builtin_anti_patterns(hp))
     loaded = load_config(None, hints=dict(hp))
-    return {f.id for f in check(loaded) if f.severity.rank >= 1}
+    return frozenset(f.id for f in check(loaded) if f.severity.rank >= 1)
 
 
 def already_tried(

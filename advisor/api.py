@@ -1,0 +1,229 @@
+"""The public API: `diagnose` one run, `validate` one job file, `diagnose_many` in a process pool.
+
+Each is a pure function of its inputs (files + arguments -> Diagnosis): that is what lets the
+batch API fan out over processes now and over a cluster framework later (design.md).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from advisor import __version__
+from advisor.types import Diagnosis, Finding, InputError, Run
+
+# Hyperparameters whose value changes a conclusion, and what it changes (for the assumptions).
+_WEIGHS_ON = {
+    "eval_steps": "the warm-up (eval_steps x 3 steps) and the onset tolerance",
+    "algorithm": "the clip-fraction and KL thresholds (they differ for GSPO / GRPO / DAPO)",
+    "learning_rate": "the patched learning_rate",
+    "kl_loss_coef": "the patched kl_loss_coef and the KL findings",
+    "n_epochs": "the overfitting advice",
+    "save_strategy": "the checkpoint advice",
+    "save_steps": "the checkpoint advice",
+    "save_total_limit": "the checkpoint advice",
+}
+# The series the report draws besides each finding's own metrics.
+_ALWAYS_DRAWN = ("reward_mean", "val_reward")
+
+
+@lru_cache(maxsize=1)
+def _rules() -> Any:
+    """The symptom rulebook (helper E); None when it is not available (findings carry actions)."""
+    try:
+        from advisor.engine import load_symptom_rules
+    except ImportError:
+        return None
+    return load_symptom_rules()
+
+
+def _load_config(
+    config: Path | str | None,
+    sets: Sequence[str] = (),
+    hints: Mapping[str, Any] | None = None,
+    training_samples: int | None = None,
+) -> Any:
+    from advisor.config import load_config
+
+    return load_config(
+        Path(config) if config is not None else None,
+        sets,
+        hints=hints,
+        training_samples=training_samples,
+    )
+
+
+def _static_findings(loaded: Any) -> list[Any]:
+    from advisor.static import check
+
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    out = []
+    for f in [*loaded.findings, *check(loaded)]:
+        key = (f.id, tuple(f.params))
+        if key not in seen:  # load-time and static rules may both report one problem
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def validate(config: Path | str | None, sets: Sequence[str] = ()) -> Diagnosis:
+    """The static checks of a job file alone: the diagnose object with `run` None."""
+    loaded = _load_config(config, sets)
+    return Diagnosis(
+        tool={"name": "rl-advisor", "version": __version__},
+        run=None,
+        status="healthy",
+        config_findings=_static_findings(loaded),
+        hyper_parameters=dict(loaded.hyper_parameters),
+    )
+
+
+def diagnose(
+    metrics: Path | str,
+    config: Path | str | None = None,
+    sets: Sequence[str] = (),
+    previous: Path | str | None = None,
+    training_samples: int | None = None,
+) -> Diagnosis:
+    """Read a run, judge it against its job config, and plan the one change to make."""
+    from advisor.engine import judge_run
+    from advisor.ingest import load_run
+
+    run = load_run(Path(metrics))
+    loaded = _load_config(config, sets, run.config_hints, training_samples)
+    hp = dict(loaded.hyper_parameters)
+    judgement = judge_run(run, hp)
+    prev_hp = dict(_load_config(previous).hyper_parameters) if previous is not None else None
+    return assemble(
+        run,
+        hp,
+        judgement,
+        config_findings=_static_findings(loaded),
+        origin=dict(getattr(loaded, "origin", {}) or {}),
+        previous=prev_hp,
+        training_samples=training_samples,
+    )
+
+
+def assemble(
+    run: Run,
+    hp: Mapping[str, Any],
+    judgement: Any,
+    config_findings: Sequence[Any] = (),
+    origin: Mapping[str, str] | None = None,
+    previous: Mapping[str, Any] | None = None,
+    training_samples: int | None = None,
+    rules: Any = None,
+) -> Diagnosis:
+    """Judgement + job -> Diagnosis: remedy, checkpoint advice, assumptions, drawn series.
+
+    Split from `diagnose` so the online Advisor can build the same object from its Monitor.
+    """
+    from advisor import remedy
+
+    findings: list[Finding] = list(judgement.findings)
+    planned = remedy.plan(findings, hp, rules if rules is not None else _rules(), previous)
+    info = run.info()
+    return Diagnosis(
+        tool={"name": "rl-advisor", "version": __version__},
+        run=info,
+        status=judgement.status,
+        warmup_steps=judgement.warmup_steps,
+        findings=planned.findings,
+        config_findings=list(config_findings),
+        patch=planned.patch,
+        assumptions=_assumptions(judgement, hp, origin, planned.patch),
+        next_steps=planned.next_steps,
+        checkpoint=remedy.checkpoint_advice(
+            _points(run, "val_reward"), hp, info.last_step, training_samples
+        ),
+        hyper_parameters=dict(hp),
+        series=_series(run, planned.findings),
+    )
+
+
+def _points(run: Run, metric: str) -> list[tuple[int, float]]:
+    if metric not in run.frame.columns or "step" not in run.frame.columns:
+        return []
+    sub = run.frame.select("step", metric).drop_nulls()
+    return list(zip(sub["step"].to_list(), sub[metric].cast(float).to_list(), strict=True))
+
+
+def _series(
+    run: Run, findings: Iterable[Finding]
+) -> dict[str, tuple[list[int], list[float | None]]]:
+    wanted = [*_ALWAYS_DRAWN, *(e.metric for f in findings for e in f.evidence)]
+    out: dict[str, tuple[list[int], list[float | None]]] = {}
+    for m in dict.fromkeys(wanted):
+        pts = _points(run, m)
+        if pts:
+            out[m] = ([s for s, _ in pts], [v for _, v in pts])
+    return out
+
+
+def _assumptions(
+    judgement: Any, hp: Mapping[str, Any], origin: Mapping[str, str] | None, patch: Any
+) -> list[str]:
+    """What was assumed, and which conclusions that weakens (contract: never invent silently)."""
+    out = list(getattr(judgement, "assumptions", []) or [])
+    origin = origin or {}
+    patched = {c.param for c in (patch.changes if patch else [])}
+    for param, weighs in _WEIGHS_ON.items():
+        where, value = origin.get(param), hp.get(param)
+        if where == "run":
+            line = (
+                f"Without --config, {param}={value!r} was taken from the run's log; "
+                f"{weighs} rest on it."
+            )
+        elif where == "default" and (param in patched or param in ("eval_steps", "algorithm")):
+            line = (
+                f"{param} is not in the job file nor the log: the platform default {value!r} was "
+                f"assumed, which weakens {weighs}. Pass --config JOB.yaml or --set {param}=..."
+            )
+        else:
+            continue
+        if not any(param in a and str(value) in a for a in out):  # the engine may have said it
+            out.append(line)
+    return out
+
+
+# ----------------------------------------------------------------------------- batch
+def _init_worker() -> None:
+    # One polars thread per worker process: the pool already uses every core.
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
+
+
+def _one(args: tuple[Any, ...]) -> Diagnosis | InputError:
+    try:
+        return diagnose(*args)
+    except InputError as err:
+        return err
+
+
+def diagnose_many(
+    paths: Sequence[Path | str],
+    config: Path | str | None = None,
+    sets: Sequence[str] = (),
+    previous: Path | str | None = None,
+    training_samples: int | None = None,
+    workers: int | None = None,
+) -> list[Diagnosis | InputError]:
+    """Diagnose many runs with one job config, in order; an unusable run yields its InputError
+    in its place instead of stopping the batch. `workers` defaults to the CPU count; 1 runs
+    in this process. Workers are spawned (not forked: polars' thread pool does not survive a
+    fork) and each diagnosis is independent, so the same function scales out to a cluster."""
+    jobs = [(str(p), config, tuple(sets), previous, training_samples) for p in paths]
+    n = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
+    if n == 1:
+        return [_one(j) for j in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("spawn")
+    chunk = max(1, math.ceil(len(jobs) / (n * 8)))
+    with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker) as pool:
+        return list(pool.map(_one, jobs, chunksize=chunk))
