@@ -1,0 +1,49 @@
+"""Renderers: a Diagnosis in, text out. Formats map to renderer functions (no if/elif chain).
+
+`render(diagnosis, "markdown", out_dir=DIR, stem="report")` also draws one PNG per finding and
+metric into DIR (`<stem>-<ID>-<metric>.png`) and links them; without `out_dir` no picture is
+drawn (matplotlib is never imported) and the report keeps its inline sparklines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from advisor.types import Diagnosis, InputError
+
+
+def _json(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
+    # pydantic writes NaN/inf as null, so the output is strict JSON; `from`, not `from_`.
+    return diagnosis.model_dump_json(by_alias=True, indent=2) + "\n"
+
+
+def _markdown(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
+    from advisor.report.markdown import render_markdown
+
+    return render_markdown(diagnosis, out_dir, stem)
+
+
+RENDERERS: dict[str, Callable[[Diagnosis, Path | None, str], str]] = {
+    "markdown": _markdown,
+    "json": _json,
+}
+
+
+def render(
+    diagnosis: Diagnosis,
+    format: str = "markdown",
+    out_dir: Path | None = None,
+    stem: str = "report",
+) -> str:
+    """The report as text; pictures (Markdown only) go to `out_dir` when it is given."""
+    try:
+        renderer = RENDERERS[str(format)]
+    except KeyError:
+        raise InputError(
+            f"--format: expected one of {', '.join(RENDERERS)}, got {format!r}"
+        ) from None
+    return renderer(diagnosis, out_dir, stem)
+
+
+__all__ = ["RENDERERS", "render"]

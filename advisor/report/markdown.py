@@ -1,0 +1,166 @@
+"""The Markdown report: jinja2 templates fed with a small view of the Diagnosis.
+
+The Python side only computes values (sparklines, the diff lines, the verdict's numbers); every
+piece of Markdown lives in `templates/*.j2`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from advisor.types import Change, Diagnosis, Finding
+
+TICKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float | None], width: int = 40) -> str:
+    """A unicode sparkline of block means; `×` marks a block with a non-finite value, a space
+    a block with no value at all."""
+    if not values:
+        return ""
+    n = len(values)
+    width = min(width, n)
+    blocks: list[float | str | None] = []
+    for i in range(width):
+        chunk = values[i * n // width : (i + 1) * n // width]
+        if any(v is not None and not math.isfinite(v) for v in chunk):
+            blocks.append("x")
+            continue
+        finite = [v for v in chunk if v is not None]
+        blocks.append(sum(finite) / len(finite) if finite else None)
+    nums = [b for b in blocks if isinstance(b, float)]
+    lo, hi = (min(nums), max(nums)) if nums else (0.0, 0.0)
+    span = hi - lo
+    out = []
+    for b in blocks:
+        if b == "x":
+            out.append("×")
+        elif b is None:
+            out.append(" ")
+        else:
+            idx = 0 if span == 0 else round((b - lo) / span * (len(TICKS) - 1))  # type: ignore[operator]
+            out.append(TICKS[idx])
+    return "".join(out)
+
+
+def fmt(value: Any) -> str:
+    """A number as a person would write it: 4e-06, 0.0012, 8192, 0.31."""
+    if isinstance(value, bool) or value is None:
+        return str(value).lower() if isinstance(value, bool) else "-"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6):
+            return f"{value:.3g}"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def cell(text: Any) -> str:
+    """Safe inside a Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def yaml_value(value: Any) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    return fmt(value)
+
+
+def diff_lines(changes: Sequence[Change]) -> list[str]:
+    """Old vs new hyperparameter lines of the job file, one pair per parameter."""
+    out: list[str] = []
+    for c in changes:
+        out.append(f"-    {c.param}: {yaml_value(c.from_)}")
+        out.append(f"+    {c.param}: {yaml_value(c.to)}")
+    return out
+
+
+def change_text(c: Change) -> str:
+    how = ""
+    if c.factor is not None:
+        how = f" (x{fmt(c.factor)})" if c.op == "multiply" else f" ({c.factor:+g})"
+    note = f" - {c.note}" if c.note else ""
+    return f"`{c.param}` {fmt(c.from_)} → {fmt(c.to)}{how}{note}"
+
+
+def verdict(d: Diagnosis) -> str:
+    """The first line: healthy / N issues, and the one change to make."""
+    ordered = d.findings
+    if d.status == "insufficient_data":
+        steps = d.run.steps if d.run else 0
+        need = d.warmup_steps or 0
+        return (
+            f"Not enough data to judge yet: {steps} steps read, the warm-up alone is {need} "
+            f"steps (eval_steps x 3)."
+        )
+    if not ordered:
+        extra = f"; {len(d.config_findings)} config finding(s) below" if d.config_findings else ""
+        return f"Healthy: no symptom after the warm-up of {d.warmup_steps} steps{extra}."
+    counts = {
+        s: sum(1 for f in ordered if f.severity.value == s) for s in ("error", "warning", "info")
+    }
+    tally = ", ".join(f"{n} {s}{'s' if n > 1 else ''}" for s, n in counts.items() if n)
+    top = next(
+        (f for f in ordered if f.id == (d.patch.from_finding if d.patch else None)), ordered[0]
+    )
+    if d.patch and d.patch.changes:
+        c = d.patch.changes[0]
+        todo = f"the one change to make: `{c.param}` {fmt(c.from_)} → {fmt(c.to)}"
+    else:
+        todo = "the one thing to do: " + (top.action.advice if top.action else "see below")
+    n = len(ordered)
+    return f"{n} issue{'s' if n > 1 else ''} ({tally}); {todo} ({top.id} {top.name})."
+
+
+def _finding_view(f: Finding, d: Diagnosis, plots: dict[str, str]) -> dict[str, Any]:
+    evidence = []
+    for e in f.evidence:
+        _steps, values = d.series.get(e.metric, ([], []))
+        evidence.append(
+            {
+                "e": e,
+                "spark": sparkline(values),
+                "stats": ", ".join(f"{k}={fmt(v)}" for k, v in e.statistic.items()),
+                "plot": plots.get(f"{f.id}:{e.metric}"),
+            }
+        )
+    return {"f": f, "evidence": evidence}
+
+
+@lru_cache(maxsize=1)
+def _env() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
+        autoescape=False,  # Markdown, not HTML
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(fmt=fmt, cell=cell, change=change_text)
+    return env
+
+
+def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "report") -> str:
+    plots: dict[str, str] = dict(d.plots)
+    if out_dir is not None and d.findings:
+        from advisor.report.plots import draw
+
+        plots.update(draw(d, Path(out_dir), stem))
+    view = {
+        "d": d,
+        "verdict": verdict(d),
+        "findings": [_finding_view(f, d, plots) for f in d.findings],
+        "diff": diff_lines(d.patch.changes) if d.patch else [],
+        "ckpt": d.checkpoint,
+    }
+    return _env().get_template("report.md.j2").render(**view)
