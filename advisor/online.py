@@ -20,7 +20,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.types import Action, Diagnosis, Finding, InputError, RunEnding, RunInfo, Severity
+from advisor.types import (
+    CANONICAL_METRICS,
+    Action,
+    Diagnosis,
+    Finding,
+    InputError,
+    RunEnding,
+    RunInfo,
+    Severity,
+)
 
 if TYPE_CHECKING:
     from advisor.config import LoadedConfig
@@ -98,6 +107,7 @@ class Advisor:
         self._val_best: tuple[int, float] | None = None
         self._val_last: tuple[int, float] | None = None
         self._planned: dict[tuple[str, int | None], Finding] = {}
+        self._series: dict[str, _Thinned] = {}  # canonical metric -> thinned history (plots)
         self.ending: RunEnding | None = None
         self.applied: list[tuple[Finding, Action]] = []
 
@@ -169,7 +179,7 @@ class Advisor:
                 return []
             row = self._row(metrics)
             new = list(monitor.push(step_i, row))
-            self._track_val(step_i, row.get("val_reward"))
+            self._track(step_i, row)
             if self._last_step != step_i:
                 self._steps += 1
             if self._first_step is None:
@@ -192,9 +202,15 @@ class Advisor:
                 row[key] = value
         return row
 
-    def _track_val(self, step: int, value: float | None) -> None:
+    def _track(self, step: int, row: Mapping[str, float | None]) -> None:
+        for name in _CANONICAL.intersection(row):
+            series = self._series.get(name)
+            if series is None:
+                series = self._series[name] = _Thinned()
+            series.add(step, row[name])
         # Checkpoint advice needs only the best and the last evaluation: keep those two, not
         # the series, so memory stays flat however long the run.
+        value = row.get("val_reward")
         if value is None or not math.isfinite(value):
             return
         self._val_last = (step, value)
@@ -319,8 +335,6 @@ class Advisor:
         return self._notify(new)
 
     def run_info(self) -> RunInfo:
-        from advisor.types import CANONICAL_METRICS
-
         return RunInfo(
             source=self.source,
             format=self.format,
@@ -360,6 +374,7 @@ class Advisor:
             checkpoint=checkpoint_advice(val, hp, self._last_step, self._training_samples),
             hyper_parameters=hp,
             assumptions=list(getattr(self._monitor, "assumptions", []) or []),
+            series={k: (list(v.steps), list(v.values)) for k, v in self._series.items()},
         )
 
     def report(self, format: str = "markdown", out_dir: str | Path | None = None) -> str:
@@ -367,6 +382,31 @@ class Advisor:
         from advisor.report import render
 
         return render(self.diagnosis(), format=format, out_dir=Path(out_dir) if out_dir else None)
+
+
+class _Thinned:
+    """A metric's (step, value) history for the report's plots, at most `cap` points.
+
+    When full, every other point is dropped and the stride doubles: memory stays bounded
+    whatever the run length, and the curve keeps its shape from first step to last.
+    """
+
+    __slots__ = ("cap", "steps", "stride", "values")
+
+    def __init__(self, cap: int = 1024) -> None:
+        self.cap = cap
+        self.stride = 1
+        self.steps: list[int] = []
+        self.values: list[float | None] = []
+
+    def add(self, step: int, value: float | None) -> None:
+        if self.steps and step - self.steps[-1] < self.stride:
+            return
+        self.steps.append(step)
+        self.values.append(value)
+        if len(self.steps) >= self.cap:
+            del self.steps[1::2], self.values[1::2]
+            self.stride *= 2
 
 
 def _key(finding: Finding) -> tuple[str, int | None]:
@@ -389,3 +429,6 @@ def _as_set(key: str, value: Any) -> str:
 
     text = value if isinstance(value, str) else json.dumps(value)
     return f"{key}={text}"
+
+
+_CANONICAL = frozenset(CANONICAL_METRICS)

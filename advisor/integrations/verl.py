@@ -1,0 +1,208 @@
+"""verl: judge the run inside verl's Ray actor, where its trainer logs.
+
+verl has no callback registry; its `RayPPOTrainer.fit()` runs in the TaskRunner Ray actor and
+logs every step through `verl.utils.tracking.Tracking.log(data, step, backend=None)`, a class it
+imports inside `fit()`. Two routes follow from that (verl's names checked against its public
+source, `verl/trainer/main_ppo.py` and `verl/utils/tracking.py`):
+
+1. `AdvisorTaskRunner`: a TaskRunner for `run_ppo(config, task_runner_class=...)`. In the actor
+   it builds the Advisor (hints from verl's own config), puts a `Tracking` subclass in place
+   whose `log` also feeds the Advisor, runs the normal TaskRunner, and writes the report into
+   `trainer.default_local_dir` when training ends (or fails).
+2. `install(hook)`: the same `Tracking` patch, for code that drives `RayPPOTrainer` itself.
+
+The sidecar route needs no code in the job: `rl-advisor watch <file logger's JSONL or console
+log> --config job.yaml` (see docs/online.md).
+
+Nothing here imports verl, Ray or OmegaConf at module level.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from advisor.integrations.hook import Hook
+from advisor.online import Advisor
+from advisor.types import Finding, RunEnding
+
+REPORT_NAME = "rl-advisor-report.md"
+ENV_CONFIG = "RL_ADVISOR_CONFIG"  # job.yaml for the Advisor inside the actor
+ENV_STOP_ON = "RL_ADVISOR_STOP_ON"  # "error" stops training on an error-severity finding
+ENV_REPORT = "RL_ADVISOR_REPORT"  # where to write the report (default: the checkpoint dir)
+
+
+class TrainingStopped(RuntimeError):
+    """Raised from Tracking.log when a finding at or above `stop_on` fired (opt-in): verl has
+    no stop flag, so ending the fit loop with an exception is how a hook stops it."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(
+            f"rl-advisor stopped training at {finding.id} ({finding.name}, "
+            f"{finding.severity.value}) onset step {finding.onset_step}"
+        )
+        self.finding = finding
+
+
+def tracking_class(base: type, hook: Hook, *, raise_on_stop: bool = True) -> type:
+    """A subclass of verl's `Tracking` whose `log` also feeds `hook` (after the real backends
+    logged, so a failing advisor can never lose a metric)."""
+
+    def log(self: Any, data: Mapping[str, Any], step: int, backend: Any = None) -> None:
+        base.log(self, data=data, step=step, backend=backend)
+        if backend is not None:
+            return  # a call aimed at some backends only (e.g. tables): not a step's metrics
+        hook(step, data)
+        if raise_on_stop and hook.stop and hook.stopped_by is not None:
+            raise TrainingStopped(hook.stopped_by)
+
+    return type("AdvisorTracking", (base,), {"log": log, "__module__": __name__})
+
+
+def install(hook: Hook, module: Any = None, *, raise_on_stop: bool = True) -> Callable[[], None]:
+    """Replace `verl.utils.tracking.Tracking` by a subclass that feeds `hook`; returns the undo.
+
+    `fit()` imports Tracking from that module when it starts, so installing before `fit()` (in
+    the same process, i.e. inside the TaskRunner actor) is enough.
+    """
+    if module is None:
+        import importlib
+
+        module = importlib.import_module("verl.utils.tracking")
+    original = module.Tracking
+    module.Tracking = tracking_class(original, hook, raise_on_stop=raise_on_stop)
+
+    def undo() -> None:
+        module.Tracking = original
+
+    return undo
+
+
+def _get(cfg: Any, dotted: str) -> Any:
+    """cfg["a"]["b"] for "a.b" on dicts and OmegaConf alike; None when any part is missing."""
+    cur = cfg
+    for part in dotted.split("."):
+        try:
+            cur = cur[part]
+        except (KeyError, TypeError, IndexError, AttributeError):
+            return None
+        except Exception:  # OmegaConf's own missing-key errors
+            return None
+    return cur
+
+
+def hints_from_verl(cfg: Any) -> dict[str, Any]:
+    """Platform hyperparameters (knowledge.md §2) that verl's config reveals, one to one."""
+    g = lambda key: _get(cfg, key)  # noqa: E731
+    hints: dict[str, Any] = {
+        "learning_rate": g("actor_rollout_ref.actor.optim.lr"),
+        "batch_size": g("data.train_batch_size"),
+        "n_rollouts": g("actor_rollout_ref.rollout.n"),
+        "ppo_mini_batch_size": g("actor_rollout_ref.actor.ppo_mini_batch_size"),
+        "max_prompt_length": g("data.max_prompt_length"),
+        "n_epochs": g("trainer.total_epochs"),
+        "inference_gpu_memory_utilization": g("actor_rollout_ref.rollout.gpu_memory_utilization"),
+        "inference_tensor_parallel_size": g("actor_rollout_ref.rollout.tensor_model_parallel_size"),
+        "lr_warmup_steps": g("actor_rollout_ref.actor.optim.lr_warmup_steps"),
+    }
+    if g("actor_rollout_ref.actor.use_kl_loss"):
+        hints["kl_loss_coef"] = g("actor_rollout_ref.actor.kl_loss_coef")
+    prompt, response = g("data.max_prompt_length"), g("data.max_response_length")
+    if isinstance(prompt, int) and isinstance(response, int):
+        hints["max_length"] = prompt + response
+    for key, name in (("trainer.test_freq", "eval_steps"), ("trainer.save_freq", "save_steps")):
+        every = g(key)
+        if isinstance(every, int) and every > 0:
+            hints[name] = every
+    if "save_steps" in hints:
+        hints["save_strategy"] = "steps"
+    algo = _algorithm(cfg)
+    if algo:
+        hints["algorithm"] = algo
+    return {k: v for k, v in hints.items() if v is not None}
+
+
+def _algorithm(cfg: Any) -> str | None:
+    """GSPO is verl's `gspo` policy loss; Clip-Higher (clip_ratio_high above clip_ratio_low)
+    marks DAPO; the grpo advantage estimator otherwise is GRPO (knowledge.md §3)."""
+    if _get(cfg, "actor_rollout_ref.actor.policy_loss.loss_mode") == "gspo":
+        return "gspo"
+    if _get(cfg, "algorithm.adv_estimator") != "grpo":
+        return None  # PPO with a critic and the rest are none of the platform's three
+    low = _get(cfg, "actor_rollout_ref.actor.clip_ratio_low")
+    high = _get(cfg, "actor_rollout_ref.actor.clip_ratio_high")
+    if isinstance(low, float) and isinstance(high, float) and high > low:
+        return "dapo"
+    return "grpo"
+
+
+def _report_path(cfg: Any) -> Path | None:
+    explicit = os.environ.get(ENV_REPORT)
+    if explicit:
+        return Path(explicit)
+    out = _get(cfg, "trainer.default_local_dir")
+    return Path(str(out)) / REPORT_NAME if out else None
+
+
+def make_hook(cfg: Any, config_path: str | None = None, stop_on: str | None = None) -> Hook:
+    """The Hook a TaskRunner uses: rl-advisor's job.yaml if given, verl's config as hints."""
+    config_path = config_path or os.environ.get(ENV_CONFIG)
+    stop_on = stop_on or os.environ.get(ENV_STOP_ON)
+    hints = hints_from_verl(cfg)
+    if config_path:
+        adv = Advisor.from_config(config_path, hints=hints, source="verl", format="verl")
+    else:
+        adv = Advisor(hints=hints, source="verl", format="verl")
+    return Hook(adv, stop_on=stop_on, report_path=_report_path(cfg))
+
+
+def run_with_advisor(run: Callable[[Any], Any], cfg: Any, hook: Hook) -> Any:
+    """Run `run(cfg)` (a TaskRunner's run) with Tracking patched; close and report after."""
+    undo = install(hook)
+    try:
+        result = run(cfg)
+    except TrainingStopped as stop:
+        hook.finish(RunEnding(kind="killed", step=stop.finding.onset_step, message=str(stop)))
+        raise
+    except BaseException as err:
+        hook.finish(RunEnding(kind="failed", message=f"{type(err).__name__}: {err}"[:300]))
+        raise
+    finally:
+        undo()
+    hook.finish(RunEnding(kind="completed", step=hook.advisor.last_step))
+    return result
+
+
+def task_runner_class(base: type | None = None) -> type:
+    """A TaskRunner subclass (not yet a Ray actor) whose `run` judges the run as it goes.
+
+        from verl.trainer.main_ppo import run_ppo
+        runner = ray.remote(num_cpus=1)(task_runner_class())
+        run_ppo(config, task_runner_class=runner)
+
+    Set RL_ADVISOR_CONFIG (job.yaml), RL_ADVISOR_STOP_ON=error and RL_ADVISOR_REPORT in the
+    Ray runtime env to configure it inside the actor.
+    """
+    if base is None:
+        from verl.trainer.main_ppo import TaskRunner as base
+
+    def run(self: Any, config: Any) -> Any:
+        hook = make_hook(config)
+        return run_with_advisor(lambda c: base.run(self, c), config, hook)
+
+    return type("AdvisorTaskRunner", (base,), {"run": run, "__module__": __name__})
+
+
+_RUNNER: type | None = None
+
+
+def __getattr__(name: str) -> Any:
+    # `from advisor.integrations.verl import AdvisorTaskRunner` imports verl only then.
+    global _RUNNER
+    if name == "AdvisorTaskRunner":
+        if _RUNNER is None:
+            _RUNNER = task_runner_class()
+        return _RUNNER
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
