@@ -88,8 +88,12 @@ def diagnose(
     sets: Sequence[str] = (),
     previous: Path | str | None = None,
     training_samples: int | None = None,
+    ignore: Sequence[str] = (),
 ) -> Diagnosis:
-    """Read a run, judge it against its job config, and plan the one change to make."""
+    """Read a run, judge it against its job config, and plan the one change to make.
+
+    `ignore`: finding ids to silence (e.g. ["SLOW"]); they are dropped before the remedy, so
+    the patch never follows a silenced finding."""
     from advisor.engine import judge_run
     from advisor.ingest import load_run
 
@@ -97,6 +101,7 @@ def diagnose(
     loaded = _load_config(config, sets, run.config_hints, training_samples)
     hp = dict(loaded.hyper_parameters)
     judgement = judge_run(run, hp)
+    silenced = {i.strip().upper() for raw in ignore for i in raw.split(",") if i.strip()}
     prev_hp = dict(_load_config(previous).hyper_parameters) if previous is not None else None
     return assemble(
         run,
@@ -106,6 +111,7 @@ def diagnose(
         origin=dict(getattr(loaded, "origin", {}) or {}),
         previous=prev_hp,
         training_samples=training_samples,
+        silenced=silenced,
     )
 
 
@@ -118,6 +124,7 @@ def assemble(
     previous: Mapping[str, Any] | None = None,
     training_samples: int | None = None,
     rules: Any = None,
+    silenced: Iterable[str] = (),
 ) -> Diagnosis:
     """Judgement + job -> Diagnosis: remedy, checkpoint advice, assumptions, drawn series.
 
@@ -125,7 +132,8 @@ def assemble(
     """
     from advisor import remedy
 
-    findings: list[Finding] = list(judgement.findings)
+    silenced = set(silenced)
+    findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
     planned = remedy.plan(findings, hp, rules if rules is not None else _rules(), previous)
     info = run.info()
     return Diagnosis(
@@ -136,7 +144,8 @@ def assemble(
         findings=planned.findings,
         config_findings=list(config_findings),
         patch=planned.patch,
-        assumptions=_assumptions(judgement, hp, origin, planned.patch),
+        assumptions=_assumptions(judgement, hp, origin, planned.patch)
+        + ([f"Silenced with --ignore: {', '.join(sorted(silenced))}."] if silenced else []),
         next_steps=planned.next_steps,
         checkpoint=remedy.checkpoint_advice(
             _points(run, "val_reward"), hp, info.last_step, training_samples
@@ -216,7 +225,7 @@ def diagnose_many(
     in its place instead of stopping the batch. `workers` defaults to the CPU count; 1 runs
     in this process. Workers are spawned (not forked: polars' thread pool does not survive a
     fork) and each diagnosis is independent, so the same function scales out to a cluster."""
-    jobs = [(str(p), config, tuple(sets), previous, training_samples) for p in paths]
+    jobs = [(str(p), config, tuple(sets), previous, training_samples, ()) for p in paths]
     n = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     if n == 1:
         return [_one(j) for j in jobs]

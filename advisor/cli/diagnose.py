@@ -1,11 +1,125 @@
-"""`rl-advisor diagnose` (placeholder until its issue lands)."""
+"""`rl-advisor diagnose METRICS`: judge a run, report it, and write the patched job file.
+
+Output: Markdown (default) or JSON on stdout, or into `--output PATH`. Pictures are drawn only
+when they have a place to go: beside `--output` (Markdown), or into `--plots-dir DIR`; with the
+report on stdout and no `--plots-dir`, the report keeps its inline sparklines only. `--no-plots`
+never draws. Every file is written atomically (temp file + rename), and nothing is written
+when the input is unusable.
+"""
 
 from __future__ import annotations
 
-from advisor.cli import app
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from advisor.cli import Exit, FailOn, OutputFormat, app
+from advisor.types import Diagnosis, InputError, Severity
+
+_FAIL_RANK = {FailOn.error: 2, FailOn.warning: 1, FailOn.info: 0}
+
+
+def exit_code(d: Diagnosis, fail_on: FailOn) -> int:
+    """0 nothing at or above --fail-on, 1 something is (run findings and config findings alike)."""
+    if fail_on == FailOn.never:
+        return Exit.OK
+    worst: Severity | None = d.worst()
+    return Exit.FINDINGS if worst is not None and worst.rank >= _FAIL_RANK[fail_on] else Exit.OK
+
+
+def write_atomic(dest: Path, text: str) -> None:
+    """Write `text` to `dest` via a temp file in the same directory and a rename."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def _check_outputs(
+    metrics: Path,
+    config: Path | None,
+    previous: Path | None,
+    output: Path | None,
+    patched: Path | None,
+) -> None:
+    """Refuse, before any work, an output that would overwrite an input."""
+    inputs = [p for p in (metrics, config, previous) if p is not None]
+    for flag, out in (("--output", output), ("--patched-config", patched)):
+        if out is None:
+            continue
+        for src in inputs:
+            if _same_file(out, src):
+                raise InputError(
+                    f"{flag} {out}: resolves to the input {src}; "
+                    "expected a new path (inputs are never overwritten)"
+                )
+            if out.is_dir():
+                raise InputError(f"{flag} {out}: is a directory; expected a file path")
+    if patched is not None and config is None:
+        raise InputError("--patched-config: needs --config JOB.yaml (the file to patch)")
 
 
 @app.command("diagnose")
-def diagnose() -> None:
-    """Not implemented yet."""
-    raise NotImplementedError("diagnose")
+def diagnose(
+    metrics: Annotated[Path, typer.Argument(help="Metrics file or run directory.")],
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="The job YAML.")] = None,
+    sets: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override.")] = None,
+    format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.markdown,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Report file.")] = None,
+    patched_config: Annotated[
+        Path | None, typer.Option("--patched-config", help="Write the patched job file here.")
+    ] = None,
+    previous: Annotated[
+        Path | None, typer.Option("--previous", help="The previous job's YAML (already tried).")
+    ] = None,
+    fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 at this severity.")] = (
+        FailOn.error
+    ),
+    training_samples: Annotated[
+        int | None, typer.Option("--training-samples", min=1, help="Epoch length for checkpoints.")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option("--ignore", help="Finding ids to silence (P1,SLOW).")
+    ] = None,
+    plots_dir: Annotated[
+        Path | None, typer.Option("--plots-dir", help="Draw the PNGs here (default: by --output).")
+    ] = None,
+    no_plots: Annotated[bool, typer.Option("--no-plots", help="Draw no pictures.")] = False,
+) -> None:
+    """Diagnose a run: what is wrong, the evidence, the one change to make."""
+    from advisor.api import diagnose as run_diagnose
+    from advisor.report import render
+
+    _check_outputs(metrics, config, previous, output, patched_config)
+    d = run_diagnose(metrics, config, sets or (), previous, training_samples, ignore=ignore or ())
+    out_dir = None
+    if not no_plots and format == OutputFormat.markdown:
+        out_dir = plots_dir or (output.parent if output is not None else None)
+    stem = output.stem if output is not None else "report"
+    text = render(d, format.value, out_dir=out_dir, stem=stem)
+    if patched_config is not None:
+        from advisor.config import write_patched
+
+        # Written even when nothing changes, so a CI step can always resubmit PATH.
+        changes = {c.param: c.to for c in d.patch.changes} if d.patch else {}
+        write_patched(config, changes, patched_config)
+    if output is not None:
+        write_atomic(output, text)
+    else:
+        typer.echo(text, nl=False)
+    raise typer.Exit(exit_code(d, fail_on))
