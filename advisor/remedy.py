@@ -163,6 +163,8 @@ def choose_amount(spec: ChangeSpec, strength: float) -> float:
     amount = lo + (hi - lo) * s
     if spec.op == "multiply":
         return round(round(amount / 0.05) * 0.05, 4)
+    if float(lo).is_integer() and float(hi).is_integer():  # +2048 tokens, -1 epoch: whole units
+        return float(round(amount))
     return _round_sig(amount, 2)
 
 

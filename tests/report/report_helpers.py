@@ -145,3 +145,46 @@ def finding(
         ],
         causes=["learning rate too small"],
     )
+
+
+def make_run(steps: int = 400, val_every: int = 50, nan_at: int | None = None):
+    """A small synthetic run: reward plateaus, entropy decays, val_reward every `val_every`."""
+    import math
+
+    import polars as pl
+
+    from advisor.types import Run, RunEnding
+
+    xs = list(range(1, steps + 1))
+    reward = [0.3 + 0.1 * (1 - math.exp(-s / 40)) + 0.01 * math.sin(s) for s in xs]
+    entropy = [1.0 * math.exp(-s / 150) for s in xs]
+    if nan_at is not None:
+        reward[nan_at - 1] = float("nan")
+    val = [
+        0.4 + (0.1 if s == 150 else 0.0) + 0.0001 * s if s % val_every == 0 else None for s in xs
+    ]
+    frame = pl.DataFrame(
+        {"step": xs, "reward_mean": reward, "entropy": entropy, "val_reward": val},
+        schema={
+            "step": pl.Int64,
+            "reward_mean": pl.Float64,
+            "entropy": pl.Float64,
+            "val_reward": pl.Float64,
+        },
+    )
+    return Run(
+        frame=frame,
+        source="runs/demo.jsonl",
+        format="jsonl",
+        config_hints={"eval_steps": 50},
+        ending=RunEnding(kind="completed", step=steps),
+        warnings=["line 7: bad JSON"],
+    )
+
+
+class Judgement:
+    def __init__(self, findings, status="issues", warmup_steps=150, assumptions=()):
+        self.findings = list(findings)
+        self.status = status if findings or status != "issues" else "healthy"
+        self.warmup_steps = warmup_steps
+        self.assumptions = list(assumptions)

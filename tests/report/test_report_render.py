@@ -1,0 +1,120 @@
+"""The report: verdict, table, evidence with sparklines and plots, diff, checkpoint, JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from report_helpers import HP, Judgement, finding, make_rules, make_run
+
+from advisor.api import assemble
+from advisor.report import render
+from advisor.report.markdown import sparkline
+from advisor.types import ConfigFinding, InputError, Severity
+
+
+def diag(findings=None, status="issues", **kw):
+    fs = (
+        [finding("P9", "warning", 40), finding("P1", strength=1.0)]
+        if findings is None
+        else findings
+    )
+    return assemble(
+        make_run(**kw),
+        HP,
+        Judgement(fs, status=status),
+        rules=make_rules(),
+        config_findings=[
+            ConfigFinding(
+                id="C1", severity=Severity.warning, params=["save_steps"], message="a | b"
+            )
+        ],
+    )
+
+
+def test_verdict_names_the_one_change() -> None:
+    md = render(diag(), "markdown")
+    first = next(line for line in md.splitlines() if line.startswith("**Verdict:**"))
+    assert "2 issues (1 error, 1 warning)" in first
+    assert "`learning_rate` 2e-06 → 4e-06" in first and "P1" in first
+
+
+def test_findings_table_and_sections_in_priority_order() -> None:
+    md = render(diag(), "markdown")
+    rows = [line for line in md.splitlines() if line.startswith("| [")]
+    assert [r.split("]")[0][3:] for r in rows] == ["P1", "P9"]
+    assert md.index("### P1") < md.index("### P9")
+    assert "onset at step 200" in md
+    assert "--ignore P1" in md
+
+
+def test_patch_is_a_diff_block() -> None:
+    md = render(diag(), "markdown")
+    block = md.split("```diff\n", 1)[1].split("```", 1)[0]
+    assert "-    learning_rate: 2e-06" in block and "+    learning_rate: 4e-06" in block
+    assert "max_length" not in block  # one variable at a time
+
+
+def test_table_cells_are_escaped_and_config_findings_listed() -> None:
+    assert "| C1 | warning | save_steps | a \\| b |" in render(diag(), "markdown")
+
+
+def test_checkpoint_section_says_the_best_was_not_kept() -> None:
+    md = render(diag(), "markdown")
+    assert "step 150" in md and "no checkpoint of that step survives" in md
+    assert "| 0.515 | 150 | 200, 300, 400 | no | 400 |" in md
+
+
+def test_healthy_and_insufficient_verdicts() -> None:
+    assert "Healthy: no symptom after the warm-up of 150 steps" in render(diag([], "healthy"))
+    short = render(diag([], "insufficient_data", steps=100))
+    assert "Not enough data to judge yet: 100 steps read, the warm-up alone is 150" in short
+
+
+def test_plots_written_beside_the_report(tmp_path) -> None:
+    md = render(diag(), "markdown", out_dir=tmp_path, stem="job")
+    png = tmp_path / "job-P1-reward_mean.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "](job-P1-reward_mean.png)" in md
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
+
+
+def test_no_out_dir_no_plot_links() -> None:
+    assert ".png)" not in render(diag(), "markdown")
+
+
+def test_json_follows_the_contract() -> None:
+    data = json.loads(render(diag(nan_at=120), "json"))
+    assert data["schema_version"] == 1 and data["tool"]["name"] == "rl-advisor"
+    assert data["status"] == "issues" and data["warmup_steps"] == 150
+    assert data["run"]["metrics"] == ["reward_mean", "entropy", "val_reward"]
+    change = data["findings"][0]["action"]["changes"][0]
+    assert set(change) >= {"param", "from", "to", "op", "factor"} and "from_" not in change
+    assert data["patch"]["from_finding"] == "P1"
+    assert data["patch"]["hyper_parameters"]["learning_rate"] == 4e-6
+    assert "series" not in data
+    assert data["config_findings"][0]["params"] == ["save_steps"]
+
+
+def test_unknown_format_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="--format"):
+        render(diag(), "html")
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([1, 2, 3, 4, 5, 6, 7, 8], "▁▂▃▄▅▆▇█"),
+        ([2.0, 2.0, 2.0], "▁▁▁"),
+        ([0.0, math.nan, 1.0], "▁×█"),
+        ([0.0, None, 1.0], "▁ █"),
+        ([], ""),
+    ],
+)
+def test_sparkline(values, expected) -> None:
+    assert sparkline(values) == expected
+
+
+def test_sparkline_width_is_bounded() -> None:
+    assert len(sparkline(list(range(5000)), width=40)) == 40
