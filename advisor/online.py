@@ -26,6 +26,7 @@ from advisor.types import (
     Diagnosis,
     Finding,
     InputError,
+    Run,
     RunEnding,
     RunInfo,
     Severity,
@@ -233,9 +234,11 @@ class Advisor:
         """
         todo = [f for f in found if _key(f) not in self._planned]
         if todo:
+            from advisor.api import _rules
             from advisor.remedy import plan
 
-            for f in plan(todo, self._config().hyper_parameters, self._rules).findings:
+            rules = self._rules if self._rules is not None else _rules()
+            for f in plan(todo, self._config().hyper_parameters, rules).findings:
                 self._planned[_key(f)] = f
         out = []
         for f in found:
@@ -353,29 +356,51 @@ class Advisor:
         return self._warnings + more
 
     def diagnosis(self) -> Diagnosis:
-        """The Diagnosis `diagnose` would build from the same series (so far)."""
-        from advisor import __version__, static
-        from advisor.remedy import checkpoint_advice, plan
+        """The Diagnosis `diagnose` would build from the same series (so far): the same
+        assembly (`advisor.api.assemble`: remedy, checkpoint advice, assumptions), fed from the
+        Monitor's judgement and the bounded history this Advisor keeps."""
+        from types import SimpleNamespace
+
+        from advisor.api import _static_findings, assemble
 
         loaded = self._config()
-        hp = dict(loaded.hyper_parameters)
-        found = list(self._monitor.findings) if self._monitor is not None else []
-        planned = plan(found, hp, self._rules)
-        val = sorted({p for p in (self._val_best, self._val_last) if p is not None})
-        return Diagnosis(
-            tool={"name": "rl-advisor", "version": __version__},
-            run=self.run_info(),
-            status=self.status,  # type: ignore[arg-type]
+        judgement = SimpleNamespace(
+            findings=list(self._monitor.findings) if self._monitor is not None else [],
+            status=self.status,
             warmup_steps=self.warmup_steps,
-            findings=planned.findings,
-            config_findings=[*loaded.findings, *static.check(loaded)],
-            patch=planned.patch,
-            next_steps=planned.next_steps,
-            checkpoint=checkpoint_advice(val, hp, self._last_step, self._training_samples),
-            hyper_parameters=hp,
             assumptions=list(getattr(self._monitor, "assumptions", []) or []),
-            series={k: (list(v.steps), list(v.values)) for k, v in self._series.items()},
         )
+        d = assemble(
+            self._history_run(),
+            dict(loaded.hyper_parameters),
+            judgement,
+            config_findings=_static_findings(loaded),
+            origin=dict(getattr(loaded, "origin", {}) or {}),
+            training_samples=self._training_samples,
+            rules=self._rules,
+        )
+        return d.model_copy(update={"run": self.run_info()})
+
+    def _history_run(self) -> Run:
+        """A small Run of what is kept: the thinned series, plus the best and the last
+        evaluation (all the checkpoint advice reads)."""
+        import polars as pl
+
+        rows: dict[int, dict[str, float | None]] = {}
+        for name, series in self._series.items():
+            for step, value in zip(series.steps, series.values, strict=True):
+                rows.setdefault(step, {})[name] = value
+        for point in (self._val_best, self._val_last):
+            if point is not None:
+                rows.setdefault(point[0], {})["val_reward"] = point[1]
+        steps = sorted(rows)
+        data: dict[str, list[Any]] = {"step": steps}
+        schema: dict[str, Any] = {"step": pl.Int64}
+        for name in self._series:
+            data[name] = [rows[s].get(name) for s in steps]
+            schema[name] = pl.Float64
+        frame = pl.DataFrame(data, schema=schema)
+        return Run(frame=frame, source=self.source, format=self.format, config_hints=self._hints)
 
     def report(self, format: str = "markdown", out_dir: str | Path | None = None) -> str:
         """The same report diagnose writes, for what has been seen so far."""
