@@ -402,11 +402,15 @@ class Advisor:
         frame = pl.DataFrame(data, schema=schema)
         return Run(frame=frame, source=self.source, format=self.format, config_hints=self._hints)
 
-    def report(self, format: str = "markdown", out_dir: str | Path | None = None) -> str:
-        """The same report diagnose writes, for what has been seen so far."""
+    def report(
+        self, format: str = "markdown", out_dir: str | Path | None = None, stem: str = "report"
+    ) -> str:
+        """The same report diagnose writes, for what has been seen so far; with `out_dir`
+        (Markdown) the plots are drawn there, as diagnose draws them beside --output."""
         from advisor.report import render
 
-        return render(self.diagnosis(), format=format, out_dir=Path(out_dir) if out_dir else None)
+        out = Path(out_dir) if out_dir is not None else None
+        return render(self.diagnosis(), format=format, out_dir=out, stem=stem)
 
 
 class _Thinned:

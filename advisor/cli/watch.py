@@ -1,11 +1,150 @@
-"""`rl-advisor watch` (placeholder until its issue lands)."""
+"""`rl-advisor watch METRICS --config JOB.yaml`: follow a growing log and alert as it goes.
+
+Follows a verl console log or a JSONL metrics file as `tail -F` does (partial lines wait for
+their newline; rotation and truncation reopen the file from its start), prints each finding as
+it fires (rich: coloured in a terminal, plain text otherwise; on stderr, so stdout carries only
+the report), runs `--on-finding CMD` with the finding as JSON on stdin, and ends with the full
+report when the run ends: its final status line, no growth for `--idle` seconds, or Ctrl-C.
+Exit codes as diagnose: 0 nothing at or above --fail-on, 1 something is, 2 unusable input.
+"""
 
 from __future__ import annotations
 
-from advisor.cli import app
+import subprocess
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from advisor.cli import FailOn, OutputFormat, app
+from advisor.types import Finding, InputError
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+class Alerts:
+    """Prints findings as they fire and runs the --on-finding command."""
+
+    def __init__(self, on_finding: str | None, timeout: float, console: Any = None) -> None:
+        from rich.console import Console
+
+        self.console = console or Console(stderr=True, highlight=False)
+        self.command = on_finding
+        self.timeout = timeout
+        self.failures = 0
+
+    def __call__(self, finding: Finding) -> None:
+        self.show(finding)
+        if self.command:
+            self.run_command(finding)
+
+    def show(self, f: Finding) -> None:
+        from rich.markup import escape
+
+        sev = f.severity.value
+        where = f"step {f.onset_step}" if f.onset_step is not None else "end of run"
+        seen = (
+            f" (seen at step {f.detected_step})"
+            if f.detected_step not in (None, f.onset_step)
+            else ""
+        )
+        self.console.print(
+            f"[{_STYLE.get(sev, 'bold')}]{sev.upper():7}[/] {escape(f.id)} "
+            f"[bold]{escape(f.name)}[/] from {where}{seen}"
+        )
+        for e in f.evidence[:2]:
+            self.console.print(f"        {escape(e.summary)}")
+        if f.action is not None:
+            safety = "" if f.action.safety == "safe" else f" ({f.action.safety}: advice only)"
+            self.console.print(f"        -> {escape(f.action.advice)}{safety}")
+
+    def run_command(self, f: Finding) -> None:
+        """CMD gets the finding's JSON on stdin; its failure is reported, never fatal."""
+        payload = f.model_dump_json(by_alias=True)
+        try:
+            done = subprocess.run(
+                self.command,
+                shell=True,
+                input=payload,
+                text=True,
+                capture_output=True,
+                timeout=self.timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            self._failed(f, f"timed out after {self.timeout:g} s")
+            return
+        except OSError as err:
+            self._failed(f, str(err))
+            return
+        if done.returncode != 0:
+            last = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
+            self._failed(f, f"exit {done.returncode}: {last[0][:200]}")
+
+    def _failed(self, f: Finding, why: str) -> None:
+        from rich.markup import escape
+
+        self.failures += 1
+        self.console.print(
+            f"[red]rl-advisor: --on-finding command failed for {escape(f.id)}: {escape(why)}[/]"
+        )
 
 
 @app.command("watch")
-def watch() -> None:
-    """Not implemented yet."""
-    raise NotImplementedError("watch")
+def watch(
+    metrics: Annotated[Path, typer.Argument(help="Log file (or run directory) being written.")],
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="The job YAML.")] = None,
+    sets: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override.")] = None,
+    on_finding: Annotated[
+        str | None,
+        typer.Option("--on-finding", help="Shell command run per finding, its JSON on stdin."),
+    ] = None,
+    on_finding_timeout: Annotated[
+        float, typer.Option("--on-finding-timeout", min=0.1, help="Seconds before CMD is killed.")
+    ] = 60.0,
+    idle: Annotated[
+        float, typer.Option("--idle", min=0.0, help="End after this many seconds without growth.")
+    ] = 900.0,
+    poll: Annotated[
+        float, typer.Option("--poll", min=0.01, help="Seconds between looks at the file.")
+    ] = 1.0,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the final report here.")
+    ] = None,
+    format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.markdown,
+    fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 at this severity.")] = (
+        FailOn.error
+    ),
+    training_samples: Annotated[
+        int | None, typer.Option("--training-samples", min=1, help="Epoch length for checkpoints.")
+    ] = None,
+) -> None:
+    """Follow a growing log, alert on each finding as it fires, end with the full report."""
+    from advisor.cli.diagnose import exit_code, write_atomic
+    from advisor.integrations.follow import Sidecar, resolve_log
+    from advisor.online import Advisor
+
+    path = resolve_log(metrics)
+    if output is not None and output.exists() and output.resolve() == path.resolve():
+        raise InputError(f"--output {output}: is the log being watched; expected a new path")
+    kwargs: dict[str, Any] = {
+        "sets": sets or (),
+        "source": str(path),
+        "training_samples": training_samples,
+    }
+    adv = Advisor.from_config(config, **kwargs) if config is not None else Advisor(**kwargs)
+    alerts = Alerts(on_finding, on_finding_timeout)
+    sidecar = Sidecar(path, adv, on_finding=alerts, poll=poll, idle=idle)
+    alerts.console.print(f"[dim]rl-advisor: watching {path} (Ctrl-C to stop and report)[/]")
+    why = sidecar.run()
+    alerts.console.print(f"[dim]rl-advisor: stopped watching ({why}) after {adv.steps} steps[/]")
+    d = adv.diagnosis()
+    from advisor.report import render
+
+    out_dir = output.parent if output is not None and format == OutputFormat.markdown else None
+    text = render(d, format.value, out_dir=out_dir, stem=output.stem if output else "report")
+    if output is not None:
+        write_atomic(output, text)
+    else:
+        typer.echo(text, nl=False)
+    raise typer.Exit(exit_code(d, fail_on))

@@ -214,25 +214,31 @@ class Sidecar:
 
     def run(self) -> str:
         follower = Follower(self.path)
-        settle = self.settle if self.settle is not None else max(0.5, 2 * self.poll)
-        error_settle = self.error_settle if self.error_settle is not None else min(self.idle, 60)
         try:
-            while not self.stop.is_set():
-                self._feed(follower.poll())
-                quiet = time.monotonic() - follower.grew_at
-                ending = self.parser.ending()
-                wait = settle if ending is not None and ending.kind == "completed" else error_settle
-                if ending is not None and quiet >= wait:
-                    self._finish(follower, ending)
-                    return "ending"
-                if quiet >= self.idle:
-                    self._finish(follower, None)
-                    return "idle"
-                self.stop.wait(self.poll)
+            return self._loop(follower)
+        except KeyboardInterrupt:  # Ctrl-C: the run goes on, the watch ends with its report
             self._finish(follower, None)
-            return "stopped"
+            return "interrupted"
         finally:
             follower.close()
+
+    def _loop(self, follower: Follower) -> str:
+        settle = self.settle if self.settle is not None else max(0.5, 2 * self.poll)
+        error_settle = self.error_settle if self.error_settle is not None else min(self.idle, 60)
+        while not self.stop.is_set():
+            self._feed(follower.poll())
+            quiet = time.monotonic() - follower.grew_at
+            ending = self.parser.ending()
+            wait = settle if ending is not None and ending.kind == "completed" else error_settle
+            if ending is not None and quiet >= wait:
+                self._finish(follower, ending)
+                return "ending"
+            if quiet >= self.idle:
+                self._finish(follower, None)
+                return "idle"
+            self.stop.wait(self.poll)
+        self._finish(follower, None)
+        return "stopped"
 
     def _finish(self, follower: Follower, ending: RunEnding | None) -> None:
         self._feed(follower.flush_partial())
