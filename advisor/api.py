@@ -100,7 +100,9 @@ def diagnose(
     run = load_run(Path(metrics))
     loaded = _load_config(config, sets, run.config_hints, training_samples)
     hp = dict(loaded.hyper_parameters)
-    judgement = judge_run(run, hp)
+    origin = dict(getattr(loaded, "origin", {}) or {})
+    # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
+    judgement = judge_run(run, hp, origin=origin)
     silenced = {i.strip().upper() for raw in ignore for i in raw.split(",") if i.strip()}
     prev_hp = dict(_load_config(previous).hyper_parameters) if previous is not None else None
     return assemble(
@@ -108,7 +110,7 @@ def diagnose(
         hp,
         judgement,
         config_findings=_static_findings(loaded),
-        origin=dict(getattr(loaded, "origin", {}) or {}),
+        origin=origin,
         previous=prev_hp,
         training_samples=training_samples,
         silenced=silenced,

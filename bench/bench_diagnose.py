@@ -1,0 +1,134 @@
+"""Benchmarks of `rl-advisor diagnose` (issue 4 targets). Generates its own data.
+
+1. End to end: `rl-advisor diagnose` (a subprocess, as a user runs it) of a 2,000-step x
+   150-metric verl JSONL, against `python -c "import polars; polars.read_ndjson(FILE)"` on the
+   same file. Target: ratio <= 2.
+2. Batch API: `advisor.api.diagnose_many` of 1,000 runs of 500 steps on 2 workers.
+   Target: < 30 s.
+
+Prints medians over --repeats runs (default 5) and the ratios.
+    .venv/bin/python bench/bench_diagnose.py [--repeats 5] [--runs 1000] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# verl's names for the canonical metrics (contract.md), then filler keys up to 150 columns.
+CORE = {
+    "critic/rewards/mean": lambda s, r: 0.2 + 0.5 * (1 - math.exp(-s / 300)) + r.gauss(0, 0.03),
+    "critic/score/mean": lambda s, r: 0.2 + 0.5 * (1 - math.exp(-s / 300)) + r.gauss(0, 0.03),
+    "actor/ppo_kl": lambda s, r: abs(r.gauss(0.001, 0.0003)),
+    "actor/kl_loss": lambda s, r: 0.002 + 0.00001 * s + abs(r.gauss(0, 0.0005)),
+    "actor/grad_norm": lambda s, r: abs(r.gauss(0.3, 0.05)),
+    "actor/entropy": lambda s, r: 0.8 - 0.2 * (1 - math.exp(-s / 500)) + r.gauss(0, 0.02),
+    "response_length/clip_ratio": lambda s, r: abs(r.gauss(0.01, 0.003)),
+    "prompt_length/clip_ratio": lambda s, r: 0.0,
+    "response_length/mean": lambda s, r: 600 + r.gauss(0, 20),
+    "actor/pg_clipfrac": lambda s, r: abs(r.gauss(0.002, 0.0005)),
+    "actor/lr": lambda s, r: 2e-6,
+    "timing_s/step": lambda s, r: 60 + r.gauss(0, 2),
+    "timing_s/gen": lambda s, r: 25 + r.gauss(0, 1),
+}
+
+
+def write_run(path: Path, steps: int, metrics: int, seed: int, eval_every: int = 50) -> None:
+    """A healthy verl file-logger JSONL: {"step": N, "data": {flat metrics}} per line."""
+    rng = random.Random(seed)
+    fillers = [f"perf/extra_{i:03d}" for i in range(max(0, metrics - len(CORE) - 1))]
+    with path.open("w") as fh:
+        for s in range(1, steps + 1):
+            data = {k: round(f(s, rng), 6) for k, f in CORE.items()}
+            for k in fillers:
+                data[k] = round(rng.random(), 6)
+            if s % eval_every == 0:
+                data["val-core/gsm8k/reward/mean@1"] = round(
+                    0.3 + 0.4 * (1 - math.exp(-s / 300)), 6
+                )
+            fh.write(json.dumps({"step": s, "data": data}) + "\n")
+
+
+def timed(cmd: list[str], repeats: int) -> tuple[float, int]:
+    times, rc = [], 0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        times.append(time.perf_counter() - t0)
+        rc = proc.returncode
+        if rc not in (0, 1):
+            sys.exit(f"failed ({rc}): {' '.join(cmd)}\n{proc.stderr}")
+    return statistics.median(times), rc
+
+
+def bench_end_to_end(tmp: Path, repeats: int) -> float:
+    path = tmp / "run-2000x150.jsonl"
+    write_run(path, 2000, 150, seed=1)
+    base, _ = timed(
+        [sys.executable, "-c", f"import polars; polars.read_ndjson({str(path)!r})"], repeats
+    )
+    ours, rc = timed([sys.executable, "-m", "advisor", "diagnose", str(path)], repeats)
+    ours_json, _ = timed(
+        [sys.executable, "-m", "advisor", "diagnose", str(path), "--format", "json"], repeats
+    )
+    ratio = ours / base
+    print(
+        f"end to end, 2,000 steps x 150 metrics ({path.stat().st_size / 1e6:.1f} MB), "
+        f"median of {repeats}:"
+    )
+    print(f"  polars.read_ndjson         {base:7.3f} s")
+    print(f"  rl-advisor diagnose        {ours:7.3f} s  ratio {ratio:.2f} (target <= 2), exit {rc}")
+    print(f"  rl-advisor diagnose --json {ours_json:7.3f} s  ratio {ours_json / base:.2f}")
+    return ratio
+
+
+def bench_batch(tmp: Path, runs: int, workers: int, repeats: int) -> float:
+    from advisor.api import diagnose_many
+    from advisor.types import InputError
+
+    paths = []
+    for i in range(runs):
+        p = tmp / f"batch-{i:04d}.jsonl"
+        write_run(p, 500, len(CORE) + 2, seed=100 + i, eval_every=25)
+        paths.append(p)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = diagnose_many(paths, workers=workers)
+        times.append(time.perf_counter() - t0)
+    bad = [o for o in out if isinstance(o, InputError)]
+    findings = sum(len(o.findings) for o in out if not isinstance(o, InputError))
+    med = statistics.median(times)
+    print(f"batch API, {runs} runs x 500 steps, {workers} workers, median of {repeats}:")
+    print(
+        f"  diagnose_many              {med:7.3f} s  ({runs / med:.0f} runs/s; target < 30 s "
+        f"for 1,000 runs: {med * 1000 / runs:.1f} s scaled), {len(bad)} unusable, "
+        f"{findings} findings on healthy runs"
+    )
+    return med
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=1000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--skip-batch", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-diagnose-") as d:
+        tmp = Path(d)
+        bench_end_to_end(tmp, args.repeats)
+        if not args.skip_batch:
+            bench_batch(tmp, args.runs, args.workers, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
