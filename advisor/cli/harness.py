@@ -1,0 +1,62 @@
+"""`rl-advisor harness CORPUS_DIR`: the advisor's accuracy on a labelled corpus and the public runs.
+
+Prints per-symptom precision and recall, the false-alarm rate on healthy runs, onset error and
+detection delay, the confusion table, and the public runs' pass/fail (see advisor/harness.py for
+every definition). `--check` exits 1 when the corpus misses the targets of the diagnosis issue.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from advisor.cli import Exit, OutputFormat, app
+
+
+@app.command("harness")
+def harness(
+    corpus: Annotated[
+        Path | None, typer.Argument(help="Corpus directory: run dirs each with a label.json.")
+    ] = None,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="markdown or json.")
+    ] = OutputFormat.markdown,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here.")] = None,
+    real: Annotated[
+        bool, typer.Option("--real/--no-real", help="Also score the public labelled runs.")
+    ] = True,
+    real_dir: Annotated[
+        Path | None, typer.Option("--real-dir", help="Public runs (default ../shared/...).")
+    ] = None,
+    real_labels: Annotated[
+        Path | None, typer.Option("--real-labels", help="Their labels (YAML).")
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", "-j", min=1, help="Processes.")] = 1,
+    failures: Annotated[int, typer.Option("--failures", help="Misses listed.")] = 20,
+    check: Annotated[
+        bool, typer.Option("--check", help="Exit 1 when the corpus misses the targets.")
+    ] = False,
+) -> None:
+    """Score the advisor on a labelled corpus (and the public runs)."""
+    from advisor import harness as h
+    from advisor.types import InputError
+
+    if corpus is None and not real:
+        raise InputError("harness: expected a CORPUS_DIR or --real")
+    rdir = (real_dir or h.default_real_dir()) if real else None
+    if real and real_dir is None and rdir is None and corpus is None:
+        raise InputError("harness --real: ../shared/real_runs/labelled not found; pass --real-dir")
+    rep = h.run_harness(corpus, rdir, real_labels, workers)
+    text = rep.to_json() + "\n" if output_format == OutputFormat.json else h.render_markdown(
+        rep, failures
+    )
+    if output is not None:
+        from advisor.cli.diagnose import write_atomic
+
+        write_atomic(output, text)
+    else:
+        typer.echo(text, nl=False)
+    if check and rep.corpus is not None and not rep.corpus.meets_targets:
+        raise typer.Exit(Exit.FINDINGS)

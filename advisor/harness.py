@@ -1,0 +1,609 @@
+"""Accuracy harness: run the advisor on a labelled corpus and score it against the labels.
+
+A corpus is any directory tree where each run directory holds a `label.json` (as written by
+`sample_metrics/generate.py`), its metrics file and, optionally, its `job.yaml`. The scores:
+
+- an **alarm** is a run-time finding at warning or above (info findings are advice, not alarms);
+- per symptom id S, over runs: TP = labelled S and S alarmed; FN = labelled S, S not alarmed;
+  FP = S alarmed on a run neither labelled S nor listing S as acceptable (a co-occurring
+  symptom that is not wrong). precision = TP / (TP + FP), recall = TP / (TP + FN);
+- false-alarm rate = healthy runs (no symptom labelled) with any alarm / healthy runs;
+- onset error = finding.onset_step - true onset; detection delay = finding.detected_step - true
+  onset; both also in eval_steps units; "onset ok" = |onset error| <= 2 x eval_steps.
+
+Public runs (shared/real_runs/labelled) are scored against `sample_metrics/real_labels.yaml`:
+a run passes when every expected id is alarmed and no forbidden id is.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.types import InputError
+
+SYMPTOM_IDS: tuple[str, ...] = (
+    "P1", "P2", "P3", "KL0", "P4", "SLOW", "OOM", "P9", "P6", "NAN", "DIV",
+)
+ALARM_SEVERITIES = frozenset({"warning", "error"})
+HEALTHY = "healthy"
+_SIDE_FILES = {"label.json", "job.yaml", "job.yml", "README.md", "SOURCE.md"}
+
+# Targets of the diagnosis issue (the committed small corpus must meet them).
+TARGETS = {"precision": 0.95, "recall": 0.95, "healthy_false_alarm_rate": 0.0,
+           "onset_tolerance_eval_steps": 2.0}
+
+
+# ----------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class Case:
+    """One labelled run of a corpus."""
+
+    run_id: str
+    metrics: Path
+    config: Path | None
+    symptoms: tuple[str, ...]
+    acceptable: tuple[str, ...]
+    onset_step: int | None
+    eval_steps: int | None
+    family: str
+
+    @property
+    def healthy(self) -> bool:
+        return not self.symptoms
+
+
+@dataclass
+class Alarm:
+    id: str
+    severity: str
+    onset_step: int | None
+    detected_step: int | None
+
+
+@dataclass
+class Prediction:
+    run_id: str
+    alarms: list[Alarm] = field(default_factory=list)
+    info_ids: list[str] = field(default_factory=list)
+    status: str = ""
+    error: str | None = None  # the advisor could not judge the run (counts as no alarm)
+
+    @property
+    def alarm_ids(self) -> set[str]:
+        return {a.id for a in self.alarms}
+
+
+@dataclass
+class SymptomScore:
+    id: str
+    support: int  # runs labelled with this id
+    tp: int
+    fp: int
+    fn: int
+    precision: float | None
+    recall: float | None
+    median_onset_error: float | None  # steps, signed
+    median_abs_onset_error_eval: float | None  # in eval_steps units
+    median_delay: float | None  # steps
+    median_delay_eval: float | None
+    onset_ok: int  # TPs whose onset is within tolerance
+    onset_judged: int  # TPs with both onsets known
+
+
+@dataclass
+class CorpusScore:
+    corpus: str
+    runs: int
+    healthy_runs: int
+    healthy_with_alarm: int
+    false_alarm_rate: float | None
+    errors: int
+    per_symptom: list[SymptomScore]
+    confusion: dict[str, dict[str, int]]  # label -> predicted id (or "none") -> runs
+    median_onset_error: float | None
+    median_abs_onset_error_eval: float | None
+    median_delay: float | None
+    median_delay_eval: float | None
+    onset_within_tolerance: float | None
+    exact_runs: int  # runs whose alarms are exactly right (labelled ⊆ alarms ⊆ labelled+acceptable)
+    failures: list[str] = field(default_factory=list)  # per-run lines explaining misses / FPs
+    meets_targets: bool = False
+    target_misses: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RealRunScore:
+    name: str
+    metrics: str
+    expected: list[str]
+    acceptable: list[str]
+    forbidden: list[str]
+    alarms: list[str]
+    missing: list[str]
+    forbidden_hits: list[str]
+    unexpected: list[str]
+    passed: bool
+    status: str = ""
+    error: str | None = None
+    note: str = ""
+
+
+@dataclass
+class HarnessReport:
+    corpus: CorpusScore | None
+    real: list[RealRunScore] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=False)
+
+
+# ----------------------------------------------------------------------------- corpus reading
+
+
+def discover(corpus_dir: Path) -> list[Case]:
+    """Every run directory under `corpus_dir` that holds a label.json, sorted by run id."""
+    if not corpus_dir.is_dir():
+        raise InputError(f"{corpus_dir}: not a directory; expected a corpus of run directories")
+    cases = [_read_case(p) for p in sorted(corpus_dir.rglob("label.json"))]
+    if not cases:
+        raise InputError(f"{corpus_dir}: no label.json found; expected run directories with one")
+    return sorted(cases, key=lambda c: c.run_id)
+
+
+def _read_case(label_path: Path) -> Case:
+    try:
+        label = json.loads(label_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise InputError(f"{label_path}: unreadable label ({err}); expected a JSON object") from err
+    if not isinstance(label, dict):
+        raise InputError(f"{label_path}: expected a JSON object with a 'symptoms' list")
+    run_dir = label_path.parent
+    symptoms = _id_list(label, ("symptoms", "expected"), label_path)
+    acceptable = _id_list(label, ("acceptable",), label_path)
+    config = next((run_dir / n for n in ("job.yaml", "job.yml") if (run_dir / n).exists()), None)
+    eval_steps = label.get("eval_steps") or (label.get("knobs") or {}).get("eval_steps")
+    if eval_steps is None and config is not None:
+        eval_steps = _eval_steps_from_yaml(config)
+    onset = label.get("onset_step", label.get("onset"))
+    return Case(
+        run_id=str(label.get("run_id") or run_dir.name),
+        metrics=_metrics_file(run_dir, label, label_path),
+        config=config,
+        symptoms=symptoms,
+        acceptable=acceptable,
+        onset_step=int(onset) if onset is not None else None,
+        eval_steps=int(eval_steps) if eval_steps else None,
+        family=str(label.get("family") or (symptoms[0] if symptoms else HEALTHY)),
+    )
+
+
+def _id_list(label: Mapping[str, Any], keys: Sequence[str], where: Path) -> tuple[str, ...]:
+    for key in keys:
+        if key in label:
+            value = label[key] or []
+            if not isinstance(value, list):
+                raise InputError(f"{where}: field '{key}' must be a list of finding ids")
+            return tuple(str(v).upper() for v in value)
+    return ()
+
+
+def _metrics_file(run_dir: Path, label: Mapping[str, Any], where: Path) -> Path:
+    named = label.get("metrics_file")
+    if named:
+        path = run_dir / str(named)
+        if not path.exists():
+            raise InputError(f"{where}: metrics_file {named!r} does not exist in {run_dir}")
+        return path
+    files = [p for p in sorted(run_dir.iterdir()) if p.is_file() and p.name not in _SIDE_FILES]
+    if len(files) == 1:
+        return files[0]
+    return run_dir  # let the reader pick within the run directory
+
+
+def _eval_steps_from_yaml(path: Path) -> int | None:
+    from ruamel.yaml import YAML
+
+    try:
+        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8")) or {}
+        hp = (doc.get("training") or {}).get("hyper_parameters") or doc.get("hyper_parameters")
+        value = (hp or {}).get("eval_steps")
+        return int(value) if value else None
+    except Exception:  # a broken job file only loses the onset tolerance, not the run
+        return None
+
+
+# ----------------------------------------------------------------------------- prediction
+
+
+Predictor = Callable[[Path, Path | None], Prediction]
+
+
+def predict(metrics: Path, config: Path | None) -> Prediction:
+    """Run the advisor (advisor.api.diagnose) on one run; errors become a Prediction.error."""
+    from advisor.api import diagnose
+
+    run_id = metrics.parent.name if metrics.is_file() else metrics.name
+    try:
+        d = diagnose(metrics, config=config)
+    except InputError as err:
+        return Prediction(run_id, error=f"input: {err}")
+    except Exception as err:  # the harness scores the tool; a crash is a result, not an abort
+        return Prediction(run_id, error=f"{type(err).__name__}: {err}")
+    pred = Prediction(run_id, status=str(d.status))
+    for f in d.findings:
+        sev = str(getattr(f.severity, "value", f.severity))
+        if sev in ALARM_SEVERITIES:
+            pred.alarms.append(Alarm(f.id.upper(), sev, f.onset_step, f.detected_step))
+        else:
+            pred.info_ids.append(f.id.upper())
+    return pred
+
+
+def _predict_case(case: Case) -> Prediction:
+    pred = predict(case.metrics, case.config)
+    pred.run_id = case.run_id
+    return pred
+
+
+def predict_all(cases: Sequence[Case], workers: int = 1,
+                predictor: Predictor | None = None) -> list[Prediction]:
+    """Predictions in case order; `workers` > 1 uses spawned processes (polars dislikes fork)."""
+    if predictor is not None:
+        return [_renamed(predictor(c.metrics, c.config), c.run_id) for c in cases]
+    if workers <= 1 or len(cases) < 2:
+        return [_predict_case(c) for c in cases]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        return list(pool.map(_predict_case, cases, chunksize=4))
+
+
+def _renamed(pred: Prediction, run_id: str) -> Prediction:
+    pred.run_id = run_id
+    return pred
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def _median(values: Iterable[float]) -> float | None:
+    vals = list(values)
+    return float(statistics.median(vals)) if vals else None
+
+
+@dataclass
+class _Timing:
+    onset_err: list[float] = field(default_factory=list)
+    abs_onset_eval: list[float] = field(default_factory=list)
+    delay: list[float] = field(default_factory=list)
+    delay_eval: list[float] = field(default_factory=list)
+    ok: int = 0
+    judged: int = 0
+
+    def add(self, case: Case, alarm: Alarm) -> None:
+        if case.onset_step is None:
+            return
+        unit = float(case.eval_steps) if case.eval_steps else None
+        if alarm.onset_step is not None:
+            err = float(alarm.onset_step - case.onset_step)
+            self.onset_err.append(err)
+            self.judged += 1
+            if unit:
+                self.abs_onset_eval.append(abs(err) / unit)
+                self.ok += abs(err) <= TARGETS["onset_tolerance_eval_steps"] * unit
+        if alarm.detected_step is not None:
+            d = float(alarm.detected_step - case.onset_step)
+            self.delay.append(d)
+            if unit:
+                self.delay_eval.append(d / unit)
+
+    def merge(self, other: _Timing) -> None:
+        for name in ("onset_err", "abs_onset_eval", "delay", "delay_eval"):
+            getattr(self, name).extend(getattr(other, name))
+        self.ok += other.ok
+        self.judged += other.judged
+
+
+def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") -> CorpusScore:
+    """Score predictions against labels (see the module doc for every definition)."""
+    by_id = {p.run_id: p for p in preds}
+    counts = {s: {"tp": 0, "fp": 0, "fn": 0, "support": 0} for s in SYMPTOM_IDS}
+    timing = {s: _Timing() for s in SYMPTOM_IDS}
+    confusion: dict[str, dict[str, int]] = {}
+    failures: list[str] = []
+    healthy = healthy_alarm = errors = exact = 0
+    for case in cases:
+        pred = by_id.get(case.run_id) or Prediction(case.run_id, error="no prediction")
+        errors += pred.error is not None
+        alarmed = pred.alarm_ids
+        row = confusion.setdefault(case.family, {})
+        for a in sorted(alarmed) or ["none"]:
+            row[a] = row.get(a, 0) + 1
+        row["runs"] = row.get("runs", 0) + 1
+        if case.healthy:
+            healthy += 1
+            healthy_alarm += bool(alarmed)
+        expected, allowed = set(case.symptoms), set(case.symptoms) | set(case.acceptable)
+        exact += expected <= alarmed <= allowed
+        for sid in SYMPTOM_IDS:
+            c = counts[sid]
+            if sid in expected:
+                c["support"] += 1
+                if sid in alarmed:
+                    c["tp"] += 1
+                    timing[sid].add(case, next(a for a in pred.alarms if a.id == sid))
+                else:
+                    c["fn"] += 1
+            elif sid in alarmed and sid not in allowed:
+                c["fp"] += 1
+        failures += _explain(case, pred, expected, allowed)
+    per = [_symptom_score(s, counts[s], timing[s]) for s in SYMPTOM_IDS]
+    total = _Timing()
+    for t in timing.values():
+        total.merge(t)
+    result = CorpusScore(
+        corpus=corpus, runs=len(cases), healthy_runs=healthy, healthy_with_alarm=healthy_alarm,
+        false_alarm_rate=_ratio(healthy_alarm, healthy), errors=errors, per_symptom=per,
+        confusion=confusion, median_onset_error=_median(total.onset_err),
+        median_abs_onset_error_eval=_median(total.abs_onset_eval),
+        median_delay=_median(total.delay), median_delay_eval=_median(total.delay_eval),
+        onset_within_tolerance=_ratio(total.ok, total.judged), exact_runs=exact,
+        failures=failures,
+    )
+    result.target_misses = target_misses(result)
+    result.meets_targets = not result.target_misses
+    return result
+
+
+def _symptom_score(sid: str, c: Mapping[str, int], t: _Timing) -> SymptomScore:
+    return SymptomScore(
+        id=sid, support=c["support"], tp=c["tp"], fp=c["fp"], fn=c["fn"],
+        precision=_ratio(c["tp"], c["tp"] + c["fp"]), recall=_ratio(c["tp"], c["tp"] + c["fn"]),
+        median_onset_error=_median(t.onset_err),
+        median_abs_onset_error_eval=_median(t.abs_onset_eval),
+        median_delay=_median(t.delay), median_delay_eval=_median(t.delay_eval),
+        onset_ok=t.ok, onset_judged=t.judged,
+    )
+
+
+def _explain(case: Case, pred: Prediction, expected: set[str], allowed: set[str]) -> list[str]:
+    out = []
+    if pred.error:
+        out.append(f"{case.run_id}: advisor error: {pred.error}")
+    missed = sorted(expected - pred.alarm_ids)
+    wrong = sorted(pred.alarm_ids - allowed)
+    if missed:
+        out.append(f"{case.run_id}: missed {', '.join(missed)}")
+    if wrong:
+        out.append(f"{case.run_id}: false alarm {', '.join(wrong)}")
+    for a in pred.alarms:
+        if a.id in expected and case.onset_step is not None and a.onset_step is not None \
+                and case.eval_steps:
+            err = a.onset_step - case.onset_step
+            if abs(err) > TARGETS["onset_tolerance_eval_steps"] * case.eval_steps:
+                out.append(f"{case.run_id}: {a.id} onset {a.onset_step} vs labelled "
+                           f"{case.onset_step} ({err:+d} steps, eval_steps {case.eval_steps})")
+    return out
+
+
+def target_misses(s: CorpusScore) -> list[str]:
+    """Which targets of the diagnosis issue the corpus score misses (empty = all met)."""
+    out = []
+    for p in s.per_symptom:
+        if p.support and (p.recall or 0.0) < TARGETS["recall"]:
+            out.append(f"{p.id} recall {_pct(p.recall)} < {_pct(TARGETS['recall'])}")
+        if p.tp + p.fp and (p.precision or 0.0) < TARGETS["precision"]:
+            out.append(f"{p.id} precision {_pct(p.precision)} < {_pct(TARGETS['precision'])}")
+        if p.onset_judged and p.onset_ok < p.onset_judged:
+            out.append(f"{p.id} onset within 2 x eval_steps on {p.onset_ok}/{p.onset_judged}")
+    if s.healthy_with_alarm:
+        out.append(f"{s.healthy_with_alarm}/{s.healthy_runs} healthy runs raised an alarm")
+    if s.errors:
+        out.append(f"{s.errors} runs could not be judged")
+    return out
+
+
+# ----------------------------------------------------------------------------- real runs
+
+
+def default_real_dir() -> Path | None:
+    """`../shared/real_runs/labelled` next to the repo, when present."""
+    here = Path(__file__).resolve().parents[1]
+    for cand in (here.parent / "shared" / "real_runs" / "labelled",):
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def default_real_labels() -> Path:
+    return Path(__file__).resolve().parents[1] / "sample_metrics" / "real_labels.yaml"
+
+
+def score_real(real_dir: Path, labels_path: Path,
+               predictor: Predictor | None = None) -> list[RealRunScore]:
+    """Score the public runs against their hand-written labels (expected/acceptable/forbidden)."""
+    from ruamel.yaml import YAML
+
+    if not labels_path.exists():
+        raise InputError(f"{labels_path}: not found; expected the labels of the public runs")
+    doc = YAML(typ="safe").load(labels_path.read_text(encoding="utf-8")) or {}
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    if not isinstance(runs, dict):
+        raise InputError(f"{labels_path}: expected a mapping 'runs: {{name: {{metrics, ...}}}}'")
+    run_predict = predictor or predict
+    out = []
+    for name, spec in runs.items():
+        metrics = real_dir / name / str(spec.get("metrics", ""))
+        if not metrics.exists():
+            raise InputError(f"{labels_path}: runs.{name}.metrics: {metrics} does not exist")
+        pred = run_predict(metrics, None)
+        out.append(_real_score(name, metrics, spec, pred))
+    return out
+
+
+def _real_score(name: str, metrics: Path, spec: Mapping[str, Any],
+                pred: Prediction) -> RealRunScore:
+    def ids(key: str) -> list[str]:
+        return [str(v).upper() for v in spec.get(key) or []]
+
+    expected, acceptable, forbidden = ids("expected"), ids("acceptable"), ids("forbidden")
+    if forbidden == ["ALL"]:
+        forbidden = [s for s in SYMPTOM_IDS if s not in expected and s not in acceptable]
+    alarms = sorted(pred.alarm_ids)
+    missing = [e for e in expected if e not in alarms]
+    hits = [a for a in alarms if a in forbidden]
+    unexpected = [a for a in alarms if a not in expected + acceptable + forbidden]
+    return RealRunScore(
+        name=name, metrics=metrics.name, expected=expected, acceptable=acceptable,
+        forbidden=forbidden, alarms=alarms, missing=missing, forbidden_hits=hits,
+        unexpected=unexpected, passed=not missing and not hits and pred.error is None,
+        status=pred.status, error=pred.error, note=str(spec.get("note", "")),
+    )
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def run_harness(corpus_dir: Path | None, real_dir: Path | None = None,
+                real_labels: Path | None = None, workers: int = 1,
+                predictor: Predictor | None = None) -> HarnessReport:
+    corpus = None
+    if corpus_dir is not None:
+        cases = discover(corpus_dir)
+        preds = predict_all(cases, workers, predictor)
+        corpus = score(cases, preds, corpus=_display_path(corpus_dir))
+    real: list[RealRunScore] = []
+    if real_dir is not None:
+        real = score_real(real_dir, real_labels or default_real_labels(), predictor)
+    return HarnessReport(corpus=corpus, real=real)
+
+
+def _display_path(p: Path) -> str:
+    # Relative to the working directory when possible: reports stay free of absolute paths.
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}%"
+
+
+def _num(v: float | None, digits: int = 1) -> str:
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+def render_markdown(rep: HarnessReport, failures: int = 20) -> str:
+    lines: list[str] = []
+    if rep.corpus is not None:
+        lines += _corpus_markdown(rep.corpus, failures)
+    if rep.real:
+        lines += _real_markdown(rep.real)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def results_table(s: CorpusScore) -> list[str]:
+    """The README results table: one row per symptom id, then the healthy row."""
+    lines = [
+        "| finding | runs | precision | recall | median onset error (eval_steps) "
+        "| median detection delay (steps) | onset within 2 x eval_steps |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in s.per_symptom:
+        lines.append(
+            f"| {p.id} | {p.support} | {_pct(p.precision)} | {_pct(p.recall)} "
+            f"| {_num(p.median_abs_onset_error_eval, 2)} | {_num(p.median_delay, 0)} "
+            f"| {p.onset_ok}/{p.onset_judged} |"
+        )
+    lines.append(
+        f"| healthy | {s.healthy_runs} | false alarms: {s.healthy_with_alarm} "
+        f"({_pct(s.false_alarm_rate)}) | | | | |"
+    )
+    return lines
+
+
+def _corpus_markdown(s: CorpusScore, failures: int) -> list[str]:
+    lines = [
+        f"## Accuracy on `{s.corpus}`",
+        "",
+        f"{s.runs} runs ({s.healthy_runs} healthy); alarms = findings at warning or above. "
+        f"Exactly right: {s.exact_runs}/{s.runs}. Runs not judged (advisor error): {s.errors}.",
+        "",
+        *results_table(s),
+        "",
+        f"False-alarm rate on healthy runs: {_pct(s.false_alarm_rate)} "
+        f"({s.healthy_with_alarm}/{s.healthy_runs}). "
+        f"Median onset error: {_num(s.median_onset_error, 0)} steps "
+        f"(|error| {_num(s.median_abs_onset_error_eval, 2)} eval_steps); "
+        f"median detection delay: {_num(s.median_delay, 0)} steps "
+        f"({_num(s.median_delay_eval, 2)} eval_steps); onset within 2 x eval_steps: "
+        f"{_pct(s.onset_within_tolerance)}.",
+        "",
+        "### Confusion (label x alarmed id; a run may raise several)",
+        "",
+        *_confusion_markdown(s.confusion),
+        "",
+        "Targets (precision and recall >= 95 %, no alarm on healthy runs, onset within "
+        f"2 x eval_steps): {'met' if s.meets_targets else 'NOT met'}.",
+    ]
+    lines += [f"- {m}" for m in s.target_misses]
+    if s.failures:
+        lines += ["", f"### Misses and false alarms (first {failures})", ""]
+        lines += [f"- {f}" for f in s.failures[:failures]]
+        if len(s.failures) > failures:
+            lines.append(f"- ... {len(s.failures) - failures} more (use --format json)")
+    lines.append("")
+    return lines
+
+
+def _confusion_markdown(conf: Mapping[str, Mapping[str, int]]) -> list[str]:
+    order = [HEALTHY, *SYMPTOM_IDS]
+    labels = [k for k in order if k in conf] + sorted(k for k in conf if k not in order)
+    cols_seen = {c for row in conf.values() for c in row if c not in ("runs", "none")}
+    cols = [c for c in SYMPTOM_IDS if c in cols_seen] + sorted(cols_seen - set(SYMPTOM_IDS))
+    cols.append("none")
+    head = "| label | runs | " + " | ".join(cols) + " |"
+    sep = "|---|---:|" + "---:|" * len(cols)
+    body = [
+        f"| {lab} | {conf[lab].get('runs', 0)} | "
+        + " | ".join(str(conf[lab].get(c, 0) or "") or "·" for c in cols)
+        + " |"
+        for lab in labels
+    ]
+    return [head, sep, *body]
+
+
+def _real_markdown(real: Sequence[RealRunScore]) -> list[str]:
+    passed = sum(r.passed for r in real)
+    lines = [
+        f"## Public runs ({passed}/{len(real)} pass)",
+        "",
+        "| run | expected | alarms | missing | forbidden raised | result |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in real:
+        result = "pass" if r.passed else ("error: " + r.error if r.error else "FAIL")
+        lines.append(
+            f"| {r.name} | {', '.join(r.expected) or '(healthy)'} | {', '.join(r.alarms) or '-'} "
+            f"| {', '.join(r.missing) or '-'} | {', '.join(r.forbidden_hits) or '-'} "
+            f"| {result.replace('|', '/')} |"
+        )
+    lines.append("")
+    return lines
