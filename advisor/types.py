@@ -120,6 +120,7 @@ class ConfigFinding(_Model):
     message: str
     why: str = ""
     suggested: Any = None
+    line: int | None = None  # line of the job file the finding points at, when known
 
 
 class RunEnding(_Model):
