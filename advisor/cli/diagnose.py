@@ -62,14 +62,14 @@ def _check_outputs(
     for flag, out in (("--output", output), ("--patched-config", patched)):
         if out is None:
             continue
+        if out.is_dir():
+            raise InputError(f"{flag} {out}: is a directory; expected a file path")
         for src in inputs:
             if _same_file(out, src):
                 raise InputError(
                     f"{flag} {out}: resolves to the input {src}; "
                     "expected a new path (inputs are never overwritten)"
                 )
-            if out.is_dir():
-                raise InputError(f"{flag} {out}: is a directory; expected a file path")
     if patched is not None and config is None:
         raise InputError("--patched-config: needs --config JOB.yaml (the file to patch)")
 

@@ -188,3 +188,62 @@ class Judgement:
         self.status = status if findings or status != "issues" else "healthy"
         self.warmup_steps = warmup_steps
         self.assumptions = list(assumptions)
+
+
+JOB_YAML = """\
+# my job: comments and order must survive the patch
+job_name: "demo"
+model: "qwen3.5-9b"
+mode: "reinforcement"
+training:
+  hyper_parameters:
+    algorithm: "grpo"          # token-level
+    kl_loss_coef: 0.001
+    learning_rate: 2.0e-06     # conservative
+    lr_scheduler_type: "linear"
+    lr_warmup_steps: -1
+    n_epochs: 3
+    batch_size: 64
+    n_rollouts: 8
+    ppo_mini_batch_size: 16
+    max_length: 8192
+    max_prompt_length: 1024
+    eval_steps: 20
+    save_steps: 40
+    save_strategy: "steps"
+    save_total_limit: 3
+"""
+
+
+def write_verl_jsonl(path, steps: int = 400, kind: str = "healthy", seed: int = 0) -> None:
+    """A verl file-logger JSONL. kind: healthy | kl_blowup (from step 200) | nan_crash."""
+    import json
+    import math
+    import random
+
+    rng = random.Random(seed)
+    with open(path, "w") as fh:
+        for s in range(1, steps + 1):
+            late = s > 200
+            reward = 0.2 + 0.4 * (1 - math.exp(-s / 120)) + rng.gauss(0, 0.02)
+            kl = 0.002 + rng.gauss(0, 0.0002)
+            grad = 0.3 + rng.gauss(0, 0.03)
+            if kind == "kl_blowup" and late:
+                kl *= math.exp((s - 200) / 25)
+            if kind == "nan_crash" and late:
+                reward, grad, kl = 0.0, float("nan"), float("nan")
+            data = {
+                "critic/rewards/mean": reward,
+                "actor/kl_loss": kl,
+                "actor/ppo_kl": abs(rng.gauss(0.001, 0.0002)),
+                "actor/grad_norm": grad,
+                "actor/entropy": 0.7 + rng.gauss(0, 0.01),
+                "actor/pg_clipfrac": abs(rng.gauss(0.002, 0.0003)),
+                "response_length/mean": 500 + rng.gauss(0, 10),
+                "response_length/clip_ratio": abs(rng.gauss(0.005, 0.001)),
+                "timing_s/step": 60 + rng.gauss(0, 1),
+                "timing_s/gen": 25 + rng.gauss(0, 0.5),
+            }
+            if s % 20 == 0:
+                data["val-core/gsm8k/reward/mean@1"] = reward - 0.05
+            fh.write(json.dumps({"step": s, "data": data}) + "\n")  # NaN stays a bare NaN

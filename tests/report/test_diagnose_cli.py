@@ -1,0 +1,200 @@
+"""`rl-advisor diagnose` through the real entry point: exit codes, outputs, patched config."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from report_helpers import JOB_YAML, write_verl_jsonl
+
+from advisor.cli import main
+
+# The end-to-end path needs the reader, the config loader and the engine (other modules).
+for _mod in ("advisor.ingest", "advisor.config", "advisor.static", "advisor.engine"):
+    pytest.importorskip(_mod)
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> Path:
+    p = tmp_path / "job.yaml"
+    p.write_text(JOB_YAML)
+    return p
+
+
+def run_file(tmp_path: Path, kind: str, steps: int = 400) -> Path:
+    p = tmp_path / f"{kind}.jsonl"
+    write_verl_jsonl(p, steps, kind)
+    return p
+
+
+def test_healthy_run_exits_0(tmp_path, job, capsys) -> None:
+    assert main(["diagnose", str(run_file(tmp_path, "healthy")), "--config", str(job)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# rl-advisor report")
+    assert "**Verdict:** Healthy" in out
+
+
+def test_kl_blowup_exits_1_and_patches_kl(tmp_path, job, capsys) -> None:
+    metrics = run_file(tmp_path, "kl_blowup")
+    patched = tmp_path / "job.patched.yaml"
+    before = job.read_text()
+    code = main(
+        [
+            "diagnose",
+            str(metrics),
+            "--config",
+            str(job),
+            "--format",
+            "json",
+            "--patched-config",
+            str(patched),
+        ]
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert data["patch"]["from_finding"] in {f["id"] for f in data["findings"]}
+    assert "P3" in {f["id"] for f in data["findings"]} or "DIV" in {
+        f["id"] for f in data["findings"]
+    }
+    text = patched.read_text()
+    assert "# my job: comments and order must survive the patch" in text
+    assert "# conservative" in text
+    for change in data["patch"]["changes"]:
+        assert change["param"] in text
+    assert job.read_text() == before  # the input is never changed
+
+
+@pytest.mark.parametrize(("fail_on", "expected"), [("never", 0), ("error", 1), ("info", 1)])
+def test_fail_on(tmp_path, job, fail_on, expected) -> None:
+    metrics = run_file(tmp_path, "nan_crash")
+    assert main(["diagnose", str(metrics), "--config", str(job), "--fail-on", fail_on]) == expected
+
+
+def test_ignore_silences(tmp_path, job, capsys) -> None:
+    metrics = run_file(tmp_path, "nan_crash")
+    main(["diagnose", str(metrics), "--config", str(job), "--format", "json"])
+    ids = [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]]
+    assert ids
+    code = main(
+        [
+            "diagnose",
+            str(metrics),
+            "--config",
+            str(job),
+            "--format",
+            "json",
+            "--ignore",
+            ",".join(ids),
+        ]
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert data["findings"] == [] and code == 0
+
+
+def test_output_file_with_plots_beside_it(tmp_path, job) -> None:
+    out = tmp_path / "out" / "diag.md"
+    code = main(
+        [
+            "diagnose",
+            str(run_file(tmp_path, "nan_crash")),
+            "--config",
+            str(job),
+            "--output",
+            str(out),
+        ]
+    )
+    assert code == 1
+    md = out.read_text()
+    pngs = sorted(p.name for p in out.parent.glob("diag-*.png"))
+    assert pngs and all(f"]({name})" in md for name in pngs)
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_no_plots(tmp_path, job) -> None:
+    out = tmp_path / "diag.md"
+    main(
+        [
+            "diagnose",
+            str(run_file(tmp_path, "nan_crash")),
+            "--config",
+            str(job),
+            "--output",
+            str(out),
+            "--no-plots",
+        ]
+    )
+    assert not list(tmp_path.glob("*.png")) and ".png)" not in out.read_text()
+
+
+def test_short_run_is_insufficient_data(tmp_path, job, capsys) -> None:
+    code = main(
+        [
+            "diagnose",
+            str(run_file(tmp_path, "healthy", steps=30)),
+            "--config",
+            str(job),
+            "--format",
+            "json",
+        ]
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert (code, data["status"], data["findings"]) == (0, "insufficient_data", [])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["missing.jsonl"],
+        ["{metrics}", "--config", "missing.yaml"],
+        ["{metrics}", "--config", "{job}", "--patched-config", "{job}"],
+        ["{metrics}", "--output", "{metrics}"],
+        ["{metrics}", "--patched-config", "new.yaml"],
+        ["{metrics}", "--format", "html"],
+        ["{metrics}", "--fail-on", "sometimes"],
+    ],
+)
+def test_unusable_input_exits_2_with_one_line(tmp_path, job, capsys, args) -> None:
+    metrics = run_file(tmp_path, "healthy", steps=60)
+    before = (metrics.read_bytes(), job.read_bytes())
+    argv = [a.format(metrics=metrics, job=job) for a in args]
+    argv = [
+        str(tmp_path / a) if a.endswith((".jsonl", ".yaml")) and "/" not in a else a for a in argv
+    ]
+    assert main(["diagnose", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err and "Traceback" not in err
+    assert (metrics.read_bytes(), job.read_bytes()) == before
+    assert not (tmp_path / "new.yaml").exists()
+
+
+def test_bad_metrics_file_exits_2(tmp_path, capsys) -> None:
+    bad = tmp_path / "garbage.jsonl"
+    bad.write_text("this is not a metrics log\n")
+    assert main(["diagnose", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "garbage.jsonl" in err
+
+
+def test_subprocess_entry_point(tmp_path, job) -> None:
+    metrics = run_file(tmp_path, "nan_crash")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "advisor",
+            "diagnose",
+            str(metrics),
+            "--config",
+            str(job),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert json.loads(proc.stdout)["status"] == "issues"
