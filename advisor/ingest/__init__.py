@@ -1,0 +1,172 @@
+"""Read a training run from whatever the trainer left on disk, into one canonical frame.
+
+`load_run(path)` detects the format from the content (not only the name), reads it, and returns
+an `advisor.types.Run`: one row per step, canonical columns (contract.md) plus every original
+column, and what the run said about itself (config hints, how it ended, reader warnings).
+A directory is searched for the run's metrics. Unusable input raises `InputError` with the file,
+the place and what was expected.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from advisor.ingest.names import canonical_name, canonicalize
+from advisor.types import InputError, PathLike, Run
+
+__all__ = ["canonical_name", "canonicalize", "detect_format", "load_run"]
+
+_HEAD = 64 * 1024
+_STEP_FIELDS = frozenset({"step", "_step", "Step", "global_step", "train/global_step", "iteration"})
+_TEXT_SUFFIXES = (".log", ".txt", ".out", ".err", ".md", ".stdout", ".stderr")
+
+
+def load_run(path: PathLike) -> Run:
+    """Read the metrics at `path` (a file or a run directory) into a Run."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file or directory; expected a metrics file or run folder")
+    if p.is_dir():
+        return _load_dir(p)
+    return _load_file(p)
+
+
+def detect_format(path: Path, head: bytes) -> str:
+    """One of: parquet, tensorboard, jsonl, json, csv, console (the text-log family)."""
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if "tfevents" in path.name:
+        return "tensorboard"
+    if b"\x00" in head:
+        raise InputError(f"{path}:1: expected a text metrics file, found binary data")
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    if text.startswith("{"):
+        first = text.split("\n", 1)[0].strip()
+        if first.endswith("}") and len(first) > 2:
+            return "jsonl"
+        return "json"
+    if text.startswith("[") and re.match(r"\[\s*(?:\{|\]|$)", text):
+        return "json"
+    first_line = text.split("\n", 1)[0]
+    if path.suffix.lower() in (".csv", ".tsv") or _looks_csv(first_line):
+        return "csv"
+    return "console"
+
+
+def _looks_csv(line: str) -> bool:
+    fields = [f.strip().strip('"') for f in line.split(",")]
+    return len(fields) >= 2 and any(f in _STEP_FIELDS for f in fields)
+
+
+def _load_file(p: Path) -> Run:
+    source = str(p)
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(_HEAD)
+    except OSError as err:
+        raise InputError(f"{p}: cannot read ({err.strerror})") from None
+    if not head.strip():
+        raise InputError(f"{p}:1: empty file; expected training metrics")
+    fmt = detect_format(p, head)
+    if fmt == "parquet":
+        from advisor.ingest.tables import read_parquet
+
+        return read_parquet(p, source)
+    if fmt == "tensorboard":
+        from advisor.ingest.tensorboard import read_tensorboard
+
+        return read_tensorboard([p], source)
+    if fmt == "csv":
+        from advisor.ingest.tables import read_csv
+
+        return read_csv(p, source)
+    if fmt == "jsonl":
+        from advisor.ingest.jsonfiles import read_jsonl
+
+        return read_jsonl(p, source)
+    if fmt == "json":
+        from advisor.ingest.jsonfiles import read_json
+
+        if p.stat().st_size > 512 * 1024 * 1024:
+            raise InputError(f"{p}: a single JSON document over 512 MB; expected JSONL instead")
+        text = p.read_bytes().decode("utf-8", errors="replace").lstrip("\ufeff")
+        try:
+            return read_json(p, source, text)
+        except InputError:
+            if text.lstrip().startswith("["):  # a log line like "[2025-01-01 ...] step:1 - ..."
+                return _console(p, source)
+            raise
+    return _console(p, source)
+
+
+def _console(p: Path, source: str) -> Run:
+    from advisor.ingest.console import read_console
+
+    return read_console(p, source)
+
+
+def _checkpoint_no(p: Path) -> int:
+    m = re.search(r"checkpoint-(\d+)", p.parent.name)
+    return int(m.group(1)) if m else -1
+
+
+def _candidates(d: Path) -> list[Path]:
+    """Files that may hold the run's metrics, most telling first."""
+    from advisor.ingest.stores import find_mlflow_runs, is_mlflow_run
+
+    if is_mlflow_run(d):
+        return [d]
+    out: list[Path] = []
+    # a TRL output dir: its own trainer_state.json is written last, else the newest checkpoint
+    states = [d / "trainer_state.json"] if (d / "trainer_state.json").is_file() else []
+    states += sorted(d.glob("checkpoint-*/trainer_state.json"), key=_checkpoint_no, reverse=True)
+    out += states
+    events = sorted(d.rglob("*tfevents*"))
+    if events:
+        out.append(events[0].parent)
+    out += find_mlflow_runs(d)
+    files = [f for f in d.iterdir() if f.is_file() and not f.name.startswith(".")]
+
+    def by_size(fs: list[Path]) -> list[Path]:
+        return sorted(fs, key=lambda f: f.stat().st_size, reverse=True)
+
+    for suffixes in ((".jsonl", ".ndjson"), (".parquet",), (".csv",), (".json",), _TEXT_SUFFIXES):
+        out += by_size([f for f in files if f.suffix.lower() in suffixes and f not in out])
+    out += by_size([f for f in files if f not in out and f.suffix == ""])
+    return out
+
+
+def _load_dir(d: Path) -> Run:
+    tried: list[str] = []
+    for cand in _candidates(d):
+        try:
+            if cand.is_dir():
+                run = _load_store(cand)
+            else:
+                run = _load_file(cand)
+        except InputError as err:
+            tried.append(str(err))
+            continue
+        if len(tried) or cand != d:
+            note = f"read {cand.relative_to(d) if cand != d else '.'} from the folder {d}"
+            return _with_warning(run, note)
+        return run
+    detail = f" ({'; '.join(tried[:3])})" if tried else ""
+    raise InputError(f"{d}: expected a metrics file in this folder, found none readable{detail}")
+
+
+def _load_store(d: Path) -> Run:
+    from advisor.ingest.stores import is_mlflow_run, read_mlflow
+
+    if is_mlflow_run(d):
+        return read_mlflow(d, str(d))
+    from advisor.ingest.tensorboard import read_tensorboard
+
+    return read_tensorboard(sorted(d.glob("*tfevents*")), str(d))
+
+
+def _with_warning(run: Run, note: str) -> Run:
+    from dataclasses import replace
+
+    return replace(run, warnings=[note, *run.warnings])

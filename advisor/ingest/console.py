@@ -1,0 +1,440 @@
+"""Console text: verl `step:N - k:v - ...` lines, TRL/transformers dict lines, OpenRLHF and
+slime `step N: {...}` lines, ROLL `metrics_tag: {...}` lines, amid any other output.
+
+One streaming pass over the file (never read twice): lines are classified with cheap substring
+tests before any regex. verl payloads are only collected here; splitting them into key/value
+pairs and pivoting to columns is done in polars, which is what keeps a 2,000-step x 150-metric
+log close to the cost of polars reading the same data as JSONL.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.ingest import hints as hint_map
+from advisor.ingest.ending import EndingScanner
+from advisor.ingest.frame import build_run
+from advisor.types import InputError, Run, RunEnding
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+# Ray / process prefixes: "(TaskRunner pid=1234) ", "(main_task pid=5, ip=10.0.0.1) "
+_PREFIX = re.compile(r"^\s*\((?:[\w.:-]+)(?: pid=\d+)?(?:, ip=[\w.:]+)?\)\s?")
+_VERL_STEP = re.compile(r"(?:^|[\s)\]>|`*])step:\s*(\d+)\s+-\s+(\S.*)$")
+_TQDM = re.compile(r"(\d+)/(\d+) \[")
+_TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
+_LEAD_STEP = re.compile(r"(?:Global step|global_step|\bstep)[ :=]+(\d+)\s*:?\s*$", re.IGNORECASE)
+_PAIR = re.compile(
+    r"""(['"])((?:(?!\1).)+)\1\s*:\s*((?:np\.\w+|tensor|torch\.tensor)\([^)]*\)|[^,{}\[\]]+)"""
+)
+_WRAPPED = re.compile(r"^(?:np\.\w+|tensor|torch\.tensor)\(\s*([^,)]*)")
+_TRL_ARG = re.compile(r"\b(" + "|".join(hint_map.TRL_ARGS) + r")\s*=\s*([^,\s)]+)")
+_TRL_KEYS = ("loss", "reward", "grad_norm", "learning_rate", "train_runtime", "epoch")
+_CHUNK = 8 << 20
+
+
+@dataclass
+class _State:
+    source: str
+    verl_rows: list[int] = field(default_factory=list)
+    verl_payloads: list[str] = field(default_factory=list)
+    dict_rows: list[dict[str, Any]] = field(default_factory=list)  # with '_kind', '_step', '_tqdm'
+    config_lines: list[str] | None = None
+    config_prefix: str = ""
+    config_depth: int = 0
+    configs: list[str] = field(default_factory=list)
+    trl_args: dict[str, str] = field(default_factory=dict)
+    tqdm: int | None = None
+    marks: list[tuple[int, int | None]] = field(default_factory=list)  # (n, total) at log lines
+    total: int | None = None
+    last_step: int | None = None
+    last_metric_line: int = 0
+    warnings: list[str] = field(default_factory=list)
+    ending: EndingScanner = field(default_factory=EndingScanner)
+    bad_bytes_line: int | None = None
+    truncated: int = 0
+
+
+def iter_lines(path: Path, state: _State | None = None) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, is_last_without_newline), streamed in chunks; bad UTF-8 is replaced."""
+    lineno = 0
+    carry = b""
+    with path.open("rb") as fh:
+        while True:
+            chunk = fh.read(_CHUNK)
+            if not chunk:
+                break
+            data = carry + chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                carry = data
+                continue
+            carry, data = data[cut + 1 :], data[: cut + 1]
+            for line in _decode(data, lineno, state).split("\n")[:-1]:
+                lineno += 1
+                yield lineno, line, False
+    if carry:
+        text = _decode(carry, lineno, state)
+        yield lineno + 1, text, True
+
+
+def _decode(data: bytes, lineno: int, state: _State | None) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if state is not None and state.bad_bytes_line is None:
+            state.bad_bytes_line = lineno + data.count(b"\n", 0, err.start) + 1
+        return data.decode("utf-8", errors="replace")
+
+
+def read_console(path: Path, source: str) -> Run:
+    st = _State(source=source)
+    for lineno, line, last in iter_lines(path, st):
+        _line(st, lineno, line, last)
+    if st.bad_bytes_line is not None:
+        st.warnings.append(
+            f"{source}:{st.bad_bytes_line}: bytes that are not UTF-8 were replaced (U+FFFD)"
+        )
+    if st.truncated:
+        st.warnings.append(f"{source}: dropped {st.truncated} truncated metric line(s)")
+    if st.verl_payloads:
+        return _finish_verl(st)
+    if st.dict_rows:
+        return _finish_dicts(st)
+    raise InputError(
+        f"{source}:1: expected training metrics (verl 'step:N - key:value' lines, TRL "
+        "{'loss': ...} dicts, 'metrics_tag:' lines ...), found none"
+    )
+
+
+def _line(st: _State, lineno: int, line: str, last: bool) -> None:
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if "\r" in line:  # tqdm redraws: keep the progress counter, then the last segment
+        if "/" in line:
+            _tqdm(st, line)
+        segments = [s for s in line.split("\r") if s.strip()]
+        line = segments[-1] if segments else ""
+    prefix = ""
+    if line[:1] == "(" or line[:2] == " (":
+        m = _PREFIX.match(line)
+        if m:
+            prefix, line = m.group(0), line[m.end() :]
+    if st.config_lines is not None and _config_continue(st, prefix, line):
+        return
+    if "step:" in line:
+        m = _VERL_STEP.search(line)
+        if m:
+            step = int(m.group(1))
+            payload = m.group(2)
+            if last:
+                payload = _trim_cut(payload)
+            st.verl_rows.append(step)
+            st.verl_payloads.append(payload)
+            st.last_step = step if st.last_step is None else max(st.last_step, step)
+            st.last_metric_line = lineno
+            return
+    brace = line.find("{")
+    if brace >= 0 and _dict_line(st, lineno, line, brace, prefix, last):
+        return
+    if "it/s]" in line or "s/it]" in line:
+        _tqdm(st, line)
+    elif "Total optimization steps" in line:
+        m = _TOTAL.search(line)
+        if m:
+            st.total = int(m.group(1).replace(",", ""))
+    elif "=" in line and not st.dict_rows:
+        for name, value in _TRL_ARG.findall(line):
+            st.trl_args.setdefault(name, value)
+    st.ending.feed(line, lineno, st.last_step)
+
+
+def _tqdm(st: _State, line: str) -> None:
+    """Track the progress bar; a blank redraw is tqdm clearing the bar to print a log line."""
+    if "\r" not in line:
+        found = _TQDM.findall(line)
+        if found:
+            st.tqdm, st.total = int(found[-1][0]), int(found[-1][1])
+        return
+    for seg in line.split("\r"):
+        if seg and not seg.strip():  # spaces over the bar (an empty segment is just a \r)
+            mark = (st.tqdm, st.total)
+            if st.tqdm and (not st.marks or st.marks[-1] != mark):
+                st.marks.append(mark)
+            continue
+        found = _TQDM.findall(seg)
+        if found:
+            st.tqdm, st.total = int(found[-1][0]), int(found[-1][1])
+
+
+def _trim_cut(payload: str) -> str:
+    """A last line without newline may be cut mid-value: drop its last pair if it does not parse."""
+    head, sep, tail = payload.rpartition(" - ")
+    value = tail.rpartition(":")[2].strip()
+    if _number(value) is None:
+        return head if sep else ""
+    return payload
+
+
+def _number(text: str) -> float | None:
+    m = _WRAPPED.match(text)
+    if m:
+        text = m.group(1)
+    try:
+        return float(text.strip().strip("'\""))
+    except ValueError:
+        low = text.strip().lower()
+        return float("nan") if low in {"nan", "none_nan"} else None
+
+
+def _config_continue(st: _State, prefix: str, line: str) -> bool:
+    """Collect verl's multi-line config dump until its braces balance."""
+    assert st.config_lines is not None
+    if (prefix and prefix != st.config_prefix) or not line[:1].isspace():
+        # another process's output, or an unindented line: the dump was cut; give up on it
+        if prefix == st.config_prefix or not prefix:
+            st.config_lines = None
+        return False
+    st.config_lines.append(line)
+    st.config_depth += _depth(line)
+    if st.config_depth <= 0 or len(st.config_lines) > 5000:
+        st.configs.append("\n".join(st.config_lines))
+        st.config_lines = None
+    return True
+
+
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+
+
+def _depth(text: str) -> int:
+    bare = _QUOTED.sub("", text)
+    return (
+        bare.count("{") + bare.count("[") + bare.count("(")
+        - bare.count("}") - bare.count("]") - bare.count(")")
+    )  # fmt: skip
+
+
+def _dict_line(st: _State, lineno: int, line: str, brace: int, prefix: str, last: bool) -> bool:
+    body = line[brace:]
+    lead = line[:brace]
+    if not lead.strip() and body.startswith(("{'", '{"')) and _depth(body) > 0:
+        if len(st.configs) < 3 and ("': {" in body or "': [" in body):
+            st.config_lines, st.config_prefix, st.config_depth = [body], prefix, _depth(body)
+            return True
+    if "metrics_tag" in lead:
+        return _roll_line(st, lineno, body)
+    if not body.startswith(("{'", '{"')):
+        return False
+    if _depth(body) > 0:  # a dict that does not close on its line: cut off, or wrapped text
+        st.truncated += last
+        return True
+    pairs = {k: v for _, k, v in _PAIR.findall(body)}
+    numbers = {k: n for k, v in pairs.items() if (n := _number(v)) is not None}
+    if not numbers:
+        return False
+    m = _LEAD_STEP.search(lead)
+    if m:
+        kind, step = "step-dict", int(m.group(1))
+    elif any(k in numbers for k in _TRL_KEYS) or any(k.startswith("eval_") for k in numbers):
+        kind, step = "trl", None
+    else:
+        return False
+    if "step" in numbers:
+        step = int(numbers.pop("step"))
+    elif "global_step" in numbers:
+        step = int(numbers["global_step"])
+    row = {"_kind": kind, "_step": step, "_tqdm": st.tqdm, "_line": lineno, **numbers}
+    st.dict_rows.append(row)
+    if "train_runtime" not in numbers:
+        st.last_metric_line = lineno
+    else:
+        st.ending.feed("'train_runtime'", lineno, st.last_step)
+    return True
+
+
+def _roll_line(st: _State, lineno: int, body: str) -> bool:
+    try:
+        rec = json.loads(body)
+    except ValueError:
+        st.truncated += 1
+        return True
+    if not isinstance(rec, dict):
+        return False
+    metrics = rec.get("metrics", rec)
+    step = rec.get("step", metrics.get("step") if isinstance(metrics, dict) else None)
+    if not isinstance(metrics, dict) or not isinstance(step, int | float):
+        return False
+    flat = {k: float(v) for k, v in _flatten(metrics).items() if _is_num(v)}
+    flat.pop("step", None)
+    st.dict_rows.append({"_kind": "roll", "_step": int(step), "_tqdm": None, **flat})
+    st.last_step = int(step) if st.last_step is None else max(st.last_step, int(step))
+    st.last_metric_line = lineno
+    return True
+
+
+def _is_num(v: Any) -> bool:
+    return (isinstance(v, int | float) and not isinstance(v, bool)) or v is None
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "/"))
+        else:
+            out[key] = v
+    return out
+
+
+def _config_hints(st: _State) -> dict[str, Any]:
+    import ast
+
+    for text in st.configs:
+        try:
+            cfg = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(cfg, dict) and any(
+            k in cfg for k in ("actor_rollout_ref", "trainer", "data", "algorithm")
+        ):
+            return hint_map.verl_hints(cfg)
+    return {}
+
+
+def _finish_verl(st: _State) -> Run:
+    import polars as pl
+
+    rows = pl.DataFrame(
+        {"row": range(len(st.verl_rows)), "payload": st.verl_payloads},
+        schema={"row": pl.Int64, "payload": pl.String},
+    )
+    long = (
+        rows.with_columns(pl.col("payload").str.split(" - "))
+        .explode("payload")
+        .with_columns(pl.col("payload").str.extract_groups(r"^\s*(\S.*?)\s*:\s*([^:]*?)\s*$"))
+        .unnest("payload")
+        .rename({"1": "key", "2": "value"})
+        .filter(pl.col("key").is_not_null())
+        .with_columns(
+            pl.col("value")
+            .str.replace(r"^(?:np\.\w+|tensor|torch\.tensor)\(([^,)]*).*$", "$1")
+            .cast(pl.Float64, strict=False)
+        )
+    )
+    if long.height == 0:
+        raise InputError(f"{st.source}: step lines hold no 'key:value' metric")
+    wide = long.pivot(on="key", index="row", values="value", aggregate_function="last")
+    steps = pl.DataFrame({"row": range(len(st.verl_rows)), "step": st.verl_rows})
+    wide = steps.join(wide, on="row", how="left").sort("row").drop("row")
+    three_decimals = _three_decimals(max(st.verl_payloads[:5], key=len))
+    return build_run(
+        wide,
+        source=st.source,
+        fmt="verl-console",
+        hints=_config_hints(st),
+        ending=st.ending.result(st.last_metric_line),
+        warnings=st.warnings,
+        low_precision=three_decimals,
+    )
+
+
+_FIXED3 = re.compile(r":-?\d+\.\d{3}(?: |$)")
+
+
+def _three_decimals(payload: str) -> bool:
+    """verl <= v0.4 prints every value with exactly 3 decimals."""
+    values = payload.split(" - ")
+    fixed = sum(1 for v in values if _FIXED3.search(v + " "))
+    return fixed >= max(3, int(0.9 * len(values)))
+
+
+def _finish_dicts(st: _State) -> Run:
+    import polars as pl
+
+    rows = [r for r in st.dict_rows if "train_runtime" not in r]
+    if not rows:
+        raise InputError(f"{st.source}: only a training summary line, no per-step metrics")
+    fmt = "trl-console"
+    hints = hint_map.trl_arg_hints(st.trl_args)
+    if any(r["_kind"] == "roll" for r in rows):
+        fmt = "roll-console"
+    elif any(r["_kind"] == "step-dict" for r in rows):
+        fmt = "dict-console"
+    elif any(r["_step"] is None for r in rows):
+        _derive_trl_steps(st, rows, hints)
+    records = []
+    for r in rows:
+        rec = {k: v for k, v in r.items() if not k.startswith("_")}
+        rec["step"] = r["_step"]
+        records.append(rec)
+    df = pl.from_dicts(records, infer_schema_length=None)
+    last = max((r["_line"] for r in rows if "_line" in r), default=st.last_metric_line)
+    return build_run(
+        df,
+        source=st.source,
+        fmt=fmt,
+        hints=hints,
+        ending=_step_of_ending(st.ending.result(max(last, st.last_metric_line)), rows),
+        warnings=st.warnings,
+    )
+
+
+def _step_of_ending(ending: RunEnding | None, rows: list[dict[str, Any]]) -> RunEnding | None:
+    """Steps of TRL lines are known only at the end: the ending follows the last one before it."""
+    if ending is None or ending.step is not None or ending.line is None:
+        return ending
+    before = [
+        r["_step"] for r in rows if r.get("_line", 0) < ending.line and r["_step"] is not None
+    ]
+    return ending.model_copy(update={"step": max(before)}) if before else ending
+
+
+def _derive_trl_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, Any]) -> None:
+    """TRL prints its log dicts without the step: step = k x logging_steps, k = train entry no.
+
+    logging_steps comes from the printed arguments, else the progress bar position at the first
+    entry (checked against the bar's total), else total / entries, else 1; the warning says which.
+    """
+    train = [r for r in rows if not any(k.startswith("eval_") for k in r if k[0] != "_")]
+    n = len(train)
+    total = st.total
+    every, how = None, ""
+    if isinstance(hints.get("logging_steps"), int) and hints["logging_steps"] > 0:
+        every, how = hints["logging_steps"], "the logging_steps the run printed"
+    # only the training bar's marks (model loading and CUDA-graph bars are cleared too)
+    marks = [m for m, t in st.marks if t == total] if total else []
+    if every is None and n and len(marks) >= n and marks[:n] == sorted(set(marks[:n])):
+        # the bar was cleared once per log line: those are the steps (stdout and stderr may
+        # be buffered apart, so the bar and the dicts do not interleave in the file)
+        for r, step in zip(train, marks, strict=False):
+            r["_step"] = step
+        every = marks[0]
+        how = "the progress bar position at each log line"
+    first_bar = train[0]["_tqdm"] if train else None
+    if every is None and first_bar and (total is None or first_bar * n <= total):
+        every, how = first_bar, f"the progress bar at the first entry ({first_bar}/{total})"
+    if every is None and total and n and total % n == 0:
+        every, how = total // n, f"{n} entries over the {total} steps of the progress bar"
+    if every is None:
+        every, how = 1, "nothing: no progress bar or logging_steps found, assumed every step"
+    hints.setdefault("logging_steps", every)
+    if total:
+        hints.setdefault("max_steps", total)
+    k, current = 0, 0
+    train_ids = {id(r) for r in train}
+    for r in rows:
+        if id(r) in train_ids:
+            k += 1
+            if r["_step"] is None:
+                r["_step"] = k * every
+            current = r["_step"]
+        elif r["_step"] is None:  # evaluation runs right after the train log of its step
+            r["_step"] = current
+    st.warnings.append(
+        f"TRL console lines do not print the step: derived from {how} (logging_steps={every})"
+    )

@@ -1,0 +1,213 @@
+"""Raw rows (file order) -> the canonical frame every later stage reads.
+
+Readers hand over a polars frame with a `step` column and the raw metric columns, one row per
+logged record in file order. This module makes it one row per step, sorted, Float64, with the
+canonical columns of contract.md added in front of the originals. Repeated steps are never
+averaged: a resumed run rewrites the steps after its checkpoint, so the later row wins, and the
+reader's warnings say so.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from advisor.ingest import names
+from advisor.types import CANONICAL_METRICS, InputError, Run, RunEnding
+
+if TYPE_CHECKING:
+    import polars as pl
+
+_EVAL_PREFIXES = ("val-core/", "val-aux/", "val/", "validation/", "eval_", "eval/", "eval-")
+
+
+def is_eval_key(key: str) -> bool:
+    """True for validation/evaluation metrics (logged at their own cadence, merged by step)."""
+    return key.startswith(_EVAL_PREFIXES) or names.val_rank(key) is not None
+
+
+def to_float_frame(df: pl.DataFrame) -> pl.DataFrame:
+    """`step` as Int64, every other column Float64; text columns that hold no number are dropped."""
+    import polars as pl
+
+    if "step" not in df.columns:
+        raise InputError("internal: reader produced no step column")
+    exprs = [pl.col("step").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)]
+    for name, dtype in df.schema.items():
+        if name == "step":
+            continue
+        if dtype == pl.Float64:
+            exprs.append(pl.col(name))
+        elif dtype.is_numeric() or dtype == pl.Boolean or dtype == pl.Null:
+            exprs.append(pl.col(name).cast(pl.Float64))
+        elif dtype == pl.String:
+            exprs.append(pl.col(name).str.strip_chars().cast(pl.Float64, strict=False))
+    out = df.select(exprs)
+    # a text column that held no number at all (run names, tags) is not a metric
+    text_cols = [n for n, t in df.schema.items() if t == pl.String and n != "step"]
+    if text_cols:
+        counts = out.select(pl.col(text_cols).count()).row(0)
+        dead = [n for n, c in zip(text_cols, counts, strict=True) if c == 0]
+        out = out.drop(dead)
+    return out
+
+
+def _ranges(steps: list[int]) -> str:
+    """[101, 102, 103, 110] -> '101-103, 110'."""
+    parts: list[str] = []
+    start = prev = steps[0]
+    for s in [*steps[1:], None]:
+        if s is not None and s == prev + 1:
+            prev = s
+            continue
+        parts.append(f"{start}-{prev}" if prev != start else f"{start}")
+        if s is not None:
+            start = prev = s
+    return ", ".join(parts[:5]) + (" ..." if len(parts) > 5 else "")
+
+
+def _resume_warnings(df: pl.DataFrame) -> list[str]:
+    """Describe steps logged more than once by training rows (evaluation rows merge silently)."""
+    import polars as pl
+
+    train_cols = [c for c in df.columns if c != "step" and not is_eval_key(c)]
+    if not train_cols:
+        train = df
+    else:
+        train = df.filter(pl.any_horizontal(pl.col(train_cols).is_not_null()))
+    counts = Counter(train["step"].to_list())
+    repeated = sorted(s for s, n in counts.items() if n > 1)
+    if not repeated:
+        return []
+    times = max(counts[s] for s in repeated)
+    how = "twice" if times == 2 else f"up to {times} times"
+    first_step = train["step"][0]
+    if repeated[0] <= first_step:
+        cause = "the step counter restarted"
+    else:
+        cause = f"the run was resumed at step {repeated[0] - 1}"
+    return [f"steps {_ranges(repeated)} appear {how}: {cause}; kept the later values"]
+
+
+def dedupe(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """One row per step, sorted; for a step logged twice each metric keeps its last value."""
+    import polars as pl
+
+    df = df.filter(pl.col("step").is_not_null())
+    if df.height == 0 or (df["step"].is_sorted() and df["step"].n_unique() == df.height):
+        return df, []
+    warnings = _resume_warnings(df)
+    metric_cols = [c for c in df.columns if c != "step"]
+    # last non-null value per column in file order: merges a validation row into its step,
+    # and lets a resumed run's rewrite replace the first attempt (never an average)
+    out = df.group_by("step", maintain_order=True).agg(
+        [pl.col(c).drop_nulls().last() for c in metric_cols]
+    )
+    return out.sort("step"), warnings
+
+
+def _canonical_exprs(cols: list[str], skip: set[str]) -> dict[str, pl.Expr]:
+    import polars as pl
+
+    present = set(cols)
+    out: dict[str, pl.Expr] = {}
+    for canon, raws in names.ALIASES.items():
+        if canon in skip:
+            continue
+        cands = [canon] if canon in present else []
+        cands += [r for r in raws if r in present and r != canon]
+        exprs = []
+        for raw in cands:
+            e = pl.col(raw)
+            if raw in names.ZERO_MEANS_MISSING:
+                e = pl.when(e == 0).then(None).otherwise(e)
+            exprs.append(e)
+        if canon == "truncation_rate" and {names.ROLL_TRUNCATION_COUNT, names.ROLL_BATCH_SIZE} <= (
+            present
+        ):
+            batch = pl.col(names.ROLL_BATCH_SIZE)
+            rate = pl.col(names.ROLL_TRUNCATION_COUNT) / pl.when(batch != 0).then(batch)
+            exprs.append(rate)
+        if canon == "zero_std_frac" and set(names.ROLL_ZERO_STD_PARTS) <= present:
+            exprs.append(pl.sum_horizontal([pl.col(p) for p in names.ROLL_ZERO_STD_PARTS]))
+        if exprs:
+            out[canon] = exprs[0] if len(exprs) == 1 else pl.coalesce(exprs)
+    if "val_reward" not in skip:
+        if "val_reward" in present:
+            out["val_reward"] = pl.col("val_reward")
+        else:
+            val = names.select_val_keys(cols)
+            if len(val) == 1:
+                out["val_reward"] = pl.col(val[0])
+            elif val:
+                out["val_reward"] = pl.mean_horizontal([pl.col(v) for v in val])
+    return out
+
+
+def add_canonical(df: pl.DataFrame, skip: set[str] | None = None) -> pl.DataFrame:
+    """step, then the canonical columns (contract order), then every original column."""
+    import polars as pl
+
+    exprs = _canonical_exprs(df.columns, skip or set())
+    canon = [
+        exprs[c].cast(pl.Float64).alias(c)
+        for c in dict.fromkeys((*CANONICAL_METRICS, "val_reward"))
+        if c in exprs
+    ]
+    seen = {"step", *(c for c in exprs)}
+    rest = [pl.col(c) for c in df.columns if c not in seen]
+    return df.select([pl.col("step"), *canon, *rest])
+
+
+def build_run(
+    raw: pl.DataFrame,
+    *,
+    source: str,
+    fmt: str,
+    hints: dict[str, Any] | None = None,
+    ending: RunEnding | None = None,
+    warnings: list[str] | None = None,
+    low_precision: bool = False,
+) -> Run:
+    """Finish a reader's raw rows into a Run (see module docstring)."""
+    warnings = list(warnings or [])
+    df = to_float_frame(raw)
+    df, dup_warnings = dedupe(df)
+    warnings += dup_warnings
+    if df.height == 0:
+        raise InputError(f"{source}: expected metric records with a step, found none")
+    skip: set[str] = set()
+    if low_precision and _lr_all_zero(df):
+        # verl <= v0.4 prints 3 decimals: an lr of 1e-6 reads 0.000; do not call that lr = 0
+        skip.add("lr")
+        warnings.append(
+            "the learning rate is printed with 3 decimals (0.000); kept as actor/lr, not as lr"
+        )
+    df = add_canonical(df, skip)
+    hints = dict(hints or {})
+    _cadence_hint(df, hints)
+    return Run(
+        frame=df, source=source, format=fmt, config_hints=hints, ending=ending, warnings=warnings
+    )
+
+
+def _lr_all_zero(df: pl.DataFrame) -> bool:
+    for raw in names.ALIASES["lr"]:
+        if raw in df.columns:
+            col = df[raw].drop_nulls()
+            return col.len() > 0 and bool((col == 0).all())
+    return False
+
+
+def _cadence_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:
+    """eval_steps from the validation cadence when the run did not print its config."""
+    if "eval_steps" in hints or "val_reward" not in df.columns:
+        return
+    steps = df.filter(df["val_reward"].is_not_null())["step"].to_list()
+    steps = [s for s in steps if s > 0]  # a validation before training says nothing of cadence
+    if len(steps) < 2:
+        return
+    gaps = Counter(b - a for a, b in zip(steps, steps[1:], strict=False))
+    gap, n = gaps.most_common(1)[0]
+    if gap > 0 and n >= max(1, (len(steps) - 1) // 2):
+        hints["eval_steps"] = gap

@@ -1,0 +1,160 @@
+"""What a run says about its own config, mapped onto the platform's hyperparameter names.
+
+Only values the run printed are reported; nothing is invented. Names that are not platform
+hyperparameters (verl's adv_estimator, TRL's logging_steps ...) keep their own key so that the
+config layer can show them without mistaking them for a setting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+_ALGORITHMS = {"grpo": "grpo", "gspo": "gspo", "dapo": "dapo"}
+
+
+def _get(cfg: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _first(cfg: Mapping[str, Any], *paths: str) -> Any:
+    for p in paths:
+        v = _get(cfg, p)
+        if v is not None:
+            return v
+    return None
+
+
+def _positive(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and v > 0
+
+
+def verl_hints(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """verl's printed config (nested dict of `pprint(OmegaConf.to_container(config))`)."""
+    actor = "actor_rollout_ref.actor"
+    out: dict[str, Any] = {}
+    test_freq = _get(cfg, "trainer.test_freq")
+    if _positive(test_freq):
+        out["eval_steps"] = int(test_freq)
+    save_freq = _get(cfg, "trainer.save_freq")
+    if _positive(save_freq):
+        out["save_steps"] = int(save_freq)
+    n = _first(cfg, "actor_rollout_ref.rollout.n", "rollout.n")
+    if _positive(n):
+        out["n_rollouts"] = int(n)
+    lr = _first(cfg, f"{actor}.optim.lr", "actor.optim.lr")
+    if isinstance(lr, int | float):
+        out["learning_rate"] = float(lr)
+    kl = _first(cfg, f"{actor}.kl_loss_coef", "actor.kl_loss_coef")
+    if isinstance(kl, int | float):
+        out["kl_loss_coef"] = float(kl)
+    for key, paths in {
+        "batch_size": ("data.train_batch_size",),
+        "ppo_mini_batch_size": (f"{actor}.ppo_mini_batch_size", "actor.ppo_mini_batch_size"),
+        "max_prompt_length": ("data.max_prompt_length",),
+        "n_epochs": ("trainer.total_epochs",),
+        "max_response_length": ("data.max_response_length",),
+        "ppo_epochs": (f"{actor}.ppo_epochs",),
+        "total_training_steps": ("trainer.total_training_steps",),
+    }.items():
+        v = _first(cfg, *paths)
+        if _positive(v):
+            out[key] = int(v)
+    if "max_prompt_length" in out and "max_response_length" in out:
+        out["max_length"] = out["max_prompt_length"] + out["max_response_length"]
+    out.update(_algorithm(cfg, actor))
+    for key, path in {
+        "use_kl_loss": f"{actor}.use_kl_loss",
+        "loss_agg_mode": f"{actor}.loss_agg_mode",
+        "clip_ratio_low": f"{actor}.clip_ratio_low",
+        "clip_ratio_high": f"{actor}.clip_ratio_high",
+        "entropy_coeff": f"{actor}.entropy_coeff",
+        "temperature": "actor_rollout_ref.rollout.temperature",
+    }.items():
+        v = _get(cfg, path)
+        if v is not None:
+            out[key] = v
+    return out
+
+
+def _algorithm(cfg: Mapping[str, Any], actor: str) -> dict[str, Any]:
+    """algorithm only when the config names one of the platform's (gspo, grpo, dapo)."""
+    out: dict[str, Any] = {}
+    est = _get(cfg, "algorithm.adv_estimator")
+    if isinstance(est, str):
+        out["adv_estimator"] = est
+    mode = _first(cfg, f"{actor}.policy_loss.loss_mode", f"{actor}.loss_mode")
+    if isinstance(mode, str):
+        out["policy_loss_mode"] = mode
+    dynamic = _get(cfg, "algorithm.filter_groups.enable")
+    low, high = _get(cfg, f"{actor}.clip_ratio_low"), _get(cfg, f"{actor}.clip_ratio_high")
+    clip_higher = isinstance(low, int | float) and isinstance(high, int | float) and high > low
+    if mode == "gspo":
+        out["algorithm"] = "gspo"
+    elif est == "grpo" and dynamic is True and clip_higher:
+        out["algorithm"] = "dapo"  # DAPO = GRPO + Clip-Higher + dynamic sampling (knowledge.md 3)
+    elif isinstance(est, str) and est in _ALGORITHMS:
+        out["algorithm"] = _ALGORITHMS[est]
+    return out
+
+
+def trl_state_hints(state: Mapping[str, Any], has_eval: bool) -> dict[str, Any]:
+    """transformers' trainer_state.json top-level fields."""
+    out: dict[str, Any] = {}
+    for key in ("logging_steps", "max_steps", "save_steps", "train_batch_size"):
+        v = state.get(key)
+        if _positive(v):
+            out[key] = int(v)
+    ev = state.get("eval_steps")
+    if has_eval and _positive(ev):
+        out["eval_steps"] = int(ev)
+    return out
+
+
+# TrainingArguments / GRPOConfig fields printed as `name=value` -> platform (or own) key
+TRL_ARGS: dict[str, str] = {
+    "learning_rate": "learning_rate",
+    "num_generations": "n_rollouts",
+    "logging_steps": "logging_steps",
+    "eval_steps": "eval_steps",
+    "save_steps": "save_steps",
+    "max_steps": "max_steps",
+    "beta": "kl_loss_coef",
+    "max_prompt_length": "max_prompt_length",
+    "max_completion_length": "max_response_length",
+    "loss_type": "loss_type",
+    "importance_sampling_level": "importance_sampling_level",
+    "per_device_train_batch_size": "per_device_train_batch_size",
+    "gradient_accumulation_steps": "gradient_accumulation_steps",
+}
+
+
+def trl_arg_hints(args: Mapping[str, str]) -> dict[str, Any]:
+    """TRL arguments seen as text (`num_generations=4`) -> typed hints."""
+    out: dict[str, Any] = {}
+    for name, raw in args.items():
+        key = TRL_ARGS[name]
+        value: Any = raw.strip("'\"")
+        try:
+            num = float(value)
+            value = int(num) if num.is_integer() and "." not in raw and "e" not in raw else num
+        except ValueError:
+            pass
+        out[key] = value
+    if isinstance(out.get("kl_loss_coef"), int):
+        out["kl_loss_coef"] = float(out["kl_loss_coef"])
+    if "max_prompt_length" in out and "max_response_length" in out:
+        try:
+            out["max_length"] = int(out["max_prompt_length"]) + int(out["max_response_length"])
+        except (TypeError, ValueError):
+            pass
+    if out.get("importance_sampling_level") == "sequence":
+        out["algorithm"] = "gspo"
+    elif out.get("loss_type") == "dapo":
+        out["algorithm"] = "dapo"
+    return out

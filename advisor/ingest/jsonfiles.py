@@ -1,0 +1,193 @@
+"""JSON formats: JSONL (verl file logger `{"step": N, "data": {...}}` or one flat object per
+step), transformers/TRL `trainer_state.json`, a bare `log_history` list, other step-record lists.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from advisor.ingest import hints as hint_map
+from advisor.ingest.frame import build_run
+from advisor.types import InputError, Run, RunEnding
+
+STEP_KEYS = (
+    "step",
+    "train/global_step",
+    "trainer/global_step",
+    "global_step",
+    "_step",
+    "Step",
+    "iteration",
+)
+
+
+def step_key(keys: Any) -> str | None:
+    """The column that numbers the steps, best first (see STEP_KEYS)."""
+    present = set(keys)
+    return next((k for k in STEP_KEYS if k in present), None)
+
+
+def read_jsonl(path: Path, source: str) -> Run:
+    """polars first (fast); the Python fallback copes with NaN tokens, junk and a cut last line."""
+    import polars as pl
+
+    try:
+        df = pl.read_ndjson(path, infer_schema_length=None)
+        warnings: list[str] = []
+    except Exception:  # polars is strict JSON: NaN tokens, a truncated line, junk lines
+        df, warnings = _jsonl_python(path, source)
+    return _records_frame(df, source, warnings)
+
+
+def _jsonl_python(path: Path, source: str) -> tuple[Any, list[str]]:
+    import polars as pl
+
+    from advisor.ingest.console import iter_lines
+
+    records: list[dict[str, Any]] = []
+    bad: list[int] = []
+    cut = None
+    for lineno, line, last in iter_lines(path):
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            rec = json.loads(text)
+        except ValueError:
+            if last:
+                cut = lineno
+            else:
+                bad.append(lineno)
+            continue
+        if isinstance(rec, dict):
+            records.append(_flat_record(rec))
+    warnings = []
+    if cut is not None:
+        warnings.append(f"{source}:{cut}: the last line is cut off (not valid JSON); dropped it")
+    if bad:
+        more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+        warnings.append(f"{source}:{bad[0]}: skipped a line that is not JSON{more}")
+    if not records:
+        raise InputError(f"{source}:1: expected one JSON object per line, found none readable")
+    return pl.from_dicts(records, infer_schema_length=None), warnings
+
+
+def _flat_record(rec: dict[str, Any]) -> dict[str, Any]:
+    data = rec.get("data")
+    if isinstance(data, dict):  # verl file logger
+        out = {k: _num(v) for k, v in data.items()}
+        out["step"] = rec.get("step", data.get("step"))
+        return out
+    return {k: _num(v) if k not in STEP_KEYS else v for k, v in rec.items()}
+
+
+def _num(v: Any) -> Any:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
+
+
+def _records_frame(df: Any, source: str, warnings: list[str], fmt: str = "jsonl") -> Run:
+    import polars as pl
+
+    if "data" in df.columns and isinstance(df.schema["data"], pl.Struct):
+        data = df["data"].struct.unnest()
+        step = df["step"] if "step" in df.columns else None
+        df = data if step is None or "step" in data.columns else data.with_columns(step)
+        fmt = "verl-jsonl"
+    df = df.select([c for c, t in df.schema.items() if not isinstance(t, pl.Struct | pl.List)])
+    key = step_key(df.columns)
+    if key is None:
+        warnings = [*warnings, f"{source}: no step field; records numbered 1..{df.height}"]
+        df = df.with_row_index("step", offset=1)
+    elif key != "step":
+        df = df.rename({"step": "step_original"}) if "step" in df.columns else df
+        df = df.with_columns(pl.col(key).alias("step"))
+    return build_run(df, source=source, fmt=fmt, warnings=warnings)
+
+
+def read_json(path: Path, source: str, text: str) -> Run:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(
+            f"{source}:{err.lineno}: expected a JSON document ({err.msg} at column {err.colno})"
+        ) from None
+    if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):
+        return _log_history(doc["log_history"], source, doc, "trl-state")
+    if isinstance(doc, list) and doc and all(isinstance(r, dict) for r in doc):
+        return _log_history(doc, source, None, "trl-log-history")
+    if isinstance(doc, dict) and ("step" in doc or "data" in doc):
+        return _log_history([doc], source, None, "json")
+    raise InputError(
+        f"{source}:1: expected trainer_state.json (log_history), a list of step records or "
+        "one step record; found a JSON document without per-step metrics"
+    )
+
+
+def _log_history(entries: list[Any], source: str, state: dict[str, Any] | None, fmt: str) -> Run:
+    import polars as pl
+
+    rows: list[dict[str, Any]] = []
+    ending = None
+    warnings: list[str] = []
+    unnumbered = 0
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            continue
+        if "train_runtime" in entry:  # the end-of-training summary, not a step
+            ending = RunEnding(
+                kind="completed", step=_int(entry.get("step")), message="train_runtime logged"
+            )
+            continue
+        rec = _flat_record(entry)
+        key = step_key(rec)
+        step = rec.get(key) if key else None
+        if step is None:
+            unnumbered += 1
+            step = i + 1
+        rec["step"] = step
+        rows.append(rec)
+    if not rows:
+        raise InputError(f"{source}: expected log entries with metrics, found none")
+    if unnumbered:
+        warnings.append(f"{source}: {unnumbered} entries had no step; numbered by position")
+    df = pl.from_dicts(rows, infer_schema_length=None)
+    has_eval = any(c.startswith("eval_") for c in df.columns)
+    hints = hint_map.trl_state_hints(state, has_eval) if state else {}
+    if state is None:
+        hints.update(_cadence_logging(rows))
+    if ending is None and state and state.get("global_step") and state.get("max_steps"):
+        if state["global_step"] >= state["max_steps"]:
+            ending = RunEnding(
+                kind="completed",
+                step=int(state["global_step"]),
+                message="global_step reached max_steps",
+            )
+    return build_run(df, source=source, fmt=fmt, hints=hints, ending=ending, warnings=warnings)
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+        return int(v)
+    return None
+
+
+def _cadence_logging(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """logging_steps from the step gap of the train entries (TRL entries average over it)."""
+    steps = sorted({int(r["step"]) for r in rows if _int(r.get("step")) is not None})
+    if len(steps) < 2:
+        return {}
+    gaps = [b - a for a, b in zip(steps, steps[1:], strict=False)]
+    gap = min(gaps)
+    return {"logging_steps": gap} if gap > 0 and gaps.count(gap) >= len(gaps) // 2 else {}

@@ -1,0 +1,251 @@
+"""Framework metric keys -> the canonical vocabulary of contract.md.
+
+One table for every framework of `shared/spec/metrics.md` (verl, TRL, OpenRLHF, ROLL, slime,
+NeMo-RL, AReaL). Each canonical name lists its raw keys best first: when a run logs several
+(verl's critic/rewards/mean and critic/score/mean), the first present wins. Validation keys that
+carry a dataset name (val-core/<ds>/reward/mean@N ...) are matched by pattern and averaged.
+
+`canonical_name` and `canonicalize` sit on the online hot path (one call per logged step), so
+lookups are cached per raw key.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+
+# canonical -> raw keys, best first. Sources: contract.md "Metric names", metrics.md table.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "reward_mean": (
+        "critic/rewards/mean",  # verl: after the in-reward KL penalty
+        "critic/score/mean",  # verl, ROLL: raw score
+        "reward",  # TRL, OpenRLHF
+        "rollout/reward_mean",  # OpenRLHF
+        "rollout/raw_reward",  # slime
+        "train/reward",  # NeMo-RL (and TRL through W&B)
+        "ppo_actor/task_reward/avg",  # AReaL
+    ),
+    "reward_std": ("critic/rewards/std", "critic/score/std", "reward_std", "train/reward_std"),
+    "ppo_kl": ("actor/ppo_kl",),
+    "kl_ref": (
+        "actor/kl_loss",  # verl, ROLL
+        "kl",  # TRL (only when beta > 0), OpenRLHF
+        "actor/reward_kl_penalty",  # verl in-reward KL
+        "critic/kl",  # verl <= v0.3, ROLL
+        "train/kl_loss",  # slime
+        "train/kl_penalty",  # NeMo-RL
+        "ppo_actor/kl_rewards/avg",  # AReaL
+        "objective/kl",  # TRL PPO
+        "train/kl",  # TRL through W&B
+    ),
+    "grad_norm": (
+        "actor/grad_norm",
+        "grad_norm",
+        "actor_grad_norm",  # OpenRLHF
+        "actor_train/grad_norm",  # ROLL
+        "train/grad_norm",  # slime, NeMo-RL, TRL through W&B
+        "ppo_actor/update/grad_norm",  # AReaL
+    ),
+    "entropy": (
+        "actor/entropy",
+        "entropy",  # TRL
+        "actor/entropy_loss",  # verl <= v0.4 held the entropy value here
+        "entropy_loss",  # OpenRLHF
+        "critic/entropy/mean",  # ROLL (0 when not measured: see ZERO_MEANS_MISSING)
+        "train/entropy_loss",  # slime
+        "train/approx_entropy",  # NeMo-RL
+        "ppo_actor/update/entropy/avg",  # AReaL
+        "objective/entropy",  # TRL PPO
+        "train/entropy",  # TRL through W&B
+    ),
+    "truncation_rate": (
+        "response_length/clip_ratio",
+        "completions/clipped_ratio",
+        "rollout/truncated_rate",  # OpenRLHF
+        "rollout/truncated_ratio",  # slime
+        "train/truncation_rate",  # NeMo-RL
+        "ppo_actor/no_eos_ratios/avg",  # AReaL
+        "train/completions/clipped_ratio",
+    ),
+    "prompt_truncation_rate": ("prompt_length/clip_ratio",),
+    "response_length": (
+        "response_length/mean",
+        "completions/mean_length",
+        "completion_length",  # TRL before completions/*
+        "rollout/response_length_mean",  # OpenRLHF
+        "token/response_length/mean",  # ROLL
+        "rollout/response_len/mean",  # slime
+        "train/mean_gen_tokens_per_sample",  # NeMo-RL
+        "train/completions/mean_length",
+        "train/completion_length",
+    ),
+    "pg_clipfrac": (
+        "actor/pg_clipfrac",
+        "clip_ratio/region_mean",  # TRL
+        "clip_ratio",  # older TRL
+        "ppo_clip_ratio",  # OpenRLHF
+        "actor/ppo_ratio_clipfrac",  # ROLL
+        "train/pg_clipfrac",  # slime
+        "ppo_actor/update/clip_ratio/avg",  # AReaL
+        "train/clip_ratio/region_mean",
+    ),
+    "lr": ("actor/lr", "learning_rate", "lr", "train/lr", "train/learning_rate", "actor_lr"),
+    "step_time": ("timing_s/step", "timing/step", "step_time", "train/step_time"),
+    "rollout_time": ("timing_s/gen", "timing/gen"),
+    "zero_std_frac": ("frac_reward_zero_std", "train/frac_reward_zero_std"),
+    "loss": ("loss", "train/loss", "actor/pg_loss", "policy_loss", "train/pg_loss"),
+}
+
+# Keys whose exact 0 means "not measured" (ROLL logs entropy 0 when it skipped it).
+ZERO_MEANS_MISSING: frozenset[str] = frozenset({"critic/entropy/mean"})
+
+# ROLL logs truncation as a count; the rate is count / batch size.
+ROLL_TRUNCATION_COUNT = "token/total_response_length/clip"
+ROLL_BATCH_SIZE = "system/batch_size"
+# ROLL: groups whose rewards are all equal, split in two ratios; their sum is zero_std_frac.
+ROLL_ZERO_STD_PARTS = ("group/all_correct_groups_ratio", "group/all_incorrect_groups_ratio")
+
+# Validation: exact keys (a single number per evaluation), best first.
+VAL_EXACT: tuple[str, ...] = (
+    "validation/data/reward/mean@1",
+    "eval_reward",  # TRL
+    "eval/reward",  # TRL through W&B
+    "val_correct/all/mean",  # ROLL
+    "validation/accuracy",  # NeMo-RL
+    "eval-rollout/reward",  # AReaL
+)
+# Validation keys with a dataset name; group 1 is the dataset, group 2 a preference rank.
+_VAL_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"^val-core/(.+)/(reward|acc|score)/mean@(\d+)$"),  # verl >= v0.4
+    re.compile(r"^val/test_score/(.*)$"),  # verl <= v0.3
+    re.compile(r"^validation/(.+)/(reward|acc|score)/mean@(\d+)$"),
+    re.compile(r"^eval_(.+)_pass1$"),  # OpenRLHF
+)
+# slime logs eval/<dataset>; TRL through W&B logs eval/<metric>: these are TRL's, not datasets.
+_TRL_EVAL_NAMES = frozenset(
+    {
+        "loss", "runtime", "samples_per_second", "steps_per_second", "reward_std", "kl",
+        "entropy", "epoch", "num_tokens", "frac_reward_zero_std", "completion_length",
+        "step_time", "grad_norm", "learning_rate",
+    }
+)  # fmt: skip
+_VAR_RANK = {"reward": 0, "acc": 1, "score": 2}
+
+_RAW_TO_CANON: dict[str, tuple[str, int]] = {
+    raw: (canon, rank) for canon, raws in ALIASES.items() for rank, raw in enumerate(raws)
+}
+CANONICAL_SET = frozenset(ALIASES) | {"val_reward"}
+
+
+@lru_cache(maxsize=8192)
+def _lookup(raw: str) -> tuple[str, int] | None:
+    """(canonical, rank) for a raw key; rank orders the keys of one canonical, lower is better."""
+    hit = _RAW_TO_CANON.get(raw)
+    if hit is not None:
+        return hit
+    if raw in CANONICAL_SET:
+        return raw, -1  # already canonical (e.g. a flat JSONL written by this tool)
+    val = val_rank(raw)
+    if val is not None:
+        return "val_reward", val
+    if raw == ROLL_TRUNCATION_COUNT:
+        return "truncation_rate", 50
+    return None
+
+
+@lru_cache(maxsize=8192)
+def val_rank(raw: str) -> int | None:
+    """Preference rank if `raw` is a validation reward key, else None (lower is better)."""
+    if raw in VAL_EXACT:
+        return VAL_EXACT.index(raw)
+    for i, pat in enumerate(_VAL_PATTERNS):
+        m = pat.match(raw)
+        if m:
+            var_rank = _VAR_RANK.get(m.group(2), 0) if m.re.groups >= 2 else 0
+            return 10 + 10 * i + var_rank
+    if raw.startswith("eval/") and "/" not in raw[5:]:
+        if raw[5:] not in _TRL_EVAL_NAMES and not raw[5:].startswith("rewards"):
+            return 60  # slime eval/<dataset>
+    return None
+
+
+def val_dataset(raw: str) -> str:
+    """The dataset part of a validation key (the key itself when it names none)."""
+    for pat in _VAL_PATTERNS:
+        m = pat.match(raw)
+        if m:
+            return m.group(1)
+    return raw[5:] if raw.startswith("eval/") else raw
+
+
+def canonical_name(raw_key: str) -> str | None:
+    """The canonical name (contract.md) of a framework metric key, or None if it has none."""
+    hit = _lookup(raw_key)
+    return hit[0] if hit else None
+
+
+def select_val_keys(keys: Iterable[str]) -> list[str]:
+    """The validation keys that make up val_reward: one per dataset, best variant per dataset.
+
+    Exact keys (eval_reward ...) beat dataset patterns; per dataset the reward variable beats
+    acc/score and the largest mean@N wins.
+    """
+    ranked = [(r, k) for k in keys if (r := val_rank(k)) is not None]
+    if not ranked:
+        return []
+    exact = [k for r, k in ranked if r < 10]
+    if exact:
+        return [min((r, k) for r, k in ranked if r < 10)[1]]
+    best: dict[str, tuple[int, int, str]] = {}
+    for r, k in ranked:
+        n = re.search(r"@(\d+)$", k)
+        cand = (r, -int(n.group(1)) if n else 0, k)
+        ds = val_dataset(k)
+        if ds not in best or cand < best[ds]:
+            best[ds] = cand
+    return [c[2] for c in best.values()]
+
+
+def canonicalize(metrics: Mapping[str, float | None]) -> dict[str, float | None]:
+    """Raw framework metrics -> canonical ones (best key per name; val_reward a mean over datasets).
+
+    Keys without a canonical name are dropped here; readers keep them in the frame.
+    """
+    best: dict[str, tuple[int, float | None]] = {}
+    val: list[float] = []
+    val_keys: list[str] | None = None
+    for key, value in metrics.items():
+        hit = _lookup(key)
+        if hit is None:
+            continue
+        canon, rank = hit
+        if canon == "val_reward" and rank >= 0:
+            if val_keys is None:
+                val_keys = select_val_keys(metrics)
+            if key in val_keys and value is not None:
+                val.append(float(value))
+            continue
+        if key in ZERO_MEANS_MISSING and value == 0:
+            value = None
+        if key == ROLL_TRUNCATION_COUNT:
+            value = _roll_rate(value, metrics.get(ROLL_BATCH_SIZE))
+        old = best.get(canon)
+        # a present value beats a missing one; among present ones the better-ranked key wins
+        if old is None or (value is not None and (old[1] is None or rank < old[0])):
+            best[canon] = (rank, value)
+    out = {canon: value for canon, (_, value) in best.items()}
+    if val:
+        out["val_reward"] = math.fsum(val) / len(val)
+    if "zero_std_frac" not in out:
+        parts = [metrics.get(p) for p in ROLL_ZERO_STD_PARTS]
+        if all(p is not None for p in parts):
+            out["zero_std_frac"] = float(parts[0]) + float(parts[1])  # type: ignore[arg-type]
+    return out
+
+
+def _roll_rate(count: float | None, batch: float | None) -> float | None:
+    if count is None or batch is None or batch == 0:
+        return None
+    return float(count) / float(batch)

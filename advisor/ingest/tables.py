@@ -1,0 +1,89 @@
+"""Tables: CSV (W&B run-history and chart exports, flattened metric dumps) and Parquet."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from advisor.ingest.frame import build_run
+from advisor.ingest.jsonfiles import step_key
+from advisor.types import InputError, Run
+
+_CHART = re.compile(r"^(.+?) - (.+?)(__MIN|__MAX)?$")
+
+
+def read_csv(path: Path, source: str) -> Run:
+    import polars as pl
+
+    try:
+        df = pl.read_csv(
+            path,
+            infer_schema_length=10000,
+            null_values=["", "null", "None", "NA"],
+            encoding="utf8-lossy",
+            truncate_ragged_lines=True,
+            ignore_errors=True,
+        )
+    except Exception as err:  # polars' own message says what and where
+        raise InputError(f"{source}:1: expected a CSV table with a header ({err})") from None
+    return _table(df, source, "csv")
+
+
+def read_parquet(path: Path, source: str) -> Run:
+    import polars as pl
+
+    try:
+        df = pl.read_parquet(path)
+    except Exception as err:
+        raise InputError(f"{source}: expected a Parquet file ({err})") from None
+    return _table(df, source, "parquet")
+
+
+def _table(df: Any, source: str, fmt: str) -> Run:
+    import polars as pl
+
+    warnings: list[str] = []
+    if df.height == 0:
+        raise InputError(f"{source}:2: expected metric rows under the header, found none")
+    df, chart = _chart_export(df, warnings)
+    if chart:
+        fmt = "wandb-chart-csv"
+    elif "_step" in df.columns:
+        fmt = "wandb-csv"
+    key = step_key(df.columns)
+    if key is None:
+        raise InputError(
+            f"{source}:1: expected a step column (step, _step, Step, global_step ...), "
+            f"found {', '.join(df.columns[:6])}"
+        )
+    if key != "step":
+        if "step" in df.columns:
+            df = df.rename({"step": "step_original"})
+        df = df.with_columns(pl.col(key).alias("step"))
+    return build_run(df, source=source, fmt=fmt, warnings=warnings)
+
+
+def _chart_export(df: Any, warnings: list[str]) -> tuple[Any, bool]:
+    """W&B chart export: `<run> - <metric>` columns with __MIN/__MAX companions -> `<metric>`."""
+    renames: dict[str, str] = {}
+    runs: dict[str, None] = {}
+    for col in df.columns:
+        m = _CHART.match(col)
+        if not m or col in ("Step", "_step"):
+            continue
+        run, metric, bound = m.groups()
+        runs.setdefault(run)
+        if bound is None and run == next(iter(runs)) and metric not in df.columns:
+            renames[col] = metric
+    if not renames:
+        return df, False
+    if len(runs) > 1:
+        warnings.append(
+            f"the chart export holds {len(runs)} runs; read '{next(iter(runs))}', "
+            "kept the others under their own column names"
+        )
+    import polars as pl
+
+    # the metric name for the canonical mapping, the original column kept as it was
+    return df.with_columns([pl.col(c).alias(m) for c, m in renames.items()]), True
