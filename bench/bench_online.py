@@ -19,11 +19,8 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Iterator
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from advisor.online import Advisor  # noqa: E402
+from advisor.online import Advisor
 
 HP = {
     "algorithm": "gspo",
@@ -45,7 +42,8 @@ KNOWN = (
     "prompt_length/clip_ratio", "response_length/mean", "actor/pg_clipfrac", "actor/lr",
     "timing_s/step", "timing_s/gen", "actor/pg_loss",
 )  # fmt: skip
-OTHER = tuple(f"perf/extra_{i}" for i in range(11)) + (
+OTHER = (
+    *(f"perf/extra_{i}" for i in range(11)),
     "global_seqlen/mean", "critic/vf_loss", "perf/max_memory_allocated_gb", "training/epoch",
 )  # fmt: skip
 assert len(KNOWN) + len(OTHER) == 30
