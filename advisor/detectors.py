@@ -1,0 +1,612 @@
+"""Detectors: small pure functions over one metric's block statistics, registered by name.
+
+The engine (`advisor.engine.Monitor`) never keeps a run's raw history. Each metric's values are
+folded into *blocks* of a fixed number of steps (sum, count, non-finite count, min, max); a block's
+mean is what the detectors test, because a single RL step is mostly noise (knowledge.md "How to
+judge": 50 steps show no trend). A detector sees a `Series`: the last M block records of one metric
+(bounded), the metric's warm-up `Baseline` and its running peak/trough. It returns an
+`advisor.types.Evidence` (window, statistic, effect size, a sentence a person can check against
+the curve) or None.
+
+False-alarm budget (designed for; held by the accuracy harness, not a unit test): at most ~1 % of
+healthy runs may raise any one warning-or-error symptom. RL curves are noisy and autocorrelated,
+so naive per-step testing would alarm on most healthy runs. The guards, each cutting the rate:
+- test block means, not raw points (averaging removes most of the per-step noise);
+- calibrate every scale on the run's own warm-up (robust: median, MAD and the successive-
+  difference estimator, which is blind to a trend in the warm-up), never on a fixed number;
+- require a direction AND an effect size: a robust z of at least 4 to 6 warm-up sigmas, often
+  together with a ratio (entropy <= 0.3 x its warm-up level) or an absolute level;
+- require persistence: k of the last m blocks (typically 3 of 4), and the latest block too;
+  under independence a 4-sigma excursion in one block has p ~ 6e-5, three of four ~ 1e-12, so
+  even with heavy autocorrelation and ~100 block evaluations per run a healthy run stays inside
+  the budget;
+- trends use Mann-Kendall (scipy.stats.kendalltau on block index) and Theil-Sen slopes, both
+  robust to outliers, and count only when the total change is also large against the warm-up.
+
+Every detector also returns the step where the current excursion began (`statistic["onset_step"]`),
+found by walking back over the consecutive blocks that satisfy the same condition: the onset of a
+symptom, not the step at which it became conclusive.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from advisor.types import Evidence
+
+Params = Mapping[str, Any]
+Detector = Callable[["Series", Params], Evidence | None]
+
+DETECTORS: dict[str, Detector] = {}
+
+# 1.4826 turns a median absolute deviation into a normal sigma.
+_MAD_TO_SIGMA = 1.4826
+
+
+def detector(name: str) -> Callable[[Detector], Detector]:
+    """Register a detector under `name` (the rulebook refers to it by that name)."""
+
+    def wrap(fn: Detector) -> Detector:
+        if name in DETECTORS:
+            raise ValueError(f"detector {name!r} registered twice")
+        DETECTORS[name] = fn
+        return fn
+
+    return wrap
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """One metric's warm-up reference, frozen when the warm-up ends."""
+
+    median: float  # median of the warm-up block means
+    scale: float  # robust sigma of a block mean (noise), floored so it is never 0
+    start: float  # level at the start of the run (median of the first two blocks)
+    sd: float  # median within-block standard deviation in the warm-up (floored)
+    n_blocks: int
+    end_step: int  # last step of the warm-up
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """The block statistics of one metric over the rolling window (oldest first)."""
+
+    metric: str
+    start: np.ndarray  # first step of each block
+    end: np.ndarray  # last step of each block
+    mean: np.ndarray  # mean of the finite values (nan if none)
+    lo: np.ndarray  # min of the finite values
+    hi: np.ndarray  # max of the finite values
+    count: np.ndarray  # finite values
+    nonfinite: np.ndarray  # NaN / inf values
+    first_bad: np.ndarray  # first step with a non-finite value in the block (-1 if none)
+    sd: np.ndarray  # standard deviation of the finite values inside the block
+    baseline: Baseline | None
+    peak: float | None  # highest block mean so far (whole run)
+    peak_step: int | None
+    trough: float | None
+    trough_step: int | None
+    blocks_total: int  # blocks ever closed for this metric (the window holds the last ones)
+
+    def __len__(self) -> int:
+        return len(self.mean)
+
+
+# ----------------------------------------------------------------------------- helpers
+def robust_scale(means: np.ndarray, floor: float) -> float:
+    """Noise sigma of a sequence of block means, robust to outliers and to a trend.
+
+    The successive-difference estimator (median |diff| / 0.6745 / sqrt 2) ignores a smooth trend;
+    half the MAD-about-the-median guards against autocorrelated noise that the first estimator
+    underrates. `floor` keeps a constant metric (loss == 0, truncation == 1) from giving 0.
+    """
+    x = means[np.isfinite(means)]
+    if len(x) < 2:
+        return floor
+    sd_diff = _MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x)))) / math.sqrt(2.0)
+    sd_mad = _MAD_TO_SIGMA * float(np.median(np.abs(x - np.median(x))))
+    return max(sd_diff, 0.5 * sd_mad, floor)
+
+
+def _persistent(mask: np.ndarray, k: int, m: int) -> bool:
+    """At least k of the last m blocks satisfy the condition, the latest one included."""
+    if len(mask) == 0 or not mask[-1]:
+        return False
+    return int(mask[-m:].sum()) >= min(k, len(mask))
+
+
+def _onset_index(mask: np.ndarray, gap: int = 1) -> int:
+    """Index of the first block of the excursion that ends at the last block.
+
+    Walks back over satisfying blocks, tolerating `gap` non-satisfying blocks in a row (noise).
+    """
+    i = len(mask) - 1
+    j = i
+    misses = 0
+    while j - 1 >= 0:
+        j -= 1
+        if mask[j]:
+            i, misses = j, 0
+        else:
+            misses += 1
+            if misses > gap:
+                break
+    return i
+
+
+def _k_m(p: Params, k: int = 3, m: int = 4) -> tuple[int, int]:
+    return int(p.get("k", k)), int(p.get("m", m))
+
+
+def _excess(effect: float, threshold: float) -> float:
+    """How far past its threshold an effect is (1 = at the threshold)."""
+    if threshold == 0 or not math.isfinite(threshold):
+        return 1.0
+    return abs(effect) / abs(threshold)
+
+
+def _fmt(x: float) -> str:
+    if x is None or not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    ax = abs(x)
+    if ax >= 1000 or ax < 1e-3:
+        return f"{x:.2e}"
+    return f"{x:.3g}"
+
+
+def _evidence(
+    s: Series,
+    name: str,
+    lo_idx: int,
+    summary: str,
+    effect: float,
+    excess: float,
+    **stat: Any,
+) -> Evidence:
+    """Evidence over the window [start of block lo_idx, end of the last block]."""
+    onset = int(s.start[lo_idx])
+    statistic = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in stat.items()}
+    statistic["onset_step"] = onset
+    statistic["excess"] = round(float(excess), 4)
+    return Evidence(
+        metric=s.metric,
+        detector=name,
+        window=(onset, int(s.end[-1])),
+        statistic=statistic,
+        effect_size=round(float(effect), 4) if math.isfinite(effect) else None,
+        summary=summary,
+    )
+
+
+def _steps(s: Series, i: int) -> str:
+    return f"{int(s.start[i])}–{int(s.end[-1])}"
+
+
+# ----------------------------------------------------------------------------- detectors
+@detector("nonfinite")
+def nonfinite(s: Series, p: Params) -> Evidence | None:
+    """NaN/inf values: skipped updates (verl) or a numerically broken run. Not a trend."""
+    k, m = _k_m(p, 1, 1)
+    mask = s.nonfinite > 0
+    if not _persistent(mask, k, m):
+        return None
+    i = _onset_index(mask, gap=int(p.get("gap", 2)))
+    bad = int(s.nonfinite[i:].sum())
+    if bad < int(p.get("min_count", 1)):
+        return None  # one NaN grad_norm is one skipped update, not yet a symptom
+    total = bad + int(s.count[i:].sum())
+    first = int(s.first_bad[i]) if s.first_bad[i] >= 0 else int(s.start[i])
+    frac = bad / total if total else 1.0
+    ev = _evidence(
+        s,
+        "nonfinite",
+        i,
+        f"{s.metric} had {bad} non-finite values (NaN/inf) in {total} logged points over "
+        f"steps {first}–{int(s.end[-1])}, the first at step {first}.",
+        effect=frac,
+        excess=1.0 + frac,
+        nonfinite=bad,
+        points=total,
+        first_nonfinite_step=first,
+    )
+    ev.statistic["onset_step"] = first
+    return ev.model_copy(update={"window": (first, int(s.end[-1]))})
+
+
+def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
+    k, m = _k_m(p)
+    value = float(p["value"])
+    stat = str(p.get("stat", "mean"))
+    x = {"mean": s.mean, "max": s.hi, "min": s.lo}[stat]
+    with np.errstate(invalid="ignore"):
+        mask = (x >= value) if above else (x <= value)
+    mask = mask & np.isfinite(x)
+    if not _persistent(mask, k, m):
+        return None
+    i = _onset_index(mask)
+    level = float(np.nanmedian(x[i:]))
+    word = "at or above" if above else "at or below"
+    return _evidence(
+        s,
+        name,
+        i,
+        f"{s.metric} block {stat} stayed {word} {_fmt(value)} over steps {_steps(s, i)} "
+        f"(median {_fmt(level)}; {int(mask[-m:].sum())} of the last {min(m, len(mask))} blocks).",
+        effect=level,
+        excess=_excess(level, value) if above else _excess(value, level or 1e-300),
+        level=level,
+        threshold=value,
+        stat=stat,
+    )
+
+
+@detector("above")
+def above(s: Series, p: Params) -> Evidence | None:
+    """Block mean (or max/min via `stat`) at or above an absolute `value`, k of m blocks."""
+    return _level(s, p, True, "above")
+
+
+@detector("below")
+def below(s: Series, p: Params) -> Evidence | None:
+    """Block mean (or max/min via `stat`) at or below an absolute `value`, k of m blocks."""
+    return _level(s, p, False, "below")
+
+
+@detector("near_zero")
+def near_zero(s: Series, p: Params) -> Evidence | None:
+    """Every value of the block within ±`value` of 0 (min and max, not only the mean: signed
+    metrics such as ppo_kl can average to 0 while moving), k of m blocks."""
+    k, m = _k_m(p)
+    value = float(p["value"])
+    with np.errstate(invalid="ignore"):
+        mag = np.maximum(np.abs(s.lo), np.abs(s.hi))
+        mask = (mag <= value) & np.isfinite(mag)
+    if not p.get("exact_zero", False):
+        # A block of exact zeros is a rounded log (verl <= 0.4 prints 3 decimals) or an
+        # on-policy update: it says nothing about the magnitude.
+        mask &= mag > 0
+    if not _persistent(mask, k, m):
+        return None
+    i = _onset_index(mask)
+    worst = float(np.nanmax(mag[i:]))
+    return _evidence(
+        s,
+        "near_zero",
+        i,
+        f"{s.metric} stayed within ±{_fmt(value)} of zero over steps {_steps(s, i)} "
+        f"(largest |value| {_fmt(worst)}).",
+        effect=worst,
+        excess=_excess(value, max(worst, value * 1e-3)),
+        max_abs=worst,
+        threshold=value,
+    )
+
+
+@detector("shift")
+def shift(s: Series, p: Params) -> Evidence | None:
+    """A persistent shift from the warm-up level: robust z AND (optionally) a ratio, k of m.
+
+    Params: direction up|down, min_z (warm-up sigmas), min_ratio (level / warm-up median: >= for
+    up, <= for down), min_abs (absolute change), k, m.
+    """
+    b = s.baseline
+    if b is None:
+        return None
+    k, m = _k_m(p)
+    up = str(p.get("direction", "up")) == "up"
+    min_z = float(p.get("min_z", 4.0))
+    sign = 1.0 if up else -1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = sign * (s.mean - b.median) / b.scale
+        mask = z >= min_z
+        if "min_ratio" in p and b.median != 0:
+            r = float(p["min_ratio"])
+            ratio = s.mean / b.median
+            mask &= (ratio >= r) if up else (ratio <= r)
+        if "min_abs" in p:
+            mask &= sign * (s.mean - b.median) >= float(p["min_abs"])
+    mask &= np.isfinite(s.mean)
+    if not _persistent(mask, k, m):
+        return None
+    i = _onset_index(mask)
+    level = float(np.nanmedian(s.mean[i:]))
+    zz = float(np.nanmedian(z[i:]))
+    ratio = level / b.median if b.median else float("inf")
+    word = "rose" if up else "fell"
+    return _evidence(
+        s,
+        "shift",
+        i,
+        f"{s.metric} {word} from its warm-up level {_fmt(b.median)} to {_fmt(level)} "
+        f"(x{_fmt(ratio)}, robust z {zz:+.1f} against a warm-up sigma of {_fmt(b.scale)}) "
+        f"over steps {_steps(s, i)}.",
+        effect=zz,
+        excess=_excess(zz, min_z),
+        level=level,
+        baseline=b.median,
+        ratio=ratio,
+        z=zz,
+        sigma=b.scale,
+    )
+
+
+def _window(s: Series, p: Params, default: int) -> int:
+    return max(0, len(s) - int(p.get("window", default)))
+
+
+def _trend_stats(y: np.ndarray) -> tuple[float, float, float]:
+    """Mann-Kendall tau and p (kendalltau on the block index) and the Theil-Sen slope."""
+    from scipy import stats
+
+    x = np.arange(len(y), dtype=float)
+    tau, pval = stats.kendalltau(x, y)
+    slope = stats.theilslopes(y, x)[0]
+    return float(tau), float(pval), float(slope)
+
+
+@detector("trend")
+def trend(s: Series, p: Params) -> Evidence | None:
+    """A monotone trend over the last `window` blocks: Mann-Kendall p <= max_p in `direction`,
+    and a Theil-Sen change over the window of at least `min_effect` warm-up sigmas."""
+    b = s.baseline
+    i = _window(s, p, 8)
+    y = s.mean[i:]
+    ok = np.isfinite(y)
+    if b is None or ok.sum() < int(p.get("min_blocks", 6)):
+        return None
+    y = y[ok]
+    tau, pval, slope = _trend_stats(y)
+    change = slope * (len(y) - 1)
+    effect = change / b.scale
+    up = str(p.get("direction", "up")) == "up"
+    min_effect = float(p.get("min_effect", 4.0))
+    if (tau > 0) != up or pval > float(p.get("max_p", 0.01)) or abs(effect) < min_effect:
+        return None
+    word = "rose" if up else "fell"
+    return _evidence(
+        s,
+        "trend",
+        i,
+        f"{s.metric} block means {word} {_fmt(change)} over steps {_steps(s, i)} (Theil–Sen, "
+        f"Mann–Kendall tau {tau:.2f}, p {pval:.3g}), {abs(effect):.1f} warm-up sigmas.",
+        effect=effect,
+        excess=_excess(effect, min_effect),
+        tau=tau,
+        p=pval,
+        slope_per_block=slope,
+        change=change,
+        sigma=b.scale,
+    )
+
+
+@detector("plateau")
+def plateau(s: Series, p: Params) -> Evidence | None:
+    """No progress: over the last `window` blocks no significant rise (Mann-Kendall p > max_p or
+    tau <= 0) and a Theil-Sen change under `max_effect` warm-up sigmas; and the level never rose
+    more than `max_rise` sigmas above the run's start (a run that learned and then levelled off
+    has converged, it is not stuck)."""
+    b = s.baseline
+    i = _window(s, p, 8)
+    y = s.mean[i:]
+    ok = np.isfinite(y)
+    if b is None or ok.sum() < int(p.get("min_blocks", 6)):
+        return None
+    y = y[ok]
+    tau, pval, slope = _trend_stats(y)
+    change = slope * (len(y) - 1)
+    effect = change / b.scale
+    if tau > 0 and pval <= float(p.get("max_p", 0.05)):
+        return None
+    if abs(effect) > float(p.get("max_effect", 3.0)):
+        return None
+    rise = ((s.peak if s.peak is not None else b.median) - b.start) / b.scale
+    if "max_rise" in p and rise > float(p["max_rise"]):
+        return None
+    level = float(np.median(y))
+    # The plateau began where the level last left the band around its current value.
+    band = float(p.get("band", 3.0)) * b.scale
+    inband = np.abs(s.mean - level) <= band
+    j = _onset_index(inband, gap=1)
+    max_effect = float(p.get("max_effect", 3.0))
+    return _evidence(
+        s,
+        "plateau",
+        j,
+        f"{s.metric} stayed flat at {_fmt(level)} over steps {_steps(s, j)}: Theil–Sen change "
+        f"{_fmt(change)} ({effect:+.1f} warm-up sigmas, Mann–Kendall tau {tau:.2f}, p {pval:.2g}); "
+        f"highest level {rise:.1f} sigmas above the start.",
+        effect=effect,
+        excess=_excess(max_effect, max(abs(effect), max_effect / 3)),
+        level=level,
+        tau=tau,
+        p=pval,
+        change=change,
+        rise_sigmas=rise,
+        sigma=b.scale,
+    )
+
+
+@detector("no_rise")
+def no_rise(s: Series, p: Params) -> Evidence | None:
+    """The metric never rose more than `max_rise` warm-up sigmas above its start level."""
+    b = s.baseline
+    if b is None or s.peak is None or len(s) == 0:
+        return None
+    rise = (s.peak - b.start) / b.scale
+    if rise > float(p.get("max_rise", 3.0)):
+        return None
+    i = 0
+    return _evidence(
+        s,
+        "no_rise",
+        i,
+        f"{s.metric} never rose above its start level {_fmt(b.start)} by more than "
+        f"{rise:.1f} warm-up sigmas (highest block mean {_fmt(s.peak)}).",
+        effect=rise,
+        excess=1.0,
+        start=b.start,
+        peak=s.peak,
+        rise_sigmas=rise,
+    )
+
+
+def _trailing_median(x: np.ndarray, n: int) -> np.ndarray:
+    out = np.full(len(x), np.nan)
+    for t in range(len(x)):
+        w = x[max(0, t - n + 1) : t + 1]
+        if np.isfinite(w).any():
+            out[t] = np.nanmedian(w)
+    return out
+
+
+@detector("drop_from_peak")
+def drop_from_peak(s: Series, p: Params) -> Evidence | None:
+    """The level fell from its peak and stays down: drop >= `min_z` warm-up sigmas, >= `min_rel`
+    x |peak| and >= `min_abs`, in k of the last m blocks (the latest included), all after the
+    peak. `smooth` > 1 compares trailing medians of that many blocks (sparse, noisy series such
+    as val_reward, whose single best point is biased upward by its noise)."""
+    b = s.baseline
+    if b is None or s.peak is None:
+        return None
+    k, m = _k_m(p)
+    min_z = float(p.get("min_z", 5.0))
+    smooth = int(p.get("smooth", 1))
+    if smooth > 1:
+        y = _trailing_median(s.mean, smooth)
+        if not np.isfinite(y).any():
+            return None
+        top = int(np.nanargmax(y))
+        peak, peak_step = float(y[top]), int(s.end[top])
+    else:
+        y, peak, peak_step = s.mean, s.peak, s.peak_step
+    drop = peak - y
+    with np.errstate(invalid="ignore"):
+        mask = drop >= min_z * b.scale
+        if "min_rel" in p:
+            mask &= drop >= float(p["min_rel"]) * max(abs(peak), b.scale)
+        if "min_abs" in p:
+            mask &= drop >= float(p["min_abs"])
+    if peak_step is not None:  # the fall must follow the peak
+        mask &= s.start > peak_step
+    mask &= np.isfinite(y)
+    if not _persistent(mask, k, m):
+        return None
+    i = _onset_index(mask)
+    level = float(np.nanmedian(y[i:]))
+    z = (peak - level) / b.scale
+    return _evidence(
+        s,
+        "drop_from_peak",
+        i,
+        f"{s.metric} fell from its peak {_fmt(peak)} (step {peak_step}) to {_fmt(level)} "
+        f"over steps {_steps(s, i)} and stayed down ({z:.1f} warm-up sigmas).",
+        effect=z,
+        excess=_excess(z, min_z),
+        peak=peak,
+        peak_step=peak_step,
+        level=level,
+        drop=peak - level,
+        z=z,
+        sigma=b.scale,
+    )
+
+
+@detector("volatility")
+def volatility(s: Series, p: Params) -> Evidence | None:
+    """Swings larger than the warm-up's noise, k of the last m blocks.
+
+    Two views, because an oscillation may be faster or slower than a block: the within-block
+    standard deviation against the warm-up's (fast swings), and the block-to-block change of the
+    mean against the warm-up sigma (slow swings, which must also reverse direction at least
+    `min_reversals` times over the last `window` blocks: an oscillation, not a one-way move).
+    """
+    b = s.baseline
+    if b is None or len(s) < 2:
+        return None
+    k, m = _k_m(p)
+    min_ratio = float(p.get("min_ratio", 3.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fast = s.sd / b.sd
+        step = np.abs(np.diff(s.mean, prepend=np.nan)) / (b.scale * math.sqrt(2.0))
+    i = _window(s, p, 8)
+    d = np.diff(s.mean[i:][np.isfinite(s.mean[i:])])
+    signs = np.sign(d[d != 0])
+    reversals = int(np.sum(signs[1:] != signs[:-1])) if len(signs) > 1 else 0
+    slow_ok = reversals >= int(p.get("min_reversals", 3))
+    fast_mask = np.nan_to_num(fast) >= min_ratio
+    slow_mask = (np.nan_to_num(step) >= min_ratio) & slow_ok
+    mask = fast_mask | slow_mask
+    if not _persistent(mask, k, m):
+        return None
+    j = _onset_index(mask, gap=1)
+    use_fast = int(fast_mask[-m:].sum()) >= int(slow_mask[-m:].sum())
+    ratio = float(np.nanmedian((fast if use_fast else step)[j:]))
+    what = (
+        f"the spread inside each block was {ratio:.1f} times the warm-up's {_fmt(b.sd)}"
+        if use_fast
+        else f"block means jumped {ratio:.1f} warm-up sigmas ({_fmt(b.scale)}) between blocks, "
+        f"changing direction {reversals} times"
+    )
+    return _evidence(
+        s,
+        "volatility",
+        j,
+        f"{s.metric} oscillated over steps {_steps(s, j)}: {what}.",
+        effect=ratio,
+        excess=_excess(ratio, min_ratio),
+        ratio=ratio,
+        view="within-block" if use_fast else "between-blocks",
+        reversals=reversals,
+        warmup_sd=b.sd,
+        sigma=b.scale,
+    )
+
+
+@detector("jump")
+def jump(s: Series, p: Params) -> Evidence | None:
+    """Acceleration: the level is `min_ratio` times what it was `lag` blocks earlier (a ratio of
+    block means, for positive metrics such as KL), k of the last m blocks. A saturating healthy
+    curve (KL to the reference growing then levelling) does not multiply itself over a fixed lag;
+    an explosion does."""
+    lag = int(p.get("lag", 6))
+    k, m = _k_m(p)
+    if len(s) <= lag:
+        return None
+    ref = np.full(len(s), np.nan)
+    # The reference is the median of three blocks around `lag` back: robust to one spike.
+    for t in range(lag, len(s)):
+        ref[t] = np.nanmedian(s.mean[max(0, t - lag - 1) : t - lag + 2])
+    floor = float(p.get("min_level", 0.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = s.mean / np.maximum(ref, 1e-12)
+        mask = (ratio >= float(p.get("min_ratio", 5.0))) & (s.mean >= floor)
+    mask &= np.isfinite(ratio)
+    if not _persistent(mask, k, m):
+        return None
+    j = _onset_index(mask, gap=1)
+    # The excursion began where the level first left its lagged reference: walk back to the
+    # first block that already exceeded twice its reference.
+    while j > 0 and np.isfinite(ratio[j - 1]) and ratio[j - 1] >= 2.0:
+        j -= 1
+    r = float(np.nanmedian(ratio[-min(m, len(ratio)) :]))
+    level = float(np.nanmedian(s.mean[-min(m, len(s)) :]))
+    min_ratio = float(p.get("min_ratio", 5.0))
+    return _evidence(
+        s,
+        "jump",
+        j,
+        f"{s.metric} multiplied x{r:.1f} within {lag} blocks, reaching {_fmt(level)} over steps "
+        f"{_steps(s, j)} (a saturating curve does not multiply itself).",
+        effect=r,
+        excess=_excess(r, min_ratio),
+        ratio=r,
+        level=level,
+        lag_blocks=lag,
+    )

@@ -1,0 +1,743 @@
+"""The diagnosis engine: the symptom rulebook (schema + loader) and one incremental evaluator.
+
+`Monitor(hp).push(step, metrics)` is the only judge. `judge_run(run, hp)` replays a finished
+Run's rows through a Monitor and closes it with the run's ending, so diagnose, watch and the
+online hook give identical findings on the same series by construction.
+
+How a run is judged (knowledge.md §4 "How to judge"):
+- Warm-up: nothing trend-like is judged before eval_steps x 3 steps (never fewer than the
+  rulebook's `min_warmup_steps`); those steps are the baseline each metric is calibrated on.
+  eval_steps unknown: eval_steps = run length / 20 when the length is known (the guide's
+  "total steps / 10 to 20", the short end), else the rulebook's `default_eval_steps`; the
+  assumption is reported. Only rules marked `warmup: false` (NAN) and run endings (OOM) fire
+  earlier: they are events, not trends.
+- Blocks: `push` is O(1): it folds each tracked metric into the current block's accumulators
+  (sum, count, non-finite count, min, max). Block length = warm-up / `warmup_blocks` steps (at
+  least 1), so the warm-up always gives about the same number of block means to calibrate on,
+  whatever eval_steps is. At each block close the block stats go into bounded deques (the last
+  `window_blocks` blocks per metric) and the rules are evaluated on that window. Memory is flat
+  in the run length.
+- Rules are data (`rulebook/symptoms.yaml`): all/any/not trees of detector leaves with
+  per-algorithm thresholds; a leaf whose metric was never logged is ABSENT (not "zero"), and
+  a rule that cannot be judged says so in the assumptions.
+- A symptom fires once, with its onset (the first block of the excursion, not the detection
+  step); it clears after `clear_after` evaluations without it and may then fire again.
+
+False-alarm budget: ~1 % of healthy runs per warning/error symptom; see `advisor.detectors`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from advisor.detectors import DETECTORS, Baseline, Series, robust_scale
+from advisor.types import Evidence, Finding, InputError, RunEnding, Severity
+
+if TYPE_CHECKING:
+    from advisor.types import Run
+
+ALGORITHMS = ("gspo", "grpo", "dapo")
+Predicate = Literal["on_policy", "kl_off", "is_dapo", "is_gspo", "is_grpo"]
+Scalar = float | int | bool | str
+
+
+# ============================================================================ rulebook schema
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class PerAlgorithm(_M):
+    """A threshold that depends on the algorithm (GSPO clips ~100x more tokens than GRPO;
+    typical KL coefficients: GRPO ~0.04, GSPO ~0.001, DAPO 0 — knowledge.md §3)."""
+
+    default: Scalar
+    gspo: Scalar | None = None
+    grpo: Scalar | None = None
+    dapo: Scalar | None = None
+
+    def pick(self, algorithm: str | None) -> Scalar:
+        value = getattr(self, algorithm, None) if algorithm in ALGORITHMS else None
+        return self.default if value is None else value
+
+
+class Leaf(_M):
+    """One detector on one metric (a list of metrics means: any of them)."""
+
+    detector: str
+    metric: str | list[str]
+    params: dict[str, Scalar | PerAlgorithm] = Field(default_factory=dict)
+    skip_if: list[Predicate] = Field(
+        default_factory=list,
+        description="hp predicates under which this evidence means nothing (leaf is ABSENT)",
+    )
+    skip_note: str = Field("", description="said in the assumptions when skip_if applies")
+
+    @property
+    def metrics(self) -> list[str]:
+        return [self.metric] if isinstance(self.metric, str) else list(self.metric)
+
+
+class AllOf(_M):
+    all: list[Node]
+
+
+class AnyOf(_M):
+    any: list[Node]
+
+
+class NotOf(_M):
+    not_: Node = Field(alias="not")
+
+
+Node = Leaf | AllOf | AnyOf | NotOf
+
+
+class ChangeSpec(_M):
+    param: str
+    op: Literal["multiply", "add", "set"]
+    range: tuple[float, float] | None = Field(
+        None, description="[mild, strong] factor (multiply) or addend (add)"
+    )
+    value: Scalar | None = Field(None, description="the value for op: set")
+
+
+class ActionSpec(_M):
+    advice: str = Field(min_length=1)
+    changes: list[ChangeSpec] = Field(default_factory=list)
+    safety: Literal["safe", "unsafe", "display_only"] = "unsafe"
+
+
+Kebab = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
+RuleId = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)*$")]
+Text = Annotated[str, StringConstraints(min_length=1)]
+
+
+class SymptomRule(_M):
+    """One run-time symptom: its documentation (ruff's sections), conditions and actions."""
+
+    id: RuleId
+    name: Kebab
+    severity: Severity
+    priority: int = Field(description="lower = more urgent; the patch follows the top finding")
+    summary: Text = Field(description="what it detects")
+    why: Text = Field(description="why it is bad")
+    example: Text = Field(description="what the curves look like when it fires")
+    use_instead: Text = Field(description="what a healthy run shows instead")
+    source: Text = Field(description="knowledge.md section/row or a public source")
+    causes: list[Text] = Field(min_length=1, description="likely causes, most probable first")
+    warmup: bool = Field(True, description="judged only after the warm-up (false: events)")
+    unless: list[Predicate] = Field(default_factory=list, description="not judged when true")
+    unless_note: str = ""
+    on_ending: list[str] = Field(default_factory=list, description="RunEnding kinds that fire it")
+    when: Node | None = None
+    absent_note: str = Field("", description="said when its metrics were not logged")
+    action: ActionSpec
+    fallback: ActionSpec | None = None
+
+
+class Settings(_M):
+    default_eval_steps: int = Field(10, ge=1, description="eval_steps when unknown, no length")
+    eval_steps_fraction: int = Field(
+        20, ge=1, description="eval_steps = run length / this when unknown (guide: 10 to 20)"
+    )
+    min_warmup_steps: int = Field(30, ge=1)
+    warmup_blocks: int = Field(6, ge=2, description="blocks the warm-up is cut into")
+    window_blocks: int = Field(32, ge=8, description="blocks kept per metric (rolling window)")
+    clear_after: int = Field(2, ge=1, description="evaluations without a symptom to clear it")
+    rel_scale_floor: float = Field(0.01, ge=0, description="noise floor, fraction of |level|")
+    abs_scale_floor: float = Field(1e-9, gt=0)
+
+
+class SymptomRulebook(_M):
+    version: int
+    false_alarm_budget: Text
+    settings: Settings = Field(default_factory=Settings)
+    rules: list[SymptomRule]
+
+    @property
+    def by_id(self) -> dict[str, SymptomRule]:
+        return {r.id: r for r in self.rules}
+
+
+for _model in (AllOf, AnyOf, NotOf, SymptomRule, SymptomRulebook):
+    _model.model_rebuild()
+
+
+def rulebook_path() -> Path:
+    from advisor.resources import rulebook_dir
+
+    return rulebook_dir() / "symptoms.yaml"
+
+
+def parse_symptom_rules(path: Path) -> SymptomRulebook:
+    """Read and schema-check a symptom rulebook; InputError names the file and the field."""
+    from pydantic import ValidationError
+    from ruamel.yaml import YAML, YAMLError
+
+    try:
+        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except (OSError, YAMLError) as err:
+        raise InputError(f"{path}: cannot read the symptom rulebook: {err}") from None
+    try:
+        book = SymptomRulebook.model_validate(data)
+    except ValidationError as err:
+        e = err.errors()[0]
+        where = ".".join(str(x) for x in e["loc"])
+        raise InputError(f"{path}: {where}: {e['msg']}") from None
+    _check_references(book, path)
+    return book
+
+
+def _check_references(book: SymptomRulebook, path: Path) -> None:
+    seen: set[str] = set()
+    for rule in book.rules:
+        if rule.id in seen:
+            raise InputError(f"{path}: rule {rule.id}: id used twice")
+        seen.add(rule.id)
+        for leaf in _leaves(rule.when):
+            if leaf.detector not in DETECTORS:
+                raise InputError(
+                    f"{path}: rule {rule.id}: unknown detector {leaf.detector!r}; "
+                    f"expected one of {sorted(DETECTORS)}"
+                )
+
+
+def _leaves(node: Node | None) -> Iterable[Leaf]:
+    if node is None:
+        return
+    if isinstance(node, Leaf):
+        yield node
+    elif isinstance(node, AllOf):
+        for n in node.all:
+            yield from _leaves(n)
+    elif isinstance(node, AnyOf):
+        for n in node.any:
+            yield from _leaves(n)
+    else:
+        yield from _leaves(node.not_)
+
+
+@lru_cache(maxsize=4)
+def _load_cached(path: str, mtime: float) -> SymptomRulebook:
+    return parse_symptom_rules(Path(path))
+
+
+def load_symptom_rules(path: Path | None = None) -> SymptomRulebook:
+    """The symptom rulebook (cached per file and modification time)."""
+    p = Path(path) if path is not None else rulebook_path()
+    try:
+        mtime = p.stat().st_mtime
+    except OSError as err:
+        raise InputError(f"{p}: cannot read the symptom rulebook: {err}") from None
+    return _load_cached(str(p), mtime)
+
+
+def export_schema() -> dict[str, Any]:
+    """The JSON schema of the rulebook (committed as rulebook/schema_symptoms.json)."""
+    return SymptomRulebook.model_json_schema(by_alias=True)
+
+
+# ============================================================================ evaluation
+FIRE, NO, ABSENT = 1, 0, -1
+
+
+@dataclass(slots=True)
+class _Track:
+    """One metric's state: the open block's accumulators + bounded block history."""
+
+    blocks: deque[tuple[float, ...]]
+    acc: list[float] = field(default_factory=lambda: [0.0, 0, 0, math.inf, -math.inf, -1, 0.0])
+    seen: bool = False
+    baseline: Baseline | None = None
+    peak: float | None = None
+    peak_step: int | None = None
+    trough: float | None = None
+    trough_step: int | None = None
+    total: int = 0
+    warm: list[tuple[float, float]] = field(default_factory=list)  # warm-up (mean, sd), bounded
+
+
+@dataclass
+class Judgement:
+    findings: list[Finding]
+    warmup_steps: int
+    status: Literal["healthy", "issues", "insufficient_data"]
+    assumptions: list[str]
+    eval_steps: int
+    block_steps: int
+    missing_steps: int = 0
+
+
+def _predicates(hp: Mapping[str, Any]) -> dict[str, bool]:
+    """Named facts about the job that change what a metric means (metrics.md traps)."""
+    algo = str(hp.get("algorithm") or "").lower()
+    kl = hp.get("kl_loss_coef")
+    mini, batch = _num(hp.get("ppo_mini_batch_size")), _num(hp.get("batch_size"))
+    rollouts = _num(hp.get("n_rollouts")) or 1.0
+    # One mini-batch holding the whole step's samples (the platform's coupling counts it against
+    # batch_size x n_rollouts, knowledge.md §2.3) and one PPO epoch make the update on-policy:
+    # ppo_kl ~ 0 and clipfrac ~ 0 by design (metrics.md traps; the platform has no PPO-epochs
+    # knob, so one epoch is assumed).
+    on_policy = mini is not None and batch is not None and mini >= batch * rollouts
+    return {
+        "on_policy": bool(on_policy),
+        "kl_off": algo == "dapo" or (_num(kl) is not None and _num(kl) == 0),
+        "is_dapo": algo == "dapo",
+        "is_gspo": algo == "gspo",
+        "is_grpo": algo == "grpo",
+    }
+
+
+def _num(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+class Monitor:
+    """The incremental judge: push steps in order; findings come out as they become conclusive.
+
+    `hp`: the effective hyperparameters (platform names). `origin` (optional, from load_config):
+    an `eval_steps` whose origin is "default" is treated as unknown. `expected_steps`: the run
+    length when known (judge_run knows it), used only to assume eval_steps.
+    """
+
+    def __init__(
+        self,
+        hp: Mapping[str, Any] | None = None,
+        rules: SymptomRulebook | None = None,
+        *,
+        origin: Mapping[str, str] | None = None,
+        expected_steps: int | None = None,
+    ) -> None:
+        self.rules = rules if rules is not None else load_symptom_rules()
+        self.hp = dict(hp or {})
+        st = self.rules.settings
+        self._st = st
+        self._notes: dict[str, str] = {}
+        self.algorithm = self._algorithm()
+        self.eval_steps = self._eval_steps(origin or {}, expected_steps)
+        self.warmup_steps = max(3 * self.eval_steps, st.min_warmup_steps)
+        self.block_steps = max(1, self.warmup_steps // st.warmup_blocks)
+        self._pred = _predicates(self.hp)
+        self._rules = self._compile()
+        metrics = {m for r in self._rules for leaf in _leaves(r.when) for m in leaf.metrics}
+        self._tracks = {m: _Track(blocks=deque(maxlen=st.window_blocks)) for m in metrics}
+        self.findings: list[Finding] = []
+        self._active: dict[str, Finding] = {}
+        self._misses: dict[str, int] = {}
+        self._absent: dict[str, set[str]] = {}
+        self._first: int | None = None
+        self._last: int | None = None
+        self._block: int = -1
+        self._block_first: int | None = None
+        self._warm_done = False
+        self._evaluations = 0
+        self._closed = False
+        self.ending: RunEnding | None = None
+
+    # -- set-up --------------------------------------------------------------------------
+    def _algorithm(self) -> str | None:
+        algo = str(self.hp.get("algorithm") or "").lower() or None
+        if algo not in ALGORITHMS:
+            self._notes["algorithm"] = (
+                "algorithm unknown: the algorithm-neutral thresholds were used (GSPO clips ~100x "
+                "more tokens than GRPO and KL norms differ, so clip/KL evidence is weaker)."
+            )
+            return None
+        return algo
+
+    def _eval_steps(self, origin: Mapping[str, str], expected: int | None) -> int:
+        value = _num(self.hp.get("eval_steps"))
+        if value is not None and value >= 1 and origin.get("eval_steps") != "default":
+            return int(value)
+        st = self._st
+        if expected:
+            assumed = max(1, round(expected / st.eval_steps_fraction))
+            why = f"run length {expected} steps / {st.eval_steps_fraction} (the guide's advice)"
+        else:
+            assumed, why = st.default_eval_steps, "the rulebook's default"
+        self._notes["eval_steps"] = (
+            f"eval_steps unknown: assumed {assumed} ({why}), so the warm-up is "
+            f"{max(3 * assumed, st.min_warmup_steps)} steps; pass --config or --set eval_steps=N."
+        )
+        return assumed
+
+    def _compile(self) -> list[SymptomRule]:
+        """Resolve per-algorithm thresholds once; drop rules their `unless` excludes."""
+        out = []
+        for rule in sorted(self.rules.rules, key=lambda r: (r.priority, r.id)):
+            off = [p for p in rule.unless if self._pred[p]]
+            if off:
+                if rule.unless_note:
+                    self._notes[f"unless:{rule.id}"] = f"{rule.id} {rule.name}: {rule.unless_note}"
+                continue
+            out.append(rule.model_copy(update={"when": self._resolve(rule.when)}))
+        return out
+
+    def _resolve(self, node: Node | None) -> Node | None:
+        if node is None:
+            return None
+        if isinstance(node, Leaf):
+            params = {
+                k: (v.pick(self.algorithm) if isinstance(v, PerAlgorithm) else v)
+                for k, v in node.params.items()
+            }
+            return node.model_copy(update={"params": params})
+        if isinstance(node, AllOf):
+            return AllOf(all=[self._resolve(n) for n in node.all])
+        if isinstance(node, AnyOf):
+            return AnyOf(any=[self._resolve(n) for n in node.any])
+        return NotOf(**{"not": self._resolve(node.not_)})
+
+    @property
+    def tracked(self) -> list[str]:
+        """The canonical metrics the rules read (others pushed are ignored)."""
+        return sorted(self._tracks)
+
+    # -- the hot path --------------------------------------------------------------------
+    def push(self, step: int, metrics: Mapping[str, float | None]) -> list[Finding]:
+        """Fold one step in; return the findings new at this step. O(1) per metric except at a
+        block boundary (every `block_steps` steps), where the rules are evaluated."""
+        if self._closed or (self._last is not None and step <= self._last):
+            return []  # the engine only moves forward (a replayed step adds nothing)
+        if self._first is None:
+            self._first = step
+        new: list[Finding] = []
+        block = (step - self._first) // self.block_steps
+        if block != self._block:
+            if self._block >= 0:
+                new = self._close_block()
+            self._block, self._block_first = block, step
+        tracks = self._tracks
+        for name, value in metrics.items():
+            t = tracks.get(name)
+            if t is None or value is None:
+                continue
+            try:
+                v = float(value)
+            except (TypeError, ValueError):
+                continue
+            a = t.acc
+            if v - v == 0.0:  # finite (NaN - NaN and inf - inf are NaN)
+                a[0] += v
+                a[1] += 1
+                if v < a[3]:
+                    a[3] = v
+                if v > a[4]:
+                    a[4] = v
+                a[6] += v * v
+            else:
+                a[2] += 1
+                if a[5] < 0:
+                    a[5] = step
+        self._last = step
+        return new
+
+    # -- block close ---------------------------------------------------------------------
+    def _close_block(self) -> list[Finding]:
+        start, end = self._block_first, self._last
+        assert start is not None and end is not None
+        for t in self._tracks.values():
+            a = t.acc
+            if a[1] == 0 and a[2] == 0:
+                continue
+            t.seen = True
+            mean = a[0] / a[1] if a[1] else math.nan
+            lo, hi = (a[3], a[4]) if a[1] else (math.nan, math.nan)
+            sd = math.sqrt(max(0.0, a[6] / a[1] - mean * mean)) if a[1] >= 2 else math.nan
+            t.blocks.append((start, end, mean, lo, hi, a[1], a[2], a[5], sd))
+            t.total += 1
+            if a[1]:
+                if t.peak is None or mean > t.peak:
+                    t.peak, t.peak_step = mean, end
+                if t.trough is None or mean < t.trough:
+                    t.trough, t.trough_step = mean, end
+                if not self._warm_done or t.baseline is None:
+                    t.warm.append((mean, sd))
+            t.acc = [0.0, 0, 0, math.inf, -math.inf, -1, 0.0]
+        in_warmup = not self._warm_done
+        if in_warmup and end - self._first + 1 >= self.warmup_steps:
+            self._warm_done = True
+        for t in self._tracks.values():
+            if self._warm_done and t.baseline is None and len(t.warm) >= 3 - in_warmup:
+                t.baseline = self._baseline(t, end)
+        return self._evaluate(end, full=self._warm_done and not in_warmup)
+
+    def _baseline(self, t: _Track, end: int) -> Baseline:
+        arr = np.asarray(t.warm, dtype=float)
+        x, sds = arr[:, 0], arr[:, 1]
+        med = float(np.median(x))
+        st = self._st
+        floor = max(st.rel_scale_floor * abs(med), st.abs_scale_floor)
+        start = float(np.median(x[:2]))
+        sd = float(np.median(sds[np.isfinite(sds)])) if np.isfinite(sds).any() else floor
+        t.warm = []
+        return Baseline(med, robust_scale(x, floor), start, max(sd, floor), len(x), end)
+
+    def _series(self, name: str, cache: dict[str, Series | None]) -> Series | None:
+        if name in cache:
+            return cache[name]
+        t = self._tracks[name]
+        s = None
+        if t.blocks:
+            arr = np.asarray(t.blocks, dtype=float)
+            s = Series(
+                metric=name,
+                start=arr[:, 0].astype(np.int64),
+                end=arr[:, 1].astype(np.int64),
+                mean=arr[:, 2],
+                lo=arr[:, 3],
+                hi=arr[:, 4],
+                count=arr[:, 5].astype(np.int64),
+                nonfinite=arr[:, 6].astype(np.int64),
+                first_bad=arr[:, 7].astype(np.int64),
+                sd=arr[:, 8],
+                baseline=t.baseline,
+                peak=t.peak,
+                peak_step=t.peak_step,
+                trough=t.trough,
+                trough_step=t.trough_step,
+                blocks_total=t.total,
+            )
+        cache[name] = s
+        return s
+
+    # -- rules ---------------------------------------------------------------------------
+    def _evaluate(self, end: int, full: bool) -> list[Finding]:
+        if full:
+            self._evaluations += 1
+        cache: dict[str, Series | None] = {}
+        leaf_cache: dict[int, tuple[int, list[Evidence]]] = {}
+        new: list[Finding] = []
+        for rule in self._rules:
+            if rule.when is None or (rule.warmup and not full):
+                continue
+            missing: set[str] = set()
+            state, evidence = self._node(rule.when, cache, leaf_cache, missing)
+            if state == ABSENT:
+                self._absent.setdefault(rule.id, set()).update(missing)
+            elif rule.id in self._absent:
+                del self._absent[rule.id]
+            if state == FIRE and evidence:
+                self._misses[rule.id] = 0
+                if rule.id not in self._active:
+                    new.append(self._fire(rule, evidence, end))
+            elif rule.id in self._active:
+                self._misses[rule.id] = self._misses.get(rule.id, 0) + 1
+                if self._misses[rule.id] >= self._st.clear_after:
+                    self._active.pop(rule.id).cleared_step = end
+        return new
+
+    def _node(
+        self,
+        node: Node,
+        cache: dict[str, Series | None],
+        leaf_cache: dict[int, tuple[int, list[Evidence]]],
+        missing: set[str],
+    ) -> tuple[int, list[Evidence]]:
+        if isinstance(node, Leaf):
+            key = id(node)
+            if key not in leaf_cache:
+                leaf_cache[key] = self._leaf(node, cache, missing)
+            return leaf_cache[key]
+        if isinstance(node, AllOf):
+            ev: list[Evidence] = []
+            absent = False
+            for n in node.all:
+                state, e = self._node(n, cache, leaf_cache, missing)
+                if state == NO:
+                    return NO, []
+                absent |= state == ABSENT
+                ev += e
+            return (ABSENT, []) if absent else (FIRE, ev)
+        if isinstance(node, AnyOf):
+            states = []
+            for n in node.any:
+                state, e = self._node(n, cache, leaf_cache, missing)
+                if state == FIRE:
+                    return FIRE, e
+                states.append(state)
+            return (NO, []) if NO in states else (ABSENT, [])
+        state, _ = self._node(node.not_, cache, leaf_cache, set())
+        # "not X" where X cannot be judged does not block: absence is not evidence either way.
+        return (NO, []) if state == FIRE else (FIRE, [])
+
+    def _leaf(
+        self, leaf: Leaf, cache: dict[str, Series | None], missing: set[str]
+    ) -> tuple[int, list[Evidence]]:
+        skipped = [p for p in leaf.skip_if if self._pred[p]]
+        if skipped:
+            if leaf.skip_note:
+                self._notes[f"skip:{leaf.detector}:{leaf.metric}"] = leaf.skip_note
+            return ABSENT, []
+        fn = DETECTORS[leaf.detector]
+        seen = False
+        for name in leaf.metrics:
+            s = self._series(name, cache)
+            if s is None:
+                continue
+            seen = True
+            ev = fn(s, leaf.params)
+            if ev is not None:
+                return FIRE, [ev]
+        if not seen:
+            missing.update(leaf.metrics)
+            return ABSENT, []
+        return NO, []
+
+    def _fire(self, rule: SymptomRule, evidence: list[Evidence], end: int) -> Finding:
+        first = evidence[0]
+        onset = int(first.statistic.get("onset_step", first.window[0]))
+        excess = float(first.statistic.get("excess", 1.0))
+        strength = min(1.0, max(0.0, (excess - 1.0) / 2.0))
+        f = Finding(
+            id=rule.id,
+            name=rule.name,
+            severity=rule.severity,
+            confidence=self._confidence(evidence, excess),
+            priority=rule.priority,
+            strength=round(strength, 3),
+            onset_step=onset,
+            detected_step=end,
+            evidence=evidence,
+            causes=list(rule.causes),
+            why=rule.why,
+            source=rule.source,
+        )
+        self._active[rule.id] = f
+        self.findings.append(f)
+        return f
+
+    def _confidence(self, evidence: list[Evidence], excess: float) -> Literal["low", "medium", "high"]:
+        """Severity says how bad the symptom is; confidence how sure the evidence is."""
+        if self._evaluations < 2 or "eval_steps" in self._notes and self._evaluations < 4:
+            return "low"
+        if len(evidence) >= 2 and excess >= 1.5:
+            return "high"
+        return "medium" if excess >= 1.2 or len(evidence) >= 2 else "low"
+
+    # -- the end -------------------------------------------------------------------------
+    def close(self, ending: RunEnding | None = None) -> list[Finding]:
+        """The run ended: judge the partial last block, then what only an ending tells."""
+        if self._closed:
+            return []
+        new: list[Finding] = []
+        if self._block >= 0:
+            new = self._close_block()
+        self._closed = True
+        self.ending = ending
+        if ending is None:
+            return new
+        step = ending.step if ending.step is not None else self._last
+        for rule in self._rules:
+            if ending.kind in rule.on_ending and rule.id not in self._active:
+                ev = Evidence(
+                    metric="run",
+                    detector="ending",
+                    window=(step or 0, step or 0),
+                    statistic={"kind": ending.kind, "line": ending.line, "onset_step": step},
+                    summary=f"The run ended with {ending.kind} at step {step}"
+                    + (f" (log line {ending.line})" if ending.line else "")
+                    + (f": {ending.message.strip()[:160]}" if ending.message else "."),
+                )
+                f = self._fire(rule, [ev], step or 0)
+                f.confidence = "high"
+                new.append(f)
+        if ending.kind not in ("completed", "unknown") and not any(
+            ending.kind in r.on_ending for r in self._rules
+        ):
+            self._notes["ending"] = (
+                f"The run ended with {ending.kind} at step {step}"
+                + (f" ({ending.message.strip()[:120]})" if ending.message else "")
+                + ": an infrastructure failure, not a numerical symptom; no optimizer change "
+                "is suggested for it."
+            )
+        return new
+
+    # -- what the caller reads -----------------------------------------------------------
+    @property
+    def span(self) -> int:
+        return 0 if self._first is None or self._last is None else self._last - self._first + 1
+
+    @property
+    def missing_steps(self) -> int:
+        return max(0, self.warmup_steps - self.span) if not self._evaluations else 0
+
+    @property
+    def status(self) -> Literal["healthy", "issues", "insufficient_data"]:
+        if any(f.severity.rank >= Severity.warning.rank for f in self.findings):
+            return "issues"
+        if self._evaluations == 0:
+            return "insufficient_data"
+        return "healthy"
+
+    @property
+    def assumptions(self) -> list[str]:
+        out = list(self._notes.values())
+        if self._evaluations == 0:
+            out.insert(
+                0,
+                f"insufficient data: {self.span} steps seen; trends are judged only after the "
+                f"warm-up of {self.warmup_steps} steps (eval_steps {self.eval_steps} x 3) and one "
+                f"block of {self.block_steps} more; {self.missing_steps + self.block_steps} "
+                "steps missing.",
+            )
+        by_id = {r.id: r for r in self._rules}
+        for rid, metrics in sorted(self._absent.items(), key=lambda kv: by_id[kv[0]].priority):
+            rule = by_id[rid]
+            note = f" {rule.absent_note}" if rule.absent_note else ""
+            out.append(
+                f"{rid} {rule.name} not judged: needs {', '.join(sorted(metrics))}, "
+                f"not in this run.{note}"
+            )
+        return out
+
+    def judgement(self) -> Judgement:
+        return Judgement(
+            findings=list(self.findings),
+            warmup_steps=self.warmup_steps,
+            status=self.status,
+            assumptions=self.assumptions,
+            eval_steps=self.eval_steps,
+            block_steps=self.block_steps,
+            missing_steps=self.missing_steps,
+        )
+
+
+def judge_run(
+    run: Run,
+    hp: Mapping[str, Any] | None = None,
+    *,
+    rules: SymptomRulebook | None = None,
+    origin: Mapping[str, str] | None = None,
+) -> Judgement:
+    """Replay a finished Run through one Monitor (the same code path as online), then close it
+    with the run's ending. Hyperparameters missing from `hp` are taken from the run's hints."""
+    import polars as pl
+
+    frame = run.frame
+    merged = {**(run.config_hints or {}), **{k: v for k, v in (hp or {}).items() if v is not None}}
+    steps = frame["step"].to_list() if "step" in frame.columns and frame.height else []
+    expected = int(steps[-1] - steps[0] + 1) if steps else None
+    mon = Monitor(merged, rules, origin=origin, expected_steps=expected)
+    cols = [c for c in mon.tracked if c in frame.columns]
+    data = frame.select([pl.col(c).cast(pl.Float64, strict=False) for c in cols])
+    columns = [data[c].to_list() for c in cols]
+    for i, step in enumerate(steps):
+        if step is None:
+            continue
+        mon.push(int(step), {c: col[i] for c, col in zip(cols, columns, strict=True)})
+    mon.close(run.ending)
+    return mon.judgement()
