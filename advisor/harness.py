@@ -70,14 +70,16 @@ class Alarm:
 @dataclass
 class Prediction:
     run_id: str
-    alarms: list[Alarm] = field(default_factory=list)
-    info_ids: list[str] = field(default_factory=list)
+    alarms: list[Alarm] = field(default_factory=list)  # every finding; info ones are not alarms
     status: str = ""
     error: str | None = None  # the advisor could not judge the run (counts as no alarm)
 
     @property
     def alarm_ids(self) -> set[str]:
-        return {a.id for a in self.alarms}
+        return {a.id for a in self.alarms if a.severity in ALARM_SEVERITIES}
+
+    def alarm(self, sid: str) -> Alarm:
+        return next(a for a in self.alarms if a.id == sid and a.severity in ALARM_SEVERITIES)
 
 
 @dataclass
@@ -239,10 +241,7 @@ def predict(metrics: Path, config: Path | None) -> Prediction:
     pred = Prediction(run_id, status=str(d.status))
     for f in d.findings:
         sev = str(getattr(f.severity, "value", f.severity))
-        if sev in ALARM_SEVERITIES:
-            pred.alarms.append(Alarm(f.id.upper(), sev, f.onset_step, f.detected_step))
-        else:
-            pred.info_ids.append(f.id.upper())
+        pred.alarms.append(Alarm(f.id.upper(), sev, f.onset_step, f.detected_step))
     return pred
 
 
@@ -344,7 +343,7 @@ def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") 
                 c["support"] += 1
                 if sid in alarmed:
                     c["tp"] += 1
-                    timing[sid].add(case, next(a for a in pred.alarms if a.id == sid))
+                    timing[sid].add(case, pred.alarm(sid))
                 else:
                     c["fn"] += 1
             elif sid in alarmed and sid not in allowed:
@@ -390,8 +389,8 @@ def _explain(case: Case, pred: Prediction, expected: set[str], allowed: set[str]
     if wrong:
         out.append(f"{case.run_id}: false alarm {', '.join(wrong)}")
     for a in pred.alarms:
-        if a.id in expected and case.onset_step is not None and a.onset_step is not None \
-                and case.eval_steps:
+        judged = a.id in expected and a.severity in ALARM_SEVERITIES and case.eval_steps
+        if judged and case.onset_step is not None and a.onset_step is not None:
             err = a.onset_step - case.onset_step
             if abs(err) > TARGETS["onset_tolerance_eval_steps"] * case.eval_steps:
                 out.append(f"{case.run_id}: {a.id} onset {a.onset_step} vs labelled "

@@ -1,0 +1,44 @@
+"""The advisor's accuracy on the committed small corpus must meet the diagnosis issue's targets:
+per-symptom precision and recall >= 0.95, no alarm (warning or above) on healthy runs, and every
+detected onset within 2 x eval_steps of the labelled one. Run `rl-advisor harness
+sample_metrics/corpus` to see the full table when this fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor import harness as h
+
+CORPUS = Path(__file__).resolve().parents[2] / "sample_metrics" / "corpus"
+
+
+@pytest.fixture(scope="module")
+def score() -> h.CorpusScore:
+    cases = h.discover(CORPUS)
+    return h.score(cases, h.predict_all(cases), corpus="sample_metrics/corpus")
+
+
+def test_every_run_is_judged(score: h.CorpusScore) -> None:
+    errors = [f for f in score.failures if "advisor error" in f]
+    assert not errors, "\n".join(errors[:10])
+
+
+def test_no_alarm_on_healthy_runs(score: h.CorpusScore) -> None:
+    fps = [f for f in score.failures if f.startswith("healthy-") and "false alarm" in f]
+    assert score.healthy_with_alarm == 0, "\n".join(fps)
+
+
+@pytest.mark.parametrize("sid", h.SYMPTOM_IDS)
+def test_symptom_precision_recall_and_onset(score: h.CorpusScore, sid: str) -> None:
+    p = next(s for s in score.per_symptom if s.id == sid)
+    related = [f for f in score.failures if f" {sid}" in f]
+    detail = "\n".join(related[:12])
+    assert p.support > 0, f"no {sid} run in the corpus"
+    assert (p.recall or 0.0) >= h.TARGETS["recall"], f"{sid} recall {p.recall}\n{detail}"
+    if p.tp + p.fp:
+        assert (p.precision or 0.0) >= h.TARGETS["precision"], (
+            f"{sid} precision {p.precision}\n{detail}"
+        )
+    assert p.onset_ok == p.onset_judged, f"{sid} onsets off\n{detail}"

@@ -1,0 +1,172 @@
+"""The harness's scoring, with stand-in predictors (independent of the detectors)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor import harness as h
+from advisor.types import InputError
+
+
+def _label_dir(root: Path, run_id: str, symptoms: list[str], onset: int | None,
+               acceptable: list[str] | None = None, eval_steps: int = 10) -> Path:
+    d = root / run_id
+    d.mkdir(parents=True)
+    (d / "metrics.jsonl").write_text("{}\n")
+    (d / "label.json").write_text(json.dumps({
+        "run_id": run_id, "symptoms": symptoms, "onset_step": onset,
+        "acceptable": acceptable or [], "eval_steps": eval_steps,
+        "family": symptoms[0] if symptoms else "healthy", "metrics_file": "metrics.jsonl",
+    }))
+    return d
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    _label_dir(tmp_path, "h1", [], None)
+    _label_dir(tmp_path, "h2", [], None)
+    _label_dir(tmp_path, "p3a", ["P3"], 100, ["DIV"])
+    _label_dir(tmp_path, "p3b", ["P3"], 200, ["DIV"])
+    _label_dir(tmp_path, "p1a", ["P1"], 1, ["KL0"], eval_steps=50)
+    return tmp_path
+
+
+def _predictor(table: dict[str, list[tuple[str, str, int | None, int | None]]]) -> h.Predictor:
+    def run(metrics: Path, config: Path | None) -> h.Prediction:
+        rows = table.get(metrics.parent.name, [])
+        return h.Prediction(metrics.parent.name, alarms=[h.Alarm(*r) for r in rows])
+    return run
+
+
+def test_perfect_predictor_meets_targets(corpus: Path) -> None:
+    pred = _predictor({"p3a": [("P3", "error", 110, 140)], "p3b": [("P3", "warning", 190, 230)],
+                       "p1a": [("P1", "warning", 1, 160)]})
+    rep = h.run_harness(corpus, predictor=pred)
+    s = rep.corpus
+    assert s is not None and s.meets_targets, s.target_misses
+    p3 = next(p for p in s.per_symptom if p.id == "P3")
+    assert (p3.tp, p3.fp, p3.fn, p3.precision, p3.recall) == (2, 0, 0, 1.0, 1.0)
+    assert p3.median_onset_error == 0.0  # +10 and -10
+    assert p3.median_delay == 35.0  # 40 and 30
+    assert s.false_alarm_rate == 0.0 and s.exact_runs == 5
+
+
+def test_false_alarms_misses_and_acceptable(corpus: Path) -> None:
+    pred = _predictor({
+        "h1": [("P2", "warning", 50, 60)],  # false alarm on a healthy run
+        "h2": [("P4", "info", 50, 60)],  # info is advice, not an alarm
+        "p3a": [("P3", "error", 100, 100), ("DIV", "error", 120, 130)],  # DIV acceptable
+        "p3b": [("KL0", "warning", 1, 150)],  # miss P3, false KL0
+        "p1a": [("P1", "warning", 400, 400)],  # late onset: 399 steps > 2 x 50
+    })
+    s = h.run_harness(corpus, predictor=pred).corpus
+    assert s is not None
+    by = {p.id: p for p in s.per_symptom}
+    assert (by["P3"].tp, by["P3"].fn, by["P3"].recall) == (1, 1, 0.5)
+    assert (by["P2"].fp, by["P2"].precision) == (1, 0.0)
+    assert (by["KL0"].fp, by["DIV"].fp) == (1, 0)
+    assert by["P4"].fp == 0
+    assert (s.healthy_with_alarm, s.false_alarm_rate) == (1, 0.5)
+    assert (by["P1"].onset_ok, by["P1"].onset_judged) == (0, 1)
+    assert not s.meets_targets
+    assert s.confusion["healthy"] == {"P2": 1, "none": 1, "runs": 2}
+    assert any("p1a: P1 onset 400" in f for f in s.failures)
+
+
+def test_advisor_errors_are_counted_not_raised(corpus: Path) -> None:
+    def broken(metrics: Path, config: Path | None) -> h.Prediction:
+        return h.Prediction(metrics.parent.name, error="input: bad")
+
+    s = h.run_harness(corpus, predictor=broken).corpus
+    assert s is not None and s.errors == 5 and not s.meets_targets
+
+
+@given(st.lists(st.tuples(st.sampled_from(["", *h.SYMPTOM_IDS]),
+                          st.sets(st.sampled_from(h.SYMPTOM_IDS), max_size=3)),
+                min_size=1, max_size=30))
+@settings(max_examples=60, deadline=None)
+def test_counts_are_consistent(runs: list[tuple[str, set[str]]]) -> None:
+    cases = [h.Case(f"r{i}", Path("m"), None, (lab,) if lab else (), (), 10 if lab else None,
+                    10, lab or "healthy") for i, (lab, _) in enumerate(runs)]
+    preds = [h.Prediction(f"r{i}", alarms=[h.Alarm(a, "warning", 10, 12) for a in sorted(al)])
+             for i, (_, al) in enumerate(runs)]
+    s = h.score(cases, preds)
+    for p in s.per_symptom:
+        assert p.tp + p.fn == p.support == sum(lab == p.id for lab, _ in runs)
+        assert p.tp + p.fp == sum(p.id in al for lab, al in runs)
+    assert s.healthy_runs == sum(not lab for lab, _ in runs)
+    assert sum(row["runs"] for row in s.confusion.values()) == len(runs)
+
+
+def test_discover_reads_generated_labels(tmp_path: Path) -> None:
+    from sample_metrics.generate import make_run
+    from sample_metrics.writers import write_run
+
+    run = make_run("P9", 0)
+    write_run(run, tmp_path / "a" / run.run_id)  # nested one level: found by rglob
+    [case] = h.discover(tmp_path)
+    assert case.symptoms == ("P9",) and case.acceptable == tuple(run.label["acceptable"])
+    assert case.eval_steps == run.hp["eval_steps"] and case.config is not None
+    assert case.metrics.name == run.label["metrics_file"] if "metrics_file" in run.label else True
+
+
+def test_discover_rejects_empty_and_bad(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"no label\.json"):
+        h.discover(tmp_path)
+    with pytest.raises(InputError, match="not a directory"):
+        h.discover(tmp_path / "missing")
+    d = tmp_path / "x"
+    d.mkdir()
+    (d / "label.json").write_text('{"symptoms": "P1"}')
+    with pytest.raises(InputError, match="must be a list"):
+        h.discover(tmp_path)
+
+
+def test_real_runs_scoring(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "log.txt").write_text("x")
+    labels = tmp_path / "labels.yaml"
+    labels.write_text(
+        "runs:\n"
+        "  a: {metrics: log.txt, expected: [DIV], acceptable: [P9], forbidden: [all]}\n"
+        "  b: {metrics: log.txt, expected: [], forbidden: [OOM]}\n"
+    )
+    pred = _predictor({"a": [("DIV", "error", 5, 5), ("P9", "warning", 5, 5)],
+                       "b": [("OOM", "error", 9, 9)]})
+    rep = h.run_harness(None, tmp_path, labels, predictor=pred)
+    a, b = rep.real
+    assert a.passed and "P1" in a.forbidden and "P9" not in a.forbidden
+    assert not b.passed and b.forbidden_hits == ["OOM"]
+    md = h.render_markdown(rep)
+    assert "Public runs (1/2 pass)" in md
+
+
+def test_markdown_and_json_render(corpus: Path) -> None:
+    pred = _predictor({"p3a": [("P3", "error", 110, 140)]})
+    rep = h.run_harness(corpus, predictor=pred)
+    md = h.render_markdown(rep)
+    assert "| P3 | 2 | 100.0% | 50.0% |" in md
+    assert "| healthy | 2 | false alarms: 0 (0.0%)" in md
+    data = json.loads(rep.to_json())
+    assert data["corpus"]["runs"] == 5 and data["real"] == []
+
+
+def test_cli_harness_json_and_check(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    import advisor.cli.harness  # noqa: F401  (registers the command)
+    from advisor.cli import app
+
+    monkeypatch.setattr(h, "predict", _predictor({}))
+    res = CliRunner().invoke(app, ["harness", str(corpus), "--no-real", "--format", "json",
+                                   "--check"])
+    assert res.exit_code == 1, res.output  # every symptom missed
+    assert json.loads(res.stdout)["corpus"]["per_symptom"][0]["id"] == "P1"
+    res = CliRunner().invoke(app, ["harness", str(corpus), "--no-real"])
+    assert res.exit_code == 0 and "## Accuracy on" in res.stdout
