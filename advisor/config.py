@@ -1,0 +1,1033 @@
+"""The job config: its three shapes, layering (defaults < file < run < --set), and patching.
+
+Shapes the platform accepts (knowledge.md section 1), all read into one `JobConfig`:
+- "yaml":    the config.yaml layout (job_name, model, datasets, functions, training: {...});
+- "keyword": the keyword arguments of run() / submit_job() written as YAML or JSON
+             (top-level hyper_parameters, resources, functions, training_datasets, ...);
+- "flat":    a bare hyperparameter dict ({"algorithm": "gspo", "batch_size": 64, ...}).
+
+Loading is one pass that collects every problem as a ConfigFinding (unknown keys with the
+nearest valid name, wrong types, out-of-range and bad-choice values, missing required
+hyperparameters) instead of stopping at the first; a bad value is reported and replaced by the
+default, so the static rules still run. Only an unreadable file is an InputError (exit 2).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.types import ConfigFinding, InputError, Severity
+
+Origin = Literal["default", "file", "run", "set"]
+Layout = Literal["yaml", "keyword", "flat", "none"]
+
+# Top-level keys of each shape (KB 1 and the seed's run()/submit_job() examples).
+_YAML_TOP = (
+    "job_name",
+    "workspace_dir",
+    "model",
+    "mode",
+    "tuned_model_name",
+    "datasets",
+    "functions",
+    "training",
+)
+_KEYWORD_TOP = (
+    "job_name",
+    "workspace_dir",
+    "model",
+    "mode",
+    "tuned_model_name",
+    "functions",
+    "hyper_parameters",
+    "resources",
+    "training_datasets",
+    "validation_datasets",
+    "training_file_ids",
+    "validation_file_ids",
+    "datasets",
+)
+_FUNCTION_KEYS = (
+    "type",
+    "name",
+    "timeout",
+    "weight",
+    "reward_metric_weight",
+    "fcmodel",
+    "entity_id",
+    "runtime",
+)
+_DATASET_KEYS = ("type", "data_source_type", "file_name", "file_id")
+_KEYWORD_DATASET_KEYS = ("data_source_type", "file_name", "file_id")
+# Advisor-only settings accepted by --set and run hints (not platform fields).
+_EXTRAS = {"expected_step_seconds": "float", "training_samples": "int"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The pydantic model of the job (what the rest of the advisor reads).
+
+
+class _Cfg(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FcModel(_Cfg):
+    classpath: str | None = None
+
+
+class Function(_Cfg):
+    type: Literal["rollout", "reward"] | None = None
+    name: str | None = None
+    timeout: float | None = None
+    weight: float | None = None
+    reward_metric_weight: dict[str, float] | None = None
+    fcmodel: FcModel | None = None
+    entity_id: str | None = None
+    runtime: dict[str, Any] | None = None  # as given; platform defaults are in the rulebook
+
+
+class Dataset(_Cfg):
+    type: Literal["training", "validation"] | None = None
+    data_source_type: str | None = None
+    file_name: str | None = None
+    file_id: str | None = None
+
+
+class Resources(_Cfg):
+    charge_type: str | None = None
+    mtu_spec_code: str | None = None
+    mtu_capacity: int | None = None
+
+
+class JobConfig(_Cfg):
+    """The platform's job, after layering; `hyper_parameters` holds all 25, defaults filled."""
+
+    job_name: str | None = None
+    workspace_dir: str | None = None
+    model: str | None = None
+    mode: Literal["reinforcement"] | None = None
+    tuned_model_name: str | None = None
+    datasets: list[Dataset] = Field(default_factory=list)
+    functions: list[Function] = Field(default_factory=list)
+    hyper_parameters: dict[str, Any] = Field(default_factory=dict)
+    resources: Resources = Field(default_factory=Resources)
+
+
+@dataclass
+class LoadedConfig:
+    """A job config after the load pass."""
+
+    config: JobConfig
+    findings: list[ConfigFinding]
+    hyper_parameters: dict[str, Any]
+    origin: dict[str, Origin]
+    source: Path | None
+    layout: Layout = "none"
+    training_samples: int | None = None
+    notes: list[str] = field(default_factory=list)  # assumptions made while loading
+    extras: dict[str, Any] = field(default_factory=dict)  # advisor-only settings
+    lines: dict[str, int] = field(default_factory=dict)  # param or dotted path -> file line
+
+    def line_of(self, params: Sequence[str]) -> int | None:
+        """The file line of the first param that has one."""
+        return next((self.lines[p] for p in params if p in self.lines), None)
+
+    def merged(self) -> dict[str, Any]:
+        """The merged config for --show-config: each hyperparameter with its origin."""
+        cfg = self.config.model_dump(mode="json", exclude_none=True, exclude={"hyper_parameters"})
+        cfg["hyper_parameters"] = {
+            k: {"value": v, "origin": self.origin.get(k, "default")}
+            for k, v in self.hyper_parameters.items()
+        }
+        return cfg
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a file.
+
+
+def _yaml(typ: str = "rt") -> Any:
+    from ruamel.yaml import YAML
+
+    y = YAML(typ=typ, pure=True)
+    y.preserve_quotes = True
+    return y
+
+
+def read_document(path: Path) -> Any:
+    """Parse a YAML or JSON job file (ruamel, YAML 1.2: `1e-6` is a float) keeping line info."""
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a YAML or JSON job file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: cannot be read as UTF-8 text ({err})") from None
+    try:
+        doc = _yaml().load(text)
+    except MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        what = (err.problem or err.context or "syntax error").strip()
+        raise InputError(f"{where}: not valid YAML/JSON: {what}") from None
+    except (YAMLError, ValueError, TypeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InputError(f"{path}: not valid YAML/JSON: {first}") from None
+    if doc is None:
+        raise InputError(f"{path}:1: empty file, expected a mapping of job config keys")
+    if not isinstance(doc, Mapping):
+        raise InputError(f"{path}:1: expected a mapping of job config keys, got a {_kind(doc)}")
+    return doc
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "mapping"
+    if isinstance(value, list | tuple):
+        return "list"
+    return type(value).__name__
+
+
+def _plain(value: Any) -> Any:
+    """ruamel's commented/scalar types -> plain Python."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def detect_layout(doc: Mapping[str, Any]) -> Layout:
+    keys = set(map(str, doc))
+    if "training" in keys or keys & {"datasets", "mode", "workspace_dir"}:
+        return "yaml"
+    if keys & set(_KEYWORD_TOP):
+        return "keyword"
+    return "flat"
+
+
+# ---------------------------------------------------------------------------------------------
+# The load pass.
+
+
+class _Pass:
+    """Walks one document, collecting findings and the cleaned canonical values."""
+
+    def __init__(self, label: str, lines: dict[str, int]) -> None:
+        from advisor.static import rulebook
+
+        self.book = rulebook()
+        self.label = label
+        self.findings: list[ConfigFinding] = []
+        self.lines = lines
+
+    # -- findings
+    def add(
+        self,
+        rule_id: str,
+        params: list[str],
+        message: str,
+        *,
+        severity: Severity | None = None,
+        suggested: Any = None,
+        line: int | None = None,
+    ) -> None:
+        rule = self.book.rule(rule_id)
+        self.findings.append(
+            ConfigFinding(
+                id=rule.id,
+                name=rule.name,
+                severity=severity or rule.severity,
+                confidence=rule.confidence,
+                params=params,
+                message=message,
+                why=rule.why,
+                suggested=suggested,
+                line=line,
+            )
+        )
+
+    def unknown(self, path: str, key: str, candidates: Mapping[str, str], line: int | None) -> None:
+        """C001 with the nearest valid name; candidates: plain name -> full suggested path."""
+        near = difflib.get_close_matches(key, list(candidates), n=1, cutoff=0.6)
+        if key in candidates:  # a valid name, at the wrong level
+            hint = f"; did you mean {candidates[key]}?"
+        else:
+            hint = f"; did you mean {candidates[near[0]]}?" if near else ""
+        sugg = candidates.get(key) or (candidates[near[0]] if near else None)
+        self.add("C001", [path], f"{path} is not a known field{hint}", suggested=sugg, line=line)
+
+    # -- scalars
+    def value(
+        self, path: str, raw: Any, spec: Any, line: int | None, param: str | None = None
+    ) -> Any:
+        """Validate one scalar against a FieldSpec; return the clean value or None if invalid."""
+        name = param or path
+        try:
+            value = _coerce(raw, spec)
+        except _Bad as bad:
+            self.add(
+                "C002",
+                [name],
+                f"{path} = {_show(raw)} must be {bad}",
+                line=line,
+                suggested=spec.default,
+            )
+            return None
+        if spec.type == "choice" and value not in spec.choices:
+            near = difflib.get_close_matches(str(value).lower(), map(str, spec.choices), n=1)
+            hint = f"; did you mean {near[0]}?" if near else ""
+            allowed = ", ".join(map(str, spec.choices))
+            self.add(
+                "C004",
+                [name],
+                f"{path} = {_show(raw)} is not one of {allowed}{hint}",
+                line=line,
+                suggested=near[0] if near else spec.default,
+            )
+            return None
+        if not _in_range(value, spec):
+            self.add(
+                "C003",
+                [name],
+                f"{path} = {_show(raw)} is outside {_range_text(spec)}",
+                line=line,
+                suggested=_clamp(value, spec),
+            )
+            return None
+        return value
+
+
+class _Bad(Exception):
+    """A value of the wrong type; the message says what was expected."""
+
+
+def _show(raw: Any) -> str:
+    from advisor.static import fmt
+
+    return repr(raw) if isinstance(raw, str) else fmt(raw)
+
+
+def _coerce(raw: Any, spec: Any) -> Any:
+    kind = spec.type
+    if kind in ("int", "float"):
+        if isinstance(raw, bool) or raw is None:
+            raise _Bad(f"a{'n integer' if kind == 'int' else ' number'}")
+        if isinstance(raw, str):  # the guide itself passes "2e-4" as a string
+            try:
+                raw = float(raw.strip().replace("_", ""))
+            except ValueError:
+                raise _Bad(f"a{'n integer' if kind == 'int' else ' number'}") from None
+        if not isinstance(raw, int | float) or not math.isfinite(raw):
+            raise _Bad("a finite number")
+        if kind == "int":
+            if float(raw) != int(raw):
+                raise _Bad("an integer")
+            return int(raw)
+        return float(raw)
+    if kind == "choice":
+        if raw is False and "no" in spec.choices:  # YAML 1.1 reads `no` as false
+            return "no"
+        if not isinstance(raw, str):
+            raise _Bad("one of " + ", ".join(map(str, spec.choices)))
+        return raw
+    if kind == "str":
+        if not isinstance(raw, str):
+            raise _Bad("a string")
+        return raw
+    if kind == "bool":
+        if isinstance(raw, str) and raw.lower() in ("true", "false"):
+            return raw.lower() == "true"
+        if not isinstance(raw, bool):
+            raise _Bad("true or false")
+        return raw
+    if not isinstance(raw, Mapping):  # mapping
+        raise _Bad("a mapping")
+    return _plain(raw)
+
+
+def _in_range(value: Any, spec: Any) -> bool:
+    if spec.type not in ("int", "float"):
+        return True
+    if spec.min is not None and (value < spec.min or (spec.min_exclusive and value == spec.min)):
+        return False
+    return spec.max is None or value <= spec.max
+
+
+def _range_text(spec: Any) -> str:
+    from advisor.static import fmt
+
+    lo = "(" if spec.min_exclusive else "["
+    if spec.max is None:
+        return f">= {fmt(spec.min)}" if not spec.min_exclusive else f"> {fmt(spec.min)}"
+    return f"{lo}{fmt(spec.min)}, {fmt(spec.max)}]"
+
+
+def _clamp(value: Any, spec: Any) -> Any:
+    if spec.min is not None and value < spec.min:
+        return spec.default if spec.min_exclusive else type(value)(spec.min)
+    if spec.max is not None and value > spec.max:
+        return type(value)(spec.max)
+    return spec.default
+
+
+def _line(node: Any, key: Any) -> int | None:
+    """1-based line of `key` in a ruamel mapping (or item `key` of a sequence)."""
+    try:
+        lc = node.lc
+        return (lc.item(key) if isinstance(key, int) else lc.key(key))[0] + 1
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return None
+
+
+class _Walker(_Pass):
+    """Reads the three shapes into the canonical dict."""
+
+    def __init__(self, label: str, lines: dict[str, int], layout: Layout) -> None:
+        super().__init__(label, lines)
+        self.layout = layout
+        self.hp: dict[str, Any] = {}
+        self.out: dict[str, Any] = {"datasets": [], "functions": [], "resources": {}}
+        hp_at = {"yaml": "training.hyper_parameters.", "keyword": "hyper_parameters.", "flat": ""}
+        self.hp_prefix = hp_at.get(layout, "")
+
+    def walk(self, doc: Mapping[str, Any]) -> None:
+        if self.layout == "flat":
+            self.hyper_parameters(doc, "")
+            return
+        top = _YAML_TOP if self.layout == "yaml" else _KEYWORD_TOP
+        candidates = {k: k for k in top}
+        for key, raw in doc.items():
+            key, line = str(key), _line(doc, key)
+            if key in top:
+                self.section(key, raw, key, line)
+            elif key in self.book.hyper_parameters:  # a hyperparameter at the top: use it, warn
+                self.unknown(key, key, {key: self.hp_prefix + key}, line)
+                self.hp_value(key, raw, key, line)
+            else:
+                self.unknown(key, key, candidates | self._hp_candidates(), line)
+
+    def _hp_candidates(self) -> dict[str, str]:
+        return {k: self.hp_prefix + k for k in self.book.hyper_parameters}
+
+    def section(self, key: str, raw: Any, path: str, line: int | None) -> None:
+        if key == "training":
+            self.training(raw, path, line)
+        elif key == "hyper_parameters":
+            self.hyper_parameters(raw, path + ".", line)
+        elif key == "resources":
+            self.resources(raw, path, line)
+        elif key == "functions":
+            self.functions(raw, path, line)
+        elif key in ("datasets", "training_datasets", "validation_datasets"):
+            self.datasets(key, raw, path, line)
+        elif key in ("training_file_ids", "validation_file_ids"):
+            self.file_ids(key, raw, path, line)
+        else:
+            self.top_scalar(key, raw, path, line)
+
+    def mapping(self, raw: Any, path: str, line: int | None) -> Mapping[str, Any] | None:
+        if isinstance(raw, Mapping):
+            return raw
+        self.add("C002", [path], f"{path} = {_show(raw)} must be a mapping", line=line)
+        return None
+
+    def top_scalar(self, key: str, raw: Any, path: str, line: int | None) -> None:
+        from advisor.static import FieldSpec
+
+        spec = (
+            FieldSpec(type="choice", choices=["reinforcement"])
+            if key == "mode"
+            else FieldSpec(type="str")
+        )
+        value = self.value(path, raw, spec, line)
+        if value is not None:
+            self.out[key] = value
+            self.lines[key] = line or 0
+
+    def training(self, raw: Any, path: str, line: int | None) -> None:
+        m = self.mapping(raw, path, line)
+        for key, sub in (m or {}).items():
+            key, sub_line = str(key), _line(m, key)
+            if key == "hyper_parameters":
+                self.hyper_parameters(sub, f"{path}.{key}.", sub_line)
+            elif key == "resources":
+                self.resources(sub, f"{path}.{key}", sub_line)
+            elif key in self.book.hyper_parameters:
+                self.unknown(
+                    f"{path}.{key}", key, {key: f"{path}.hyper_parameters.{key}"}, sub_line
+                )
+                self.hp_value(key, sub, f"{path}.{key}", sub_line)
+            else:
+                cands = {
+                    "hyper_parameters": f"{path}.hyper_parameters",
+                    "resources": f"{path}.resources",
+                }
+                self.unknown(f"{path}.{key}", key, cands, sub_line)
+
+    def hyper_parameters(self, raw: Any, prefix: str, line: int | None = None) -> None:
+        m = raw if not prefix else self.mapping(raw, prefix.rstrip("."), line)
+        for key, sub in (m or {}).items():
+            key, sub_line = str(key), _line(m, key)
+            if key in self.book.hyper_parameters:
+                self.hp_value(key, sub, prefix + key, sub_line)
+            else:
+                self.unknown(prefix + key, key, self._hp_candidates(), sub_line)
+
+    def hp_value(self, key: str, raw: Any, path: str, line: int | None) -> None:
+        value = self.value(path, raw, self.book.hyper_parameters[key], line, param=key)
+        if line:
+            self.lines[key] = line
+        if value is not None:
+            self.hp[key] = value
+
+    def resources(self, raw: Any, path: str, line: int | None) -> None:
+        m = self.mapping(raw, path, line)
+        specs = self.book.resources
+        for key, sub in (m or {}).items():
+            key, sub_line = str(key), _line(m, key)
+            if key not in specs:
+                self.unknown(f"{path}.{key}", key, {k: f"{path}.{k}" for k in specs}, sub_line)
+                continue
+            value = self.value(f"{path}.{key}", sub, specs[key], sub_line, param=key)
+            self.lines[key] = sub_line or 0
+            if value is not None:
+                self.out["resources"][key] = value
+
+    def functions(self, raw: Any, path: str, line: int | None) -> None:
+        if not isinstance(raw, list):
+            self.add("C002", [path], f"{path} must be a list of functions", line=line)
+            return
+        for i, item in enumerate(raw):
+            self.function(item, f"{path}[{i}]", _line(raw, i) or line)
+
+    def function(self, raw: Any, path: str, line: int | None) -> None:
+        from advisor.static import FieldSpec
+
+        m = self.mapping(raw, path, line)
+        if m is None:
+            return
+        fn: dict[str, Any] = {}
+        self.lines[path] = line or 0
+        specs = {
+            "name": FieldSpec(type="str"),
+            "entity_id": FieldSpec(type="str"),
+            "timeout": FieldSpec(type="float", min=1),
+            "weight": FieldSpec(type="float", min=0),
+        }
+        for key, sub in m.items():
+            key, sub_line = str(key), _line(m, key)
+            full = f"{path}.{key}"
+            if sub_line:
+                self.lines[full] = sub_line
+            if key == "type":
+                fn["type"] = self.function_type(sub, full, sub_line)
+            elif key in specs:
+                fn[key] = self.value(full, sub, specs[key], sub_line)
+            elif key == "reward_metric_weight":
+                fn[key] = self.metric_weights(sub, full, sub_line)
+            elif key == "fcmodel":
+                fn[key] = self.fcmodel(sub, full, sub_line)
+            elif key == "runtime":
+                fn[key] = self.runtime(sub, full, sub_line)
+            else:
+                self.unknown(full, key, {k: f"{path}.{k}" for k in _FUNCTION_KEYS}, sub_line)
+        if fn.get("type") is None and "type" not in m:
+            fn["type"] = _infer_type(fn)
+            if fn["type"] is None:
+                self.add(
+                    "C002",
+                    [f"{path}.type"],
+                    f"{path}.type is missing: must be rollout or reward",
+                    line=line,
+                )
+        self.out["functions"].append({k: v for k, v in fn.items() if v is not None})
+
+    def function_type(self, raw: Any, path: str, line: int | None) -> str | None:
+        from advisor.static import FieldSpec
+
+        if isinstance(raw, str):  # FunctionType.ROLLOUT written as ROLLOUT
+            raw = raw.split(".")[-1].lower()
+        return self.value(path, raw, FieldSpec(type="choice", choices=["rollout", "reward"]), line)
+
+    def metric_weights(self, raw: Any, path: str, line: int | None) -> dict[str, float] | None:
+        from advisor.static import FieldSpec
+
+        m = self.mapping(raw, path, line)
+        if m is None:
+            return None
+        spec = FieldSpec(type="float", min=0)
+        clean = {str(k): self.value(f"{path}.{k}", v, spec, _line(m, k)) for k, v in m.items()}
+        return {k: v for k, v in clean.items() if v is not None}
+
+    def fcmodel(self, raw: Any, path: str, line: int | None) -> dict[str, Any] | None:
+        from advisor.static import FieldSpec
+
+        m = self.mapping(raw, path, line)
+        out = {}
+        for key, sub in (m or {}).items():
+            key, sub_line = str(key), _line(m, key)
+            if key == "classpath":
+                out[key] = self.value(f"{path}.{key}", sub, FieldSpec(type="str"), sub_line)
+            else:
+                self.unknown(f"{path}.{key}", key, {"classpath": f"{path}.classpath"}, sub_line)
+        return out if m is not None else None
+
+    def runtime(self, raw: Any, path: str, line: int | None) -> dict[str, Any] | None:
+        m = self.mapping(raw, path, line)
+        if m is None:
+            return None
+        specs = self.book.function_runtime
+        out = {}
+        for key, sub in m.items():
+            key, sub_line = str(key), _line(m, key)
+            if key not in specs:
+                self.unknown(f"{path}.{key}", key, {k: f"{path}.{k}" for k in specs}, sub_line)
+                continue
+            value = self.value(f"{path}.{key}", sub, specs[key], sub_line)
+            if value is not None:
+                out[key] = value
+        return out
+
+    def datasets(self, key: str, raw: Any, path: str, line: int | None) -> None:
+        from advisor.static import FieldSpec
+
+        if not isinstance(raw, list):
+            self.add("C002", [path], f"{path} must be a list of datasets", line=line)
+            return
+        keyword = key != "datasets"
+        allowed = _KEYWORD_DATASET_KEYS if keyword else _DATASET_KEYS
+        for i, item in enumerate(raw):
+            ipath, iline = f"{path}[{i}]", _line(raw, i) or line
+            m = self.mapping(item, ipath, iline)
+            ds: dict[str, Any] = {"type": key.split("_")[0]} if keyword else {}
+            for k, sub in (m or {}).items():
+                k, sub_line = str(k), _line(m, k)
+                if k not in allowed:
+                    self.unknown(f"{ipath}.{k}", k, {a: f"{ipath}.{a}" for a in allowed}, sub_line)
+                    continue
+                spec = (
+                    FieldSpec(type="choice", choices=["training", "validation"])
+                    if k == "type"
+                    else FieldSpec(type="str")
+                )
+                ds[k] = self.value(f"{ipath}.{k}", sub, spec, sub_line)
+            if m is not None:
+                self.out["datasets"].append({k: v for k, v in ds.items() if v is not None})
+
+    def file_ids(self, key: str, raw: Any, path: str, line: int | None) -> None:
+        ids = raw if isinstance(raw, list) else [raw]
+        for i, fid in enumerate(ids):
+            if not isinstance(fid, str):
+                self.add(
+                    "C002",
+                    [path],
+                    f"{path}[{i}] = {_show(fid)} must be a file id string",
+                    line=line,
+                )
+                continue
+            self.out["datasets"].append({"type": key.split("_")[0], "file_id": fid})
+
+
+def _infer_type(fn: Mapping[str, Any]) -> str | None:
+    ref = str(fn.get("entity_id") or "") + " " + str((fn.get("fcmodel") or {}).get("classpath", ""))
+    if ref.startswith("ro-") or "rollout" in ref.lower():
+        return "rollout"
+    if ref.startswith("rw-") or "reward" in ref.lower():
+        return "reward"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# --set and run hints.
+
+
+def parse_set(item: str) -> tuple[str, Any]:
+    """'KEY=VALUE' -> (key, YAML scalar); InputError on bad syntax."""
+    key, eq, text = item.partition("=")
+    key = key.strip()
+    if not eq or not key:
+        raise InputError(f"--set {item}: expected KEY=VALUE (e.g. --set learning_rate=1e-5)")
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        value = _yaml("safe").load(text) if text.strip() else ""
+    except (YAMLError, ValueError) as err:
+        raise InputError(
+            f"--set {item}: value is not a YAML scalar ({str(err).splitlines()[0]})"
+        ) from None
+    return key, value
+
+
+def _set_target(key: str) -> tuple[str, str]:
+    """Where a --set key lands: ('hp'|'resources'|'extra'|'top'|'function', name)."""
+    from advisor.static import rulebook
+
+    book = rulebook()
+    parts = key.split(".")
+    for prefix in (["training", "hyper_parameters"], ["hyper_parameters"]):
+        if parts[: len(prefix)] == prefix and len(parts) == len(prefix) + 1:
+            parts = parts[len(prefix) :]
+            if parts[0] in book.hyper_parameters:
+                return "hp", parts[0]
+    for prefix in (["training", "resources"], ["resources"]):
+        if parts[: len(prefix)] == prefix and len(parts) == len(prefix) + 1:
+            parts = parts[len(prefix) :]
+    if len(parts) == 1:
+        name = parts[0]
+        if name in book.hyper_parameters:
+            return "hp", name
+        if name in book.resources:
+            return "resources", name
+        if name in _EXTRAS:
+            return "extra", name
+        if name in ("model", "job_name", "tuned_model_name", "workspace_dir"):
+            return "top", name
+    if len(parts) >= 3 and parts[0] == "functions" and parts[1].isdigit():
+        return "function", key
+    known = [*book.hyper_parameters, *book.resources, *_EXTRAS, "model"]
+    near = difflib.get_close_matches(parts[-1], known, n=1)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    raise InputError(f"--set {key}: unknown key{hint}")
+
+
+def _apply_function_set(walker: _Walker, key: str, value: Any) -> None:
+    _, idx, *rest = key.split(".")
+    fns = walker.out["functions"]
+    i = int(idx)
+    if i >= len(fns):
+        raise InputError(f"--set {key}: the config has {len(fns)} function(s), no index {i}")
+    if rest[0] == "runtime" and len(rest) == 2:
+        spec = walker.book.function_runtime.get(rest[1])
+        if spec is None:
+            raise InputError(f"--set {key}: unknown runtime field {rest[1]}")
+        clean = walker.value(f"--set {key}", value, spec, None)
+        if clean is not None:
+            fns[i].setdefault("runtime", {})[rest[1]] = clean
+        return
+    if rest[0] in ("timeout", "weight", "name", "entity_id") and len(rest) == 1:
+        from advisor.static import FieldSpec
+
+        spec = (
+            FieldSpec(type="str")
+            if rest[0] in ("name", "entity_id")
+            else FieldSpec(type="float", min=0)
+        )
+        clean = walker.value(f"--set {key}", value, spec, None)
+        if clean is not None:
+            fns[i][rest[0]] = clean
+        return
+    raise InputError(
+        f"--set {key}: only functions.N.runtime.FIELD, timeout, weight, name, entity_id can be set"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The public loader.
+
+
+def load_config(
+    path: Path | str | None,
+    sets: Sequence[str] = (),
+    hints: Mapping[str, Any] | None = None,
+    training_samples: int | None = None,
+) -> LoadedConfig:
+    """Load a job config (any of the three shapes), layer defaults < file < run < --set.
+
+    Raises InputError only when the file or a --set is unusable; everything else is a finding.
+    """
+    from advisor.static import rulebook
+
+    book = rulebook()
+    source = Path(path) if path is not None else None
+    lines: dict[str, int] = {}
+    layout: Layout = "none"
+    walker = _Walker(str(source or "<none>"), lines, "none")
+    if source is not None:
+        doc = read_document(source)
+        layout = detect_layout(doc)
+        walker = _Walker(str(source), lines, layout)
+        walker.walk(doc)
+    origin: dict[str, Origin] = {k: "file" for k in walker.hp}
+    extras: dict[str, Any] = {}
+    _layer_hints(walker, hints or {}, origin, source is not None)
+    for item in sets:
+        _layer_set(walker, item, origin, extras)
+    hp, notes = _fill_defaults(walker, origin, report_missing=source is not None)
+    samples = _training_samples(training_samples, extras, walker.out, source, notes)
+    walker.out["hyper_parameters"] = hp
+    cfg = JobConfig.model_validate(walker.out)
+    del book
+    return LoadedConfig(
+        config=cfg,
+        findings=walker.findings,
+        hyper_parameters=hp,
+        origin=origin,
+        source=source,
+        layout=layout,
+        training_samples=samples,
+        notes=notes,
+        extras=extras,
+        lines=lines,
+    )
+
+
+def _layer_hints(
+    walker: _Walker, hints: Mapping[str, Any], origin: dict[str, Origin], have_file: bool
+) -> None:
+    """Values the run's own log reports; they beat the file (they are what actually ran)."""
+    from advisor.static import fmt
+
+    specs = walker.book.hyper_parameters
+    for key, raw in hints.items():
+        if key == "model" and isinstance(raw, str) and not walker.out.get("model"):
+            walker.out["model"] = raw
+            continue
+        if key not in specs:
+            continue
+        try:
+            value = _coerce(raw, specs[key])
+        except _Bad:
+            continue
+        if not _in_range(value, specs[key]) or (
+            specs[key].choices and value not in specs[key].choices
+        ):
+            continue
+        old = walker.hp.get(key)
+        if have_file and old is not None and old != value:
+            walker.add(
+                "C006",
+                [key],
+                f"{key}: the run's log says {fmt(value)}, the file says "
+                f"{fmt(old)}; the run's value is used",
+                line=walker.lines.get(key),
+                suggested=value,
+            )
+        walker.hp[key] = value
+        origin[key] = "run"
+
+
+def _layer_set(
+    walker: _Walker, item: str, origin: dict[str, Origin], extras: dict[str, Any]
+) -> None:
+    key, value = parse_set(item)
+    where, name = _set_target(key)
+    if where == "function":
+        _apply_function_set(walker, name, value)
+        return
+    if where == "extra":
+        from advisor.static import FieldSpec
+
+        clean = walker.value(f"--set {key}", value, FieldSpec(type=_EXTRAS[name], min=0), None)
+        if clean is not None:
+            extras[name] = clean
+        return
+    if where == "top":
+        walker.top_scalar(name, value, f"--set {key}", None)
+        return
+    specs = walker.book.hyper_parameters if where == "hp" else walker.book.resources
+    clean = walker.value(f"--set {key}", value, specs[name], None, param=name)
+    if clean is None:
+        return
+    if where == "hp":
+        walker.hp[name] = clean
+        origin[name] = "set"
+        walker.lines.pop(name, None)
+    else:
+        walker.out["resources"][name] = clean
+
+
+def _fill_defaults(
+    walker: _Walker, origin: dict[str, Origin], report_missing: bool
+) -> tuple[dict[str, Any], list[str]]:
+    from advisor.static import fmt
+
+    specs = walker.book.hyper_parameters
+    hp: dict[str, Any] = {}
+    notes: list[str] = []
+    missing = [k for k, s in specs.items() if s.required and k not in walker.hp]
+    for key, spec in specs.items():
+        hp[key] = walker.hp.get(key, spec.default)
+        origin.setdefault(key, "default")
+    if (
+        report_missing
+        and missing
+        and len(missing) == len([s for s in specs.values() if s.required])
+    ):
+        walker.add(
+            "C005",
+            missing,
+            "no hyperparameters are given: the advisor assumes the "
+            "guide's example values for all 15 required ones "
+            f"({', '.join(f'{k}={fmt(specs[k].default)}' for k in missing[:4])}, ...)",
+        )
+    elif report_missing:
+        for key in missing:
+            walker.add(
+                "C005",
+                [key],
+                f"{key} is missing; the advisor assumes the default "
+                f"{fmt(specs[key].default)} (the guide's example value)",
+                suggested=specs[key].default,
+            )
+    if missing:
+        notes.append("assumed defaults for " + ", ".join(f"{k}={fmt(hp[k])}" for k in missing))
+    return hp, notes
+
+
+def _training_samples(
+    explicit: int | None,
+    extras: Mapping[str, Any],
+    out: Mapping[str, Any],
+    source: Path | None,
+    notes: list[str],
+) -> int | None:
+    """--training-samples, else --set training_samples, else count a local training JSONL."""
+    if explicit is not None:
+        return explicit
+    if extras.get("training_samples") is not None:
+        return int(extras["training_samples"])
+    if source is None:
+        return None
+    base = source.parent / (out.get("workspace_dir") or ".")
+    total, found = 0, False
+    for ds in out.get("datasets", []):
+        if ds.get("type") != "training" or not ds.get("file_name"):
+            continue
+        for cand in (base / ds["file_name"], source.parent / ds["file_name"]):
+            if cand.is_file():
+                total += _count_lines(cand)
+                found = True
+                break
+        else:
+            notes.append(
+                f"training file {ds['file_name']} not found locally: the total step "
+                "count is unknown (pass --training-samples N for the cadence checks)"
+            )
+    return total if found else None
+
+
+def _count_lines(path: Path) -> int:
+    with path.open("rb") as fh:
+        return sum(1 for line in fh if line.strip())
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing a patched job file.
+
+
+def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -> None:
+    """Write `source` with `changes` applied to `dest`, keeping comments, order and layout.
+
+    Keys of `changes` are hyperparameter names (placed where the file keeps its
+    hyper_parameters), resources field names, or dotted paths. JSON stays JSON. Refuses
+    dest == source; writes atomically (a temp file renamed into place).
+    """
+    dest = Path(dest)
+    if source is not None and Path(source).resolve() == dest.resolve():
+        raise InputError(f"{dest}: the patched config must not overwrite its source")
+    clean = {str(k): _plain(_scalar(v)) for k, v in changes.items()}
+    if source is None:
+        doc: Any = {"training": {"hyper_parameters": dict(clean)}}
+        text, is_json = None, False
+    else:
+        source = Path(source)
+        doc = read_document(source)
+        text = source.read_text(encoding="utf-8")
+        is_json = text.lstrip().startswith("{")
+        _apply_changes(doc, clean, detect_layout(doc))
+    _atomic_write(dest, _dump(doc, text, is_json))
+
+
+def _scalar(value: Any) -> Any:
+    """numpy scalars and the like -> Python (so ruamel and json can write them)."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) and not isinstance(value, list | dict) else value
+
+
+def _apply_changes(doc: Any, changes: Mapping[str, Any], layout: Layout) -> None:
+    from advisor.static import rulebook
+
+    book = rulebook()
+    hp_path = {"yaml": ["training", "hyper_parameters"], "keyword": ["hyper_parameters"]}.get(
+        layout, []
+    )
+    res_path = {"yaml": ["training", "resources"]}.get(layout, ["resources"])
+    for key, value in changes.items():
+        if "." in key:
+            path = key.split(".")
+        elif key in book.hyper_parameters:
+            path = [*hp_path, key]
+        elif key in book.resources:
+            path = [*res_path, key]
+        else:
+            path = [*hp_path, key]
+        node = doc
+        for part in path[:-1]:
+            idx: Any = int(part) if part.isdigit() and isinstance(node, list) else part
+            if isinstance(node, list):
+                node = node[idx]
+                continue
+            if not isinstance(node.get(idx), Mapping | list):
+                node[idx] = type(doc)() if isinstance(doc, Mapping) else {}
+            node = node[idx]
+        node[path[-1]] = value
+
+
+def _dump(doc: Any, text: str | None, is_json: bool) -> str:
+    import io
+
+    if is_json:
+        import json
+
+        return json.dumps(_plain(doc), indent=2, ensure_ascii=False) + "\n"
+    y = _yaml()
+    if text is not None:
+        from ruamel.yaml.util import load_yaml_guess_indent
+
+        _, indent, seq_indent = load_yaml_guess_indent(text)
+        y.indent(
+            mapping=indent or 2, sequence=(indent or 2) + (seq_indent or 0), offset=seq_indent or 0
+        )
+    y.width = 4096
+    buf = io.StringIO()
+    y.dump(doc, buf)
+    return buf.getvalue()
+
+
+def _atomic_write(dest: Path, text: str) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

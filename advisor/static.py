@@ -1,0 +1,753 @@
+"""Static rules over a job config: the rulebook schema, a tiny expression language, the checker.
+
+The rules are data (`rulebook/config.yaml`, schema `ConfigRulebook`); this module only knows a
+handful of check kinds (`require`, `range`, `enum`, `sum_equals`, `regex`, `custom`, `load`) and
+evaluates their expressions over a flat scope of names (the 25 hyperparameters, values derived
+from the model name, resources and training-set size, and for function rules the fields of one
+rollout/reward function). A name whose value is unknown makes the rule skip: the advisor never
+judges on a value it invented.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from advisor.types import ConfigFinding, Severity
+
+if TYPE_CHECKING:
+    from advisor.config import LoadedConfig
+    from advisor.types import Diagnosis
+
+# ---------------------------------------------------------------------------------------------
+# Rulebook schema (pydantic, extra="forbid"): this is what `rulebook/schema_config.json` exports.
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FieldSpec(_Strict):
+    """One scalar field of the job model: type, valid range or choices, platform default."""
+
+    type: Literal["int", "float", "choice", "str", "bool", "mapping"]
+    min: float | None = None
+    max: float | None = None
+    min_exclusive: bool = False
+    choices: list[Any] | None = None
+    required: bool = False
+    default: Any = None
+    meaning: str = ""
+
+
+class ModelInfo(_Strict):
+    kind: Literal["dense", "moe"]
+    params_b: float = Field(gt=0, description="total parameters, billions")
+    active_b: float | None = Field(None, description="active parameters per token (MoE)")
+
+
+class ScaleAdvice(_Strict):
+    lr_max: float
+    kl_max: float
+
+
+class MtuSpec(_Strict):
+    gpu_memory_gb: float = Field(gt=0)
+    note: str = ""
+
+
+class RequireCheck(_Strict):
+    """Fires when `expr` is false."""
+
+    kind: Literal["require"]
+    expr: str
+
+
+class RangeCheck(_Strict):
+    """Fires when `param` lies outside [min, max] (either bound optional)."""
+
+    kind: Literal["range"]
+    param: str
+    min: float | None = None
+    max: float | None = None
+
+
+class EnumCheck(_Strict):
+    """Fires when `param` is not one of `values`."""
+
+    kind: Literal["enum"]
+    param: str
+    values: list[Any]
+
+
+class SumEqualsCheck(_Strict):
+    """Fires when the numbers of mapping/list `param` do not sum to `total` (within tolerance)."""
+
+    kind: Literal["sum_equals"]
+    param: str
+    total: float = 1.0
+    tolerance: float = 1e-6
+
+
+class RegexCheck(_Strict):
+    """Fires when string `param` does not fully match `pattern`."""
+
+    kind: Literal["regex"]
+    param: str
+    pattern: str
+
+
+class CustomCheck(_Strict):
+    """A registered Python function, for the few rules that need arithmetic (memory estimate)."""
+
+    kind: Literal["custom"]
+    function: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class LoadCheck(_Strict):
+    """Emitted by the config loader (unknown keys, types, ranges); documented here."""
+
+    kind: Literal["load"]
+
+
+Check = Annotated[
+    RequireCheck | RangeCheck | EnumCheck | SumEqualsCheck | RegexCheck | CustomCheck | LoadCheck,
+    Field(discriminator="kind"),
+]
+
+
+class ConfigRule(_Strict):
+    """One static rule, with its ruff-shaped documentation."""
+
+    id: str = Field(pattern=r"^C\d{3}$")
+    name: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", description="kebab-case problem name")
+    severity: Severity
+    confidence: Literal["low", "medium", "high"] = "high"
+    scope: Literal["job", "function"] = "job"
+    function_type: Literal["rollout", "reward"] | None = None
+    params: list[str]
+    when: str | None = Field(None, description="expression; the rule is judged only when true")
+    check: Check
+    message: str = Field(min_length=1, description="{expression} parts are evaluated")
+    suggested: str | None = Field(None, description="expression giving the suggested value")
+    summary: str = Field(min_length=1, description="What it does")
+    why: str = Field(min_length=1, description="Why is this bad?")
+    example: str = Field(min_length=1)
+    use_instead: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+
+    @field_validator("when", "suggested")
+    @classmethod
+    def _parses(cls, value: str | None) -> str | None:
+        if value is not None:
+            _parse(value)
+        return value
+
+
+class ConfigRulebook(_Strict):
+    version: int
+    hyper_parameters: dict[str, FieldSpec]
+    function_runtime: dict[str, FieldSpec]
+    resources: dict[str, FieldSpec]
+    models: dict[str, ModelInfo]
+    scales: dict[str, ScaleAdvice]
+    mtu_specs: dict[str, MtuSpec]
+    rules: list[ConfigRule]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ConfigRulebook:
+        ids = [r.id for r in self.rules]
+        dupes = {i for i in ids if ids.count(i) > 1}
+        if dupes:
+            raise ValueError(f"duplicate rule ids: {sorted(dupes)}")
+        for rule in self.rules:
+            if isinstance(rule.check, RequireCheck):
+                _parse(rule.check.expr)
+            if isinstance(rule.check, CustomCheck) and rule.check.function not in CUSTOM:
+                raise ValueError(f"{rule.id}: unknown custom function {rule.check.function!r}")
+        return self
+
+    def rule(self, rule_id: str) -> ConfigRule:
+        return next(r for r in self.rules if r.id == rule_id)
+
+
+class Profile(_Strict):
+    description: str
+    model: str
+    source: str
+    hyper_parameters: dict[str, Any]
+
+
+class ProfileBook(_Strict):
+    version: int
+    profiles: dict[str, Profile]
+
+
+@cache
+def rulebook() -> ConfigRulebook:
+    """The config rulebook, validated against its schema (cached)."""
+    return ConfigRulebook.model_validate(_read_yaml(_rulebook_file("config.yaml")))
+
+
+@cache
+def profiles() -> ProfileBook:
+    return ProfileBook.model_validate(_read_yaml(_rulebook_file("profiles.yaml")))
+
+
+def _rulebook_file(name: str) -> Path:
+    from advisor.resources import rulebook_dir
+
+    return rulebook_dir() / name
+
+
+def _read_yaml(path: Path) -> Any:
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+
+
+def export_schema(dest: Path) -> None:
+    """Write the JSON schema of the config rulebook (rulebook/schema_config.json)."""
+    import json
+
+    schema = {
+        "title": "rl-advisor config rulebook",
+        "$defs": {
+            "ConfigRulebook": ConfigRulebook.model_json_schema(),
+            "ProfileBook": ProfileBook.model_json_schema(),
+        },
+    }
+    dest.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# The expression language: a safe subset of Python expressions, evaluated over a scope dict.
+
+
+class Unknown(Exception):
+    """A value the expression needs is unknown (missing, or None where a number is needed)."""
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    return bool(value)
+
+
+def _values(value: Any) -> list[Any]:
+    if isinstance(value, Mapping):
+        return list(value.values())
+    if isinstance(value, list | tuple):
+        return list(value)
+    raise Unknown("not a mapping")
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "ceil": math.ceil,
+    "floor": math.floor,
+    "round": round,
+    "len": len,
+    "sum": sum,
+    "values": _values,
+    "get": lambda m, k: m.get(k) if isinstance(m, Mapping) else None,
+    "truthy": _truthy,
+    "startswith": lambda s, p: isinstance(s, str) and s.startswith(p),
+}
+
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
+}
+_CMPOPS: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
+}
+_ALLOWED = (
+    ast.Expression,
+    ast.Constant,
+    ast.Name,
+    ast.Load,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.IfExp,
+    ast.Call,
+    ast.Tuple,
+    ast.List,
+    ast.And,
+    ast.Or,
+    ast.Not,
+    ast.USub,
+    ast.UAdd,
+    *_BINOPS,
+    *_CMPOPS,
+)
+
+
+@cache
+def _parse(expr: str) -> ast.Expression:
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except SyntaxError as err:
+        raise ValueError(f"bad expression {expr!r}: {err.msg}") from None
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED):
+            raise ValueError(f"expression {expr!r}: {type(node).__name__} is not allowed")
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS and not node.keywords
+        ):
+            raise ValueError(f"expression {expr!r}: only {sorted(FUNCTIONS)} may be called")
+    return tree
+
+
+def evaluate(expr: str, scope: Mapping[str, Any]) -> Any:
+    """Evaluate a rule expression; raises Unknown when a needed value is unknown."""
+    return _eval(_parse(expr).body, scope)
+
+
+def _eval(node: ast.AST, scope: Mapping[str, Any]) -> Any:
+    match node:
+        case ast.Constant(value=value):
+            return value
+        case ast.Name(id=name):
+            if name in ("True", "False", "None"):
+                return {"True": True, "False": False, "None": None}[name]
+            if name not in scope:
+                raise Unknown(name)
+            return scope[name]
+        case ast.BoolOp(op=op, values=values):
+            result: Any = None
+            for sub in values:
+                result = _eval(sub, scope)
+                if isinstance(op, ast.And) != bool(result):
+                    return result
+            return result
+        case ast.UnaryOp(op=op, operand=operand):
+            value = _eval(operand, scope)
+            if isinstance(op, ast.Not):
+                return not value
+            return _arith(lambda v: -v if isinstance(op, ast.USub) else +v, value)
+        case ast.BinOp(left=left, op=op, right=right):
+            return _arith(_BINOPS[type(op)], _eval(left, scope), _eval(right, scope))
+        case ast.Compare(left=left, ops=ops, comparators=comparators):
+            return _compare(left, ops, comparators, scope)
+        case ast.IfExp(test=test, body=body, orelse=orelse):
+            return _eval(body if _eval(test, scope) else orelse, scope)
+        case ast.Call(func=ast.Name(id=name), args=args):
+            return _arith(FUNCTIONS[name], *(_eval(a, scope) for a in args), allow_none=True)
+        case ast.Tuple(elts=elts) | ast.List(elts=elts):
+            return tuple(_eval(e, scope) for e in elts)
+    raise ValueError(f"unsupported expression node {type(node).__name__}")
+
+
+def _arith(fn: Callable[..., Any], *args: Any, allow_none: bool = False) -> Any:
+    if not allow_none and any(a is None for a in args):
+        raise Unknown("None operand")
+    try:
+        return fn(*args)
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError) as err:
+        raise Unknown(str(err)) from None
+
+
+def _compare(left: ast.AST, ops: list[ast.cmpop], comps: list[ast.expr], scope: Any) -> bool:
+    value = _eval(left, scope)
+    for op, comp in zip(ops, comps, strict=True):
+        other = _eval(comp, scope)
+        identity = isinstance(op, ast.Is | ast.IsNot | ast.Eq | ast.NotEq)
+        if not identity and (value is None or other is None):
+            raise Unknown("None compared")
+        try:
+            ok = _CMPOPS[type(op)](value, other)
+        except TypeError as err:
+            raise Unknown(str(err)) from None
+        if not ok:
+            return False
+        value = other
+    return True
+
+
+def fmt(value: Any) -> str:
+    """Format a value for a message: short floats, 2e-6 not 2e-06."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value)) if abs(value) >= 1 else "0"
+        text = f"{value:.6g}"
+        return re.sub(r"e([+-])0*(\d)", lambda m: f"e{'-' if m[1] == '-' else ''}{m[2]}", text)
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+
+
+def render(template: str, scope: Mapping[str, Any]) -> str:
+    """Fill `{expression}` parts of a message; an unknown value shows as '?'."""
+
+    def one(match: re.Match[str]) -> str:
+        try:
+            return fmt(evaluate(match[1], scope))
+        except (Unknown, ValueError):
+            return "?"
+
+    return _PLACEHOLDER.sub(one, template)
+
+
+# ---------------------------------------------------------------------------------------------
+# Custom checks: registered by name, referenced from the rulebook.
+
+CustomResult = list[tuple[Severity, str, Any]]  # (severity, message, suggested value)
+CUSTOM: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], CustomResult]] = {}
+
+
+def custom(name: str) -> Callable[[Callable[..., CustomResult]], Callable[..., CustomResult]]:
+    def register(fn: Callable[..., CustomResult]) -> Callable[..., CustomResult]:
+        CUSTOM[name] = fn
+        return fn
+
+    return register
+
+
+@custom("memory_estimate")
+def memory_estimate(scope: Mapping[str, Any], args: Mapping[str, Any]) -> CustomResult:
+    """KB 2.6: params x (weight + optimizer bytes) / model-parallel split, against the card."""
+    params_b, card = scope.get("model_params_b"), scope.get("gpu_memory_gb")
+    if params_b is None or card is None:
+        return []
+    tp, pp = scope["tensor_model_parallel_size"], scope["pipeline_model_parallel_size"]
+    moe = scope.get("model_kind") == "moe"
+    ep = scope["expert_model_parallel_size"] if moe else 1
+    wb, ob = args.get("weight_bytes", 2), args.get("optimizer_bytes", 8)
+    split = tp * pp * ep
+    weights, total = params_b * wb / split, params_b * (wb + ob) / split
+    split_text = f"TP {tp} x PP {pp}" + (f" x EP {ep}" if moe else "")
+    arith = (
+        f"{fmt(params_b)}B params x ({wb} + {ob}) bytes / ({split_text}) = {total:.1f} GB per GPU"
+        f" vs the {fmt(card)} GB card of {scope.get('mtu_spec_code')}"
+    )
+    fit = next(
+        (t for t in (2, 4, 8) if t > tp and params_b * (wb + ob) / (t * pp * ep) <= card), None
+    )
+    if weights > card:
+        return [
+            (
+                Severity.error,
+                f"{arith}: the bf16 weights alone ({weights:.1f} GB) do not fit;"
+                " raise tensor_model_parallel_size",
+                fit,
+            )
+        ]
+    if total > card:
+        return [
+            (
+                Severity.warning,
+                f"{arith}: weights + AdamW state exceed the card before"
+                " activations and KV cache; split with tensor_model_parallel_size first",
+                fit,
+            )
+        ]
+    if total > args.get("info_fraction", 0.8) * card:
+        return [
+            (
+                Severity.info,
+                f"{arith}: under {1 - args.get('info_fraction', 0.8):.0%} is left"
+                " for activations and KV cache; watch for OOM",
+                None,
+            )
+        ]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------
+# Model scale and the scope the rules see.
+
+
+def model_scale(name: str | None) -> tuple[str, float | None, float | None]:
+    """(kind, params in billions, active params) from a model name; kind 'unknown' if unsure."""
+    if not name:
+        return "unknown", None, None
+    low = name.strip().lower()
+    book = rulebook().models
+    for known, info in book.items():
+        if low == known or low.startswith(known + "-"):
+            return info.kind, info.params_b, info.active_b
+    if m := re.search(r"(?<![\d.])(\d+(?:\.\d+)?)b-a(\d+(?:\.\d+)?)b(?![a-z])", low):
+        return "moe", float(m[1]), float(m[2])
+    if m := re.search(r"(?<![\d.])(\d+)x(\d+(?:\.\d+)?)b(?![a-z])", low):
+        return "moe", float(m[1]) * float(m[2]), None
+    if "moe" in low:
+        return "moe", None, None
+    if m := re.search(r"(?<![\d.a-z])(\d+(?:\.\d+)?)b(?![a-z])", low):
+        return "dense", float(m[1]), None
+    return "unknown", None, None
+
+
+def job_scope(loaded: LoadedConfig) -> dict[str, Any]:
+    """The names a job-level rule can use."""
+    book = rulebook()
+    cfg = loaded.config
+    scope: dict[str, Any] = dict(loaded.hyper_parameters)
+    kind, params_b, active_b = model_scale(cfg.model)
+    scale = book.scales.get(kind)
+    res = cfg.resources
+    spec = book.mtu_specs.get(res.mtu_spec_code or "")
+    functions = cfg.functions
+    samples = loaded.training_samples
+    hp = loaded.hyper_parameters
+    steps_per_epoch = math.ceil(samples / hp["batch_size"]) if samples else None
+    scope.update(
+        model=cfg.model,
+        model_kind=kind,
+        model_params_b=params_b,
+        model_active_b=active_b,
+        scale_lr_max=scale.lr_max if scale else None,
+        scale_kl_max=scale.kl_max if scale else None,
+        mtu_spec_code=res.mtu_spec_code,
+        mtu_capacity=res.mtu_capacity,
+        charge_type=res.charge_type,
+        gpu_memory_gb=spec.gpu_memory_gb if spec else None,
+        training_samples=samples,
+        steps_per_epoch=steps_per_epoch,
+        total_steps=steps_per_epoch * hp["n_epochs"] if steps_per_epoch else None,
+        expected_step_seconds=loaded.extras.get("expected_step_seconds"),
+        n_functions=len(functions),
+        n_rollout_functions=sum(f.type == "rollout" for f in functions),
+        n_reward_functions=sum(f.type == "reward" for f in functions),
+        has_datasets=bool(cfg.datasets),
+        n_training_datasets=sum(d.type == "training" for d in cfg.datasets),
+        n_validation_datasets=sum(d.type == "validation" for d in cfg.datasets),
+    )
+    return scope
+
+
+def function_scopes(loaded: LoadedConfig, base: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One scope per rollout/reward function: its fields, runtime defaults filled, plus `base`."""
+    specs = rulebook().function_runtime
+    out = []
+    for i, fn in enumerate(loaded.config.functions):
+        scope = dict(base)
+        given = fn.runtime or {}
+        for field, spec in specs.items():
+            scope[field] = given.get(field, spec.default)
+            scope[f"{field}_default"] = field not in given
+        scope.update(
+            index=i,
+            label=f"functions[{i}]" + (f" ({fn.name})" if fn.name else ""),
+            type=fn.type,
+            name=fn.name,
+            timeout=fn.timeout,
+            weight=fn.weight,
+            reward_metric_weight=fn.reward_metric_weight,
+            classpath=fn.fcmodel.classpath if fn.fcmodel else None,
+            entity_id=fn.entity_id,
+        )
+        out.append(scope)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The checker.
+
+_FUNCTION_FIELDS = (
+    "runtime.",
+    "fcmodel.",
+    "timeout",
+    "weight",
+    "reward_metric_weight",
+    "entity_id",
+    "type",
+)
+
+
+def check(loaded: LoadedConfig, rules: Sequence[ConfigRule] | None = None) -> list[ConfigFinding]:
+    """Run the static rules over a loaded config; findings sorted worst first."""
+    rules = rulebook().rules if rules is None else rules
+    base = job_scope(loaded)
+    fscopes = function_scopes(loaded, base)
+    findings: list[ConfigFinding] = []
+    for rule in rules:
+        if isinstance(rule.check, LoadCheck):
+            continue
+        if rule.scope == "job":
+            findings += _judge(rule, base, loaded)
+            continue
+        for scope in fscopes:
+            if rule.function_type in (None, scope["type"]):
+                findings += _judge(rule, scope, loaded)
+    return sort_findings(findings)
+
+
+def sort_findings(findings: list[ConfigFinding]) -> list[ConfigFinding]:
+    return sorted(findings, key=lambda f: (-f.severity.rank, f.id, f.params))
+
+
+def _judge(rule: ConfigRule, scope: Mapping[str, Any], loaded: LoadedConfig) -> list[ConfigFinding]:
+    try:
+        if rule.when is not None and not evaluate(rule.when, scope):
+            return []
+        if isinstance(rule.check, CustomCheck):
+            hits = CUSTOM[rule.check.function](scope, rule.check.args)
+        elif _fires(rule.check, scope):
+            hits = [(rule.severity, render(rule.message, scope), _suggest(rule, scope))]
+        else:
+            hits = []
+    except Unknown:
+        return []
+    params = _params(rule, scope)
+    return [
+        ConfigFinding(
+            id=rule.id,
+            name=rule.name,
+            severity=sev,
+            confidence=rule.confidence,
+            params=params,
+            message=msg,
+            why=rule.why,
+            suggested=sug,
+            line=loaded.line_of(params),
+        )
+        for sev, msg, sug in hits
+    ]
+
+
+def _fires(check_: Check, scope: Mapping[str, Any]) -> bool:
+    match check_:
+        case RequireCheck(expr=expr):
+            return not evaluate(expr, scope)
+        case RangeCheck(param=p, min=lo, max=hi):
+            value = _need(scope, p)
+            return (lo is not None and value < lo) or (hi is not None and value > hi)
+        case EnumCheck(param=p, values=vals):
+            return _need(scope, p) not in vals
+        case SumEqualsCheck(param=p, total=total, tolerance=tol):
+            return abs(sum(_values(_need(scope, p))) - total) > tol
+        case RegexCheck(param=p, pattern=pattern):
+            value = _need(scope, p)
+            return not (isinstance(value, str) and re.fullmatch(pattern, value))
+    return False
+
+
+def _need(scope: Mapping[str, Any], name: str) -> Any:
+    value = scope.get(name)
+    if value is None:
+        raise Unknown(name)
+    return value
+
+
+def _suggest(rule: ConfigRule, scope: Mapping[str, Any]) -> Any:
+    if rule.suggested is None:
+        return None
+    try:
+        value = evaluate(rule.suggested, scope)
+    except Unknown:
+        return None
+    return float(value) if isinstance(value, float) else value
+
+
+def _params(rule: ConfigRule, scope: Mapping[str, Any]) -> list[str]:
+    if rule.scope != "function":
+        return list(rule.params)
+    prefix = f"functions[{scope['index']}]."
+    return [prefix + p if p.startswith(_FUNCTION_FIELDS) else p for p in rule.params]
+
+
+# ---------------------------------------------------------------------------------------------
+# Profiles and the whole validation.
+
+
+def compare_profile(loaded: LoadedConfig, name: str) -> list[ConfigFinding]:
+    """Info findings where the effective config differs from a named starting point."""
+    book = profiles().profiles
+    if name not in book:
+        import difflib
+
+        near = difflib.get_close_matches(name, list(book), n=1)
+        hint = f"; did you mean {near[0]}?" if near else ""
+        from advisor.types import InputError
+
+        raise InputError(f"--profile {name}: unknown profile (known: {', '.join(book)}){hint}")
+    prof = book[name]
+    out = []
+    model = loaded.config.model
+    if model and model_scale(model)[0] != model_scale(prof.model)[0]:
+        out.append(_profile_finding(name, "model", model, prof.model, loaded))
+    for param, want in prof.hyper_parameters.items():
+        have = loaded.hyper_parameters.get(param)
+        if isinstance(want, list):
+            ok = have is not None and want[0] <= have <= want[1]
+        else:
+            ok = have == want
+        if not ok:
+            out.append(_profile_finding(name, param, have, want, loaded))
+    return out
+
+
+def _profile_finding(profile: str, param: str, have: Any, want: Any, loaded: Any) -> ConfigFinding:
+    rule = rulebook().rule("C901")
+    shown = f"{fmt(want[0])} to {fmt(want[1])}" if isinstance(want, list) else fmt(want)
+    return ConfigFinding(
+        id=rule.id,
+        name=rule.name,
+        severity=rule.severity,
+        confidence=rule.confidence,
+        params=[param],
+        message=f"{param} {fmt(have)}; profile {profile} uses {shown}",
+        why=rule.why,
+        suggested=want[0] if isinstance(want, list) else want,
+        line=loaded.line_of([param]),
+    )
+
+
+def validate_job(
+    path: Path | None,
+    sets: Sequence[str] = (),
+    training_samples: int | None = None,
+    profile: str | None = None,
+    hints: Mapping[str, Any] | None = None,
+) -> tuple[LoadedConfig, Diagnosis]:
+    """Load, check and wrap as a Diagnosis (run null, findings empty): what `validate` prints."""
+    from advisor import __version__
+    from advisor.config import load_config
+    from advisor.types import Diagnosis
+
+    loaded = load_config(path, sets, hints=hints, training_samples=training_samples)
+    found = loaded.findings + check(loaded)
+    if profile:
+        found += compare_profile(loaded, profile)
+    found = sort_findings(found)
+    worst = max((f.severity.rank for f in found), default=-1)
+    diag = Diagnosis(
+        tool={"name": "rl-advisor", "version": __version__},
+        status="issues" if worst >= Severity.warning.rank else "healthy",
+        config_findings=found,
+        hyper_parameters=loaded.hyper_parameters,
+        assumptions=list(loaded.notes),
+    )
+    return loaded, diag
