@@ -235,14 +235,19 @@ def predict(metrics: Path, config: Path | None) -> Prediction:
     try:
         d = diagnose(metrics, config=config)
     except InputError as err:
-        return Prediction(run_id, error=f"input: {err}")
+        return Prediction(run_id, error=f"input: {_first_line(err)}")
     except Exception as err:  # the harness scores the tool; a crash is a result, not an abort
-        return Prediction(run_id, error=f"{type(err).__name__}: {err}")
+        return Prediction(run_id, error=f"{type(err).__name__}: {_first_line(err)}")
     pred = Prediction(run_id, status=str(d.status))
     for f in d.findings:
         sev = str(getattr(f.severity, "value", f.severity))
         pred.alarms.append(Alarm(f.id.upper(), sev, f.onset_step, f.detected_step))
     return pred
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else ""
 
 
 def _predict_case(case: Case) -> Prediction:
