@@ -1,0 +1,132 @@
+"""Regenerate reports/: the Markdown report of one corpus run per symptom id and one healthy run.
+
+    python scripts/make_reports.py            # rewrite reports/
+    python scripts/make_reports.py --check    # exit 1 when reports/ is stale (text only)
+
+Each report is `rl-advisor diagnose RUN --config job.yaml` rendered with its plots
+(advisor.api.diagnose + advisor.report.render). Paths are repo-relative and nothing carries a
+date, so the text is a pure function of the code, the rulebook and the corpus; the PNGs are
+compared by name only (their bytes vary with matplotlib).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = Path("sample_metrics") / "corpus"
+REPORTS = ROOT / "reports"
+
+# One run per report, from the committed corpus (a console log wherever the family has one).
+RUNS: dict[str, str] = {
+    "healthy": "healthy-noisy-verl-console-s0001",
+    "P1": "p1-stall-verl-console-s0001",
+    "P2": "p2-sine-trl-state-s0000",
+    "P3": "p3-step-verl-console-s0001",
+    "KL0": "kl0-tiny-coef-verl-console-s0001",
+    "P4": "p4-fast-verl-console-s0000",
+    "SLOW": "slow-gen-climb-verl-console-s0000",
+    "OOM": "oom-memory-climb-verl-console-s0000",
+    "P9": "p9-rising-verl-console-s0000",
+    "P6": "p6-peak-decline-verl-console-s0000",
+    "NAN": "nan-crash-verl-console-s0000",
+    "DIV": "div-entropy-blowup-verl-console-s0000",
+}
+
+
+def _metrics_file(run_dir: Path) -> Path:
+    import json
+
+    label = json.loads((ROOT / run_dir / "label.json").read_text(encoding="utf-8"))
+    return run_dir / label["metrics_file"]
+
+
+def render_all(dest: Path) -> list[Path]:
+    """Write every report (and its PNGs) into `dest`; return the Markdown files."""
+    from advisor.api import diagnose
+    from advisor.report import render
+
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, run_id in RUNS.items():
+        run_dir = CORPUS / run_id
+        d = diagnose(_metrics_file(run_dir), config=run_dir / "job.yaml")
+        text = render(d, "markdown", out_dir=dest, stem=name)
+        out = dest / f"{name}.md"
+        out.write_text(text, encoding="utf-8")
+        written.append(out)
+    (dest / "README.md").write_text(_index(), encoding="utf-8")
+    return written
+
+
+def _index() -> str:
+    lines = [
+        "# Example reports",
+        "",
+        "Rendered from the labelled corpus by `python scripts/make_reports.py` (golden files:",
+        "`tests/corpus/test_reports.py` fails when they are stale). Each is the output of",
+        "`rl-advisor diagnose <run> --config <run>/job.yaml --output reports/<ID>.md`.",
+        "",
+        "| report | run (sample_metrics/corpus/) |",
+        "|---|---|",
+    ]
+    lines += [f"| [{name}]({name}.md) | `{run_id}` |" for name, run_id in RUNS.items()]
+    return "\n".join(lines) + "\n"
+
+
+def check(reports: Path) -> list[str]:
+    """Differences between reports/ and a fresh rendering (empty = up to date)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp)
+        render_all(fresh)
+        return _compare(fresh, reports)
+
+
+def _compare(fresh: Path, reports: Path) -> list[str]:
+    problems = []
+    want = {p.name for p in fresh.iterdir()}
+    have = {p.name for p in reports.iterdir()} if reports.is_dir() else set()
+    problems += [f"missing: reports/{n}" for n in sorted(want - have)]
+    problems += [f"stale extra file: reports/{n}" for n in sorted(have - want)]
+    for name in sorted(want & have):
+        if not name.endswith(".md"):
+            continue  # PNG bytes vary across matplotlib builds: compare presence only
+        a = (reports / name).read_text(encoding="utf-8").splitlines()
+        b = (fresh / name).read_text(encoding="utf-8").splitlines()
+        if a != b:
+            diff = list(difflib.unified_diff(a, b, f"reports/{name}", "fresh", n=0, lineterm=""))
+            problems.append(f"stale: reports/{name}\n" + "\n".join(diff[:12]))
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 when reports/ is stale")
+    args = ap.parse_args(argv)
+    import os
+
+    os.chdir(ROOT)  # repo-relative paths in the reports
+    sys.path.insert(0, str(ROOT))
+    if args.check:
+        problems = check(REPORTS)
+        for p in problems:
+            print(p)
+        print("reports/ is up to date" if not problems else
+              "reports/ is stale: run python scripts/make_reports.py")
+        return 1 if problems else 0
+    with tempfile.TemporaryDirectory() as tmp:
+        render_all(Path(tmp))  # render fully first: a failure leaves reports/ untouched
+        if REPORTS.exists():
+            shutil.rmtree(REPORTS)
+        shutil.copytree(tmp, REPORTS)
+    print(f"wrote {len(RUNS)} reports to reports/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
