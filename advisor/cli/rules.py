@@ -1,11 +1,159 @@
-"""`rl-advisor rules` (placeholder until its issue lands)."""
+"""`rl-advisor rules [ID]`: list every rule, or explain one in the ruff shape.
+
+Generated from the rulebooks (rulebook/config.yaml and rulebook/symptoms.yaml), never hand-kept.
+"""
 
 from __future__ import annotations
 
-from advisor.cli import app
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Annotated, Any
+
+import typer
+
+from advisor.cli import OutputFormat, app
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    """One rule's documentation, whatever rulebook it comes from."""
+
+    id: str
+    name: str
+    kind: str  # "config" or "symptom"
+    severity: str
+    summary: str
+    why: str
+    example: str
+    use_instead: str
+    source: str
+    params: list[str] = field(default_factory=list)
+    extra: dict[str, str] = field(default_factory=dict)  # further sections, e.g. causes
+
+
+def config_rule_docs() -> list[RuleDoc]:
+    from advisor.static import rulebook
+
+    return [
+        RuleDoc(
+            id=r.id,
+            name=r.name,
+            kind="config",
+            severity=r.severity.value,
+            summary=r.summary,
+            why=r.why,
+            example=r.example,
+            use_instead=r.use_instead,
+            source=r.source,
+            params=list(r.params),
+            extra=_config_extra(r),
+        )
+        for r in rulebook().rules
+    ]
+
+
+def _config_extra(rule: Any) -> dict[str, str]:
+    check = rule.check.model_dump(exclude_none=True)
+    extra = {"Check": ", ".join(f"{k}: {v}" for k, v in check.items())}
+    if rule.when:
+        extra["When"] = rule.when
+    return extra
+
+
+def symptom_rule_docs() -> tuple[list[RuleDoc], str]:
+    """The engine's symptom rules, or none and a note when the engine is not available."""
+    try:
+        from advisor.engine import load_symptom_rules
+
+        book = load_symptom_rules()
+    except Exception as err:  # the engine is another module; never let it break `rules`
+        return [], f"Symptom rules unavailable ({type(err).__name__}: {err})."
+    rules = getattr(book, "rules", book)
+    return [_symptom_doc(r) for r in rules], ""
+
+
+def _symptom_doc(rule: Any) -> RuleDoc:
+    get = (
+        (lambda k: rule.get(k, "")) if isinstance(rule, dict) else (lambda k: getattr(rule, k, ""))
+    )
+    extra = {}
+    if get("causes"):
+        extra["Likely causes"] = "\n".join(f"{i}. {c}" for i, c in enumerate(get("causes"), 1))
+    action = get("action")
+    if action:
+        extra["Action"] = getattr(action, "advice", None) or str(action)
+    fallback = get("fallback")
+    if fallback:
+        extra["Fallback"] = getattr(fallback, "advice", None) or str(fallback)
+    sev = get("severity")
+    return RuleDoc(
+        id=str(get("id")),
+        name=str(get("name")),
+        kind="symptom",
+        severity=str(getattr(sev, "value", sev)),
+        summary=str(get("summary")),
+        why=str(get("why")),
+        example=str(get("example")),
+        use_instead=str(get("use_instead")),
+        source=str(get("source")),
+        extra=extra,
+    )
+
+
+def all_rule_docs() -> tuple[list[RuleDoc], str]:
+    symptoms, note = symptom_rule_docs()
+    return symptoms + config_rule_docs(), note
+
+
+def find_rule(docs: list[RuleDoc], key: str) -> RuleDoc:
+    """By id (case-insensitive) or name; InputError with the nearest ones otherwise."""
+    import difflib
+
+    from advisor.types import InputError
+
+    wanted = key.strip().lower()
+    for doc in docs:
+        if wanted in (doc.id.lower(), doc.name.lower()):
+            return doc
+    names = [d.id for d in docs] + [d.name for d in docs]
+    near = difflib.get_close_matches(key, names, n=3, cutoff=0.5) or difflib.get_close_matches(
+        key.upper(), names, n=3, cutoff=0.5
+    )
+    hint = f"; did you mean {' or '.join(near)}?" if near else "; `rl-advisor rules` lists them"
+    raise InputError(f"rules {key}: no rule with this id or name{hint}")
 
 
 @app.command("rules")
-def rules() -> None:
-    """Not implemented yet."""
-    raise NotImplementedError("rules")
+def rules(
+    rule_id: Annotated[
+        str | None, typer.Argument(metavar="[RULE_ID]", help="A rule id or name.")
+    ] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = (
+        OutputFormat.markdown
+    ),
+) -> None:
+    """List every rule (config and symptom), or explain one: rl-advisor rules C201."""
+    from advisor.templates import render
+
+    docs, note = all_rule_docs()
+    if rule_id is not None:
+        doc = find_rule(docs, rule_id)
+        if fmt is OutputFormat.json:
+            typer.echo(json.dumps(asdict(doc), indent=2, ensure_ascii=False))
+        else:
+            typer.echo(render("rule.md.j2", r=doc), nl=False)
+        return
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps([asdict(d) for d in docs], indent=2, ensure_ascii=False))
+        return
+    n_config = sum(d.kind == "config" for d in docs)
+    typer.echo(
+        render(
+            "rules.md.j2",
+            rules=docs,
+            n_config=n_config,
+            n_symptom=len(docs) - n_config,
+            symptom_note=note,
+        ),
+        nl=False,
+    )

@@ -1,11 +1,101 @@
-"""`rl-advisor validate` (placeholder until its issue lands)."""
+"""`rl-advisor validate JOB.yaml`: check a job config before it costs GPU hours."""
 
 from __future__ import annotations
 
-from advisor.cli import app
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from advisor.cli import Exit, FailOn, OutputFormat, app
+
+_JOB_HELP = "Job config: the YAML layout, run() keywords (YAML/JSON) or a hyper_parameters dict."
+_SET_HELP = (
+    "Override KEY=VALUE (repeatable); KEY is a hyperparameter or a dotted path such as "
+    "resources.mtu_capacity; VALUE is read as YAML."
+)
+_SAMPLES_HELP = "Training-set size for the cadence checks (else a local training JSONL is counted)."
+_PROFILE_HELP = "Compare against a starting point: 9b-quick, 9b-full, 35b-a3b-moe."
 
 
 @app.command("validate")
-def validate() -> None:
-    """Not implemented yet."""
-    raise NotImplementedError("validate")
+def validate(
+    job: Annotated[Path, typer.Argument(help=_JOB_HELP)],
+    set_: Annotated[list[str] | None, typer.Option("--set", help=_SET_HELP)] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = (
+        OutputFormat.markdown
+    ),
+    fail_on: Annotated[
+        FailOn, typer.Option("--fail-on", help="Exit 1 on a finding at or above this severity.")
+    ] = FailOn.error,
+    show_config: Annotated[
+        bool, typer.Option("--show-config", help="Also print the merged config and origins.")
+    ] = False,
+    training_samples: Annotated[
+        int | None, typer.Option("--training-samples", min=1, help=_SAMPLES_HELP)
+    ] = None,
+    profile: Annotated[str | None, typer.Option("--profile", help=_PROFILE_HELP)] = None,
+) -> None:
+    """Check a job config against the platform guide's rules (exit 0/1/2 like a linter)."""
+    from advisor.static import rulebook, validate_job
+
+    loaded, diag = validate_job(job, set_ or (), training_samples=training_samples, profile=profile)
+    if fmt is OutputFormat.json:
+        data = diag.model_dump(mode="json", by_alias=True)
+        if show_config:
+            data["config"] = loaded.merged()
+        typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        typer.echo(_markdown(job, loaded, diag, show_config, len(rulebook().rules)), nl=False)
+    raise typer.Exit(exit_code(diag.config_findings, fail_on))
+
+
+def exit_code(findings: list[Any], fail_on: FailOn) -> int:
+    """1 when a finding is at or above --fail-on, else 0."""
+    if fail_on is FailOn.never:
+        return Exit.OK
+    from advisor.types import Severity
+
+    bar = Severity(fail_on.value).rank
+    return Exit.FINDINGS if any(f.severity.rank >= bar for f in findings) else Exit.OK
+
+
+def _markdown(job: Path, loaded: Any, diag: Any, show_config: bool, n_rules: int) -> str:
+    from advisor.static import fmt
+    from advisor.templates import render
+
+    findings = [_view(f, fmt) for f in diag.config_findings]
+    by_sev = {s: [f for f in findings if f["severity"] == s] for s in ("error", "warning", "info")}
+    merged = None
+    if show_config:
+        merged = loaded.merged()
+        for item in merged["hyper_parameters"].values():
+            item["value_text"] = fmt(item["value"])
+        merged["resources_text"] = fmt(merged.get("resources") or {})
+    return render(
+        "validate.md.j2",
+        source=str(job),
+        layout=loaded.layout,
+        n_rules=n_rules,
+        findings=findings,
+        by_severity=by_sev,
+        counts={s: len(v) for s, v in by_sev.items()},
+        assumptions=diag.assumptions,
+        merged=merged,
+        training_samples=loaded.training_samples,
+    )
+
+
+def _view(finding: Any, fmt: Any) -> dict[str, Any]:
+    view = finding.model_dump(mode="json")
+    view["suggested_text"] = _suggested_text(finding, fmt)
+    return view
+
+
+def _suggested_text(finding: Any, fmt: Any) -> str:
+    if finding.suggested is None:
+        return ""
+    value = fmt(finding.suggested)
+    params = [p for p in finding.params if p not in ("model", "mtu_spec_code")]
+    return f"{params[0]}: {value}" if params else value
