@@ -75,6 +75,7 @@ class Advisor:
         sets: Sequence[str] = (),
         hints: Mapping[str, Any] | None = None,
         training_samples: int | None = None,
+        expected_steps: int | None = None,
         rules: Any = None,
         auto_apply: bool = False,
         apply: ApplyCallback | None = None,
@@ -89,6 +90,7 @@ class Advisor:
         self._sets = tuple(sets)
         self._hints: dict[str, Any] = dict(hints or {})
         self._training_samples = training_samples
+        self.expected_steps = expected_steps  # run length, when the trainer knows it
         self._loaded: LoadedConfig | None = config
         self._rules = rules
         self.auto_apply = auto_apply
@@ -105,6 +107,7 @@ class Advisor:
         self._dropped = 0
         self._warnings: list[str] = []
         self._closed = False
+        self._pending: tuple[int, Mapping[str, Any]] | None = None  # held by partial=True
         self._val_best: tuple[int, float] | None = None
         self._val_last: tuple[int, float] | None = None
         self._planned: dict[tuple[str, int | None], Finding] = {}
@@ -121,16 +124,18 @@ class Advisor:
         adv._config()  # load eagerly: a wrong path must fail before training starts
         return adv
 
-    def add_hints(self, hints: Mapping[str, Any]) -> None:
+    def add_hints(self, hints: Mapping[str, Any], expected_steps: int | None = None) -> None:
         """Hyperparameters the run itself reveals (TrainingArguments, verl's config).
 
-        They rank below the config file and --set (layering defaults < file < run < set, as
-        load_config does). Only possible before the first observe: the engine's thresholds are
+        They are what actually ran, so they beat the job file (a disagreement is reported, C006)
+        and --set beats them: defaults < file < run < --set, as load_config layers them. Only possible before the first observe: the engine's thresholds are
         fixed once judging starts, as they are for diagnose.
         """
         if self._monitor is not None:
             raise RuntimeError("add_hints() must come before the first observe()")
         self._hints.update({k: v for k, v in hints.items() if v is not None})
+        if expected_steps:
+            self.expected_steps = int(expected_steps)
         if self._config_path is not None or self._explicit or self._sets:
             self._loaded = None  # reload with the hints on the next use
 
@@ -157,16 +162,28 @@ class Advisor:
     def _start(self) -> Any:
         from advisor.engine import Monitor
 
-        self._monitor = Monitor(self._config().hyper_parameters, rules=self._rules)
+        loaded = self._config()
+        # origin and the run length as diagnose gives them: a defaulted eval_steps is then
+        # assumed the same way (from the run length when it is known)
+        self._monitor = Monitor(
+            loaded.hyper_parameters,
+            self._rules,
+            origin=dict(getattr(loaded, "origin", {}) or {}),
+            expected_steps=self.expected_steps,
+        )
         return self._monitor
 
     # -- the hook -----------------------------------------------------------------------------
-    def observe(self, step: int, metrics: Mapping[str, Any]) -> list[Finding]:
+    def observe(
+        self, step: int, metrics: Mapping[str, Any], *, partial: bool = False
+    ) -> list[Finding]:
         """Feed one step's metrics (raw framework names or canonical ones).
 
-        Returns only the findings that are new at this step. A step lower than one already seen
-        (a resumed run replaying its log) is dropped with a warning: the engine's state only
-        moves forward.
+        Returns only the findings that are new at this step. `partial=True` says more metrics
+        of the same step will follow (TRL logs its evaluation apart from the training log of
+        the same step): they are held and judged together, as a reader merges them into one
+        row. A step lower than one already judged (a resumed run replaying its log) is
+        ignored with a warning: the engine's state only moves forward.
         """
         step_i = _step(step)
         if not isinstance(metrics, Mapping):
@@ -174,18 +191,46 @@ class Advisor:
         with self._lock:
             if self._closed:
                 raise RuntimeError("observe() after close()")
-            monitor = self._monitor or self._start()
-            if self._last_step is not None and step_i < self._last_step:
+            if self._monitor is None:
+                self._start()
+            new = self._flush_pending(unless_step=step_i)
+            if self._last_step is not None and step_i <= self._last_step:
                 self._drop(step_i)
-                return []
-            row = self._row(metrics)
-            new = list(monitor.push(step_i, row))
-            self._track(step_i, row)
-            if self._last_step != step_i:
-                self._steps += 1
-            if self._first_step is None:
-                self._first_step = step_i
-            self._last_step = step_i
+            elif partial:
+                self._pending = (step_i, self._merged(step_i, metrics))
+            else:
+                merged = self._merged(step_i, metrics)
+                self._pending = None
+                new += self._push(step_i, merged)
+        return self._notify(new)
+
+    def _merged(self, step: int, metrics: Mapping[str, Any]) -> Mapping[str, Any]:
+        if self._pending is None or self._pending[0] != step:
+            return metrics
+        # the later record wins per metric, as readers merge one step's records
+        return {**self._pending[1], **{k: v for k, v in metrics.items() if v is not None}}
+
+    def _flush_pending(self, unless_step: int | None = None) -> list[Finding]:
+        if self._pending is None or self._pending[0] == unless_step:
+            return []
+        step, metrics = self._pending
+        self._pending = None
+        return self._push(step, metrics)
+
+    def _push(self, step: int, metrics: Mapping[str, Any]) -> list[Finding]:
+        row = self._row(metrics)
+        new = list(self._monitor.push(step, row))
+        self._track(step, row)
+        self._steps += 1
+        if self._first_step is None:
+            self._first_step = step
+        self._last_step = step
+        return new
+
+    def flush(self) -> list[Finding]:
+        """Judge metrics held back by `partial=True` now (the next step may never come)."""
+        with self._lock:
+            new = self._flush_pending()
         return self._notify(new)
 
     __call__ = observe  # a plain callable for any orchestrator: hook(step, metrics)
@@ -221,10 +266,14 @@ class Advisor:
     def _drop(self, step: int) -> None:
         self._dropped += 1
         if len(self._warnings) < _MAX_WARNINGS:
-            self._warnings.append(
-                f"step {step} arrived after step {self._last_step} and was ignored"
-                " (a resumed run restarting its log?)"
+            why = (
+                "was logged again; its metrics were not judged (pass partial=True for records"
+                " of one step that come apart)"
+                if step == self._last_step
+                else f"arrived after step {self._last_step} and was ignored (a resumed run"
+                " restarting its log?)"
             )
+            self._warnings.append(f"step {step} {why}")
 
     def _with_actions(self, found: Sequence[Finding]) -> list[Finding]:
         """The findings with their actions resolved by the remedy (what the report shows).
@@ -330,11 +379,11 @@ class Advisor:
         with self._lock:
             if self._closed:
                 return []
+            monitor = self._monitor or self._start()
+            new = self._flush_pending()
             self._closed = True
             self.ending = ending
-            monitor = self._monitor or self._start()
-            close = getattr(monitor, "close", None)
-            new = list(close(ending) or []) if close is not None else []
+            new += list(monitor.close(ending) or [])
         return self._notify(new)
 
     def run_info(self) -> RunInfo:
@@ -352,7 +401,7 @@ class Advisor:
 
     def _all_warnings(self) -> list[str]:
         extra = self._dropped - len(self._warnings)
-        more = [f"... and {extra} more out-of-order steps ignored"] if extra > 0 else []
+        more = [f"... and {extra} more repeated or out-of-order steps ignored"] if extra > 0 else []
         return self._warnings + more
 
     def diagnosis(self) -> Diagnosis:

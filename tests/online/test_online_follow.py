@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.integrations.follow import (
@@ -76,6 +76,7 @@ def test_jsonl_records_nested_and_flat() -> None:
     assert parse_json_line('{"step": 1, "broken": ') is None
 
 
+@settings(max_examples=60, deadline=None)
 @given(
     step=st.integers(0, 10**7),
     values=st.dictionaries(

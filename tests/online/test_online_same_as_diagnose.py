@@ -1,0 +1,90 @@
+"""Runs fed step by step end with the findings `diagnose` gives on the whole file, found early."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.api import diagnose
+from advisor.ingest import load_run
+from advisor.integrations.follow import LineParser
+from advisor.online import Advisor
+
+from .conftest import corpus_runs, ids, one_per_symptom, replay
+
+pytestmark = pytest.mark.usefixtures("corpus_available")
+
+
+def _check_same(path: Path) -> None:
+    run = load_run(path)
+    batch = diagnose(path, path / "job.yaml")
+    adv, first = replay(run, path / "job.yaml")
+    assert ids(adv.findings) == ids(batch.findings), path.name
+    assert adv.status == batch.status
+    assert adv.warmup_steps == batch.warmup_steps
+    steps = run.frame["step"].to_list()
+    for f in batch.findings:
+        online = next(g for g in adv.findings if g.id == f.id)
+        assert online.onset_step == f.onset_step, (path.name, f.id)
+        alerted = first[f.id]
+        if f.detected_step is None or alerted is None:
+            continue  # judged at the end of the run (an ending), in both
+        # alerted as soon as the engine can know: at the first step after the one the batch
+        # judgement became conclusive at (a block closes when the next step arrives)
+        later = [s for s in steps if s > f.detected_step]
+        assert alerted <= (later[0] if later else f.detected_step), (path.name, f.id)
+
+
+@pytest.mark.parametrize("path", one_per_symptom(), ids=lambda p: p.name)
+def test_same_findings_and_onsets_as_diagnose(path: Path) -> None:
+    _check_same(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", corpus_runs(), ids=lambda p: p.name)
+def test_whole_corpus_same_as_diagnose(path: Path) -> None:
+    _check_same(path)
+
+
+def _log_of(path: Path) -> Path | None:
+    for name in ("train.log", "metrics.jsonl"):
+        if (path / name).exists():
+            return path / name
+    return None
+
+
+LOG_RUNS = [p for p in one_per_symptom() + corpus_runs()[:30] if _log_of(p) is not None]
+
+
+@pytest.mark.parametrize("path", list(dict.fromkeys(LOG_RUNS))[:10], ids=lambda p: p.name)
+def test_the_sidecar_line_parser_judges_as_the_reader(path: Path) -> None:
+    """watch's own line parsing, fed line by line, gives what load_run + diagnose give."""
+    log = _log_of(path)
+    assert log is not None
+    run = load_run(log)
+    batch = diagnose(log, path / "job.yaml")
+    adv = Advisor.from_config(path / "job.yaml", hints=run.config_hints)
+    parser = LineParser()
+    for line in log.read_text(encoding="utf-8").splitlines():
+        hit = parser.feed(line)
+        if hit is not None:
+            adv.observe(*hit)
+    adv.close(parser.ending())
+    assert ids(adv.findings) == ids(batch.findings), path.name
+    assert parser.format in {"verl-console", "jsonl"}
+    assert adv.run_info().last_step == batch.run.last_step if batch.run else True
+
+
+def test_each_symptom_fires_once_until_it_clears() -> None:
+    """Over every replay: an id fires again only after its previous firing cleared."""
+    for path in one_per_symptom():
+        run = load_run(path)
+        adv, _ = replay(run, path / "job.yaml")
+        by_id: dict[str, list] = {}
+        for f in adv.findings:
+            by_id.setdefault(f.id, []).append(f)
+        for fid, fs in by_id.items():
+            for earlier, later in zip(fs, fs[1:], strict=False):
+                assert earlier.cleared_step is not None, (path.name, fid)
+                assert earlier.cleared_step <= (later.onset_step or later.detected_step or 0)
