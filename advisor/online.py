@@ -128,8 +128,9 @@ class Advisor:
         """Hyperparameters the run itself reveals (TrainingArguments, verl's config).
 
         They are what actually ran, so they beat the job file (a disagreement is reported, C006)
-        and --set beats them: defaults < file < run < --set, as load_config layers them. Only possible before the first observe: the engine's thresholds are
-        fixed once judging starts, as they are for diagnose.
+        and --set beats them: defaults < file < run < --set, as load_config layers them. Only
+        possible before the first observe: the engine's thresholds are fixed once judging
+        starts, as they are for diagnose.
         """
         if self._monitor is not None:
             raise RuntimeError("add_hints() must come before the first observe()")

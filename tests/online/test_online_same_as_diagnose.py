@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,6 @@ def test_each_symptom_fires_once_until_it_clears() -> None:
         for f in adv.findings:
             by_id.setdefault(f.id, []).append(f)
         for fid, fs in by_id.items():
-            for earlier, later in zip(fs, fs[1:], strict=False):
+            for earlier, later in itertools.pairwise(fs):
                 assert earlier.cleared_step is not None, (path.name, fid)
                 assert earlier.cleared_step <= (later.onset_step or later.detected_step or 0)
