@@ -111,6 +111,7 @@ def diagnose(
         judgement,
         config_findings=_static_findings(loaded),
         origin=origin,
+        config_given=config is not None,
         previous=prev_hp,
         training_samples=training_samples,
         silenced=silenced,
@@ -127,6 +128,7 @@ def assemble(
     training_samples: int | None = None,
     rules: Any = None,
     silenced: Iterable[str] = (),
+    config_given: bool = False,
 ) -> Diagnosis:
     """Judgement + job -> Diagnosis: remedy, checkpoint advice, assumptions, drawn series.
 
@@ -146,7 +148,7 @@ def assemble(
         findings=planned.findings,
         config_findings=list(config_findings),
         patch=planned.patch,
-        assumptions=_assumptions(judgement, hp, origin, planned.patch)
+        assumptions=_assumptions(judgement, hp, origin, planned.patch, config_given)
         + ([f"Silenced with --ignore: {', '.join(sorted(silenced))}."] if silenced else []),
         next_steps=planned.next_steps,
         checkpoint=remedy.checkpoint_advice(
@@ -177,7 +179,11 @@ def _series(
 
 
 def _assumptions(
-    judgement: Any, hp: Mapping[str, Any], origin: Mapping[str, str] | None, patch: Any
+    judgement: Any,
+    hp: Mapping[str, Any],
+    origin: Mapping[str, str] | None,
+    patch: Any,
+    config_given: bool = False,
 ) -> list[str]:
     """What was assumed, and which conclusions that weakens (contract: never invent silently)."""
     out = list(getattr(judgement, "assumptions", []) or [])
@@ -185,7 +191,7 @@ def _assumptions(
     patched = {c.param for c in (patch.changes if patch else [])}
     for param, weighs in _WEIGHS_ON.items():
         where, value = origin.get(param), hp.get(param)
-        if where == "run":
+        if where == "run" and not config_given:  # with a file, a clash is config finding C006
             line = (
                 f"Without --config, {param}={value!r} was taken from the run's log; "
                 f"{weighs} rest on it."

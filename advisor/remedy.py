@@ -449,6 +449,14 @@ def describe(change: Change) -> str:
     return f"{change.param} {change.from_!r} -> {change.to!r}{how}"
 
 
+def _say(advice: str, changes: Sequence[Change]) -> str:
+    """One sentence: the advice, then the exact changes it means for this job."""
+    text = advice.strip().rstrip(".")
+    if changes:
+        text += " (" + "; ".join(describe(c) for c in changes) + ")"
+    return text + "."
+
+
 @dataclass
 class RemedyResult:
     patch: Patch
@@ -526,25 +534,16 @@ def _patch(
         )
         steps.append(f"If {f.id} ({f.name}) persists after this run: {describe(c)}.")
     if not first:
-        steps.insert(0, f"{f.id} ({f.name}): {r.action.advice}")
+        steps.insert(0, f"{f.id} ({f.name}): {_say(r.action.advice, [])}")
     if r.action.kind == "primary" and f.fallback is not None:
-        steps.append(
-            f"If {f.id} ({f.name}) still shows after that: fallback - {f.fallback.advice}"
-            + "".join(f" [{describe(c)}]" for c in f.fallback.changes)
-        )
+        fb = _say(f.fallback.advice, f.fallback.changes)
+        steps.append(f"If {f.id} ({f.name}) still shows after that, the fallback: {fb}")
     for g in findings[top + 1 :]:
-        a = g.action
-        what = a.advice if a is not None else "no automatic action; see the finding"
-        steps.append(
-            f"Then {g.id} ({g.name}, {g.severity.value}): {what}"
-            + ("".join(f" [{describe(c)}]" for c in a.changes) if a is not None else "")
-        )
+        what = _say(g.action.advice, g.action.changes) if g.action else "see the finding."
+        steps.append(f"Then {g.id} ({g.name}, {g.severity.value}): {what}")
     for g in findings[:top]:
-        steps.insert(
-            0,
-            f"{g.id} ({g.name}): no parameter change applies - "
-            + (g.action.advice if g.action else "see the finding's evidence"),
-        )
+        what = _say(g.action.advice, []) if g.action else "see the finding's evidence."
+        steps.insert(0, f"{g.id} ({g.name}): no parameter change applies; {what}")
     patch = Patch(
         from_finding=f.id,
         kind=r.action.kind,

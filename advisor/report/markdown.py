@@ -62,6 +62,11 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def clause(text: Any) -> str:
+    """A sentence without its final period, to go on with `;` or `.` in the template."""
+    return str(text).strip().rstrip(".")
+
+
 def cell(text: Any) -> str:
     """Safe inside a Markdown table cell."""
     return str(text).replace("|", "\\|").replace("\n", " ")
@@ -146,7 +151,7 @@ def _env() -> Any:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.filters.update(fmt=fmt, cell=cell, change=change_text)
+    env.filters.update(fmt=fmt, cell=cell, change=change_text, clause=clause)
     return env
 
 
