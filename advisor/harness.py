@@ -27,15 +27,29 @@ from typing import Any
 from advisor.types import InputError
 
 SYMPTOM_IDS: tuple[str, ...] = (
-    "P1", "P2", "P3", "KL0", "P4", "SLOW", "OOM", "P9", "P6", "NAN", "DIV",
+    "P1",
+    "P2",
+    "P3",
+    "KL0",
+    "P4",
+    "SLOW",
+    "OOM",
+    "P9",
+    "P6",
+    "NAN",
+    "DIV",
 )
 ALARM_SEVERITIES = frozenset({"warning", "error"})
 HEALTHY = "healthy"
 _SIDE_FILES = {"label.json", "job.yaml", "job.yml", "README.md", "SOURCE.md"}
 
 # Targets of the diagnosis issue (the committed small corpus must meet them).
-TARGETS = {"precision": 0.95, "recall": 0.95, "healthy_false_alarm_rate": 0.0,
-           "onset_tolerance_eval_steps": 2.0}
+TARGETS = {
+    "precision": 0.95,
+    "recall": 0.95,
+    "healthy_false_alarm_rate": 0.0,
+    "onset_tolerance_eval_steps": 2.0,
+}
 
 
 # ----------------------------------------------------------------------------- data
@@ -256,8 +270,9 @@ def _predict_case(case: Case) -> Prediction:
     return pred
 
 
-def predict_all(cases: Sequence[Case], workers: int = 1,
-                predictor: Predictor | None = None) -> list[Prediction]:
+def predict_all(
+    cases: Sequence[Case], workers: int = 1, predictor: Predictor | None = None
+) -> list[Prediction]:
     """Predictions in case order; `workers` > 1 uses spawned processes (polars dislikes fork)."""
     if predictor is not None:
         return [_renamed(predictor(c.metrics, c.config), c.run_id) for c in cases]
@@ -353,18 +368,26 @@ def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") 
                     c["fn"] += 1
             elif sid in alarmed and sid not in allowed:
                 c["fp"] += 1
-        failures += _explain(case, pred, expected, allowed)
+        failures += [f for f in _explain(case, pred, expected, allowed) if f not in failures]
     per = [_symptom_score(s, counts[s], timing[s]) for s in SYMPTOM_IDS]
     total = _Timing()
     for t in timing.values():
         total.merge(t)
     result = CorpusScore(
-        corpus=corpus, runs=len(cases), healthy_runs=healthy, healthy_with_alarm=healthy_alarm,
-        false_alarm_rate=_ratio(healthy_alarm, healthy), errors=errors, per_symptom=per,
-        confusion=confusion, median_onset_error=_median(total.onset_err),
+        corpus=corpus,
+        runs=len(cases),
+        healthy_runs=healthy,
+        healthy_with_alarm=healthy_alarm,
+        false_alarm_rate=_ratio(healthy_alarm, healthy),
+        errors=errors,
+        per_symptom=per,
+        confusion=confusion,
+        median_onset_error=_median(total.onset_err),
         median_abs_onset_error_eval=_median(total.abs_onset_eval),
-        median_delay=_median(total.delay), median_delay_eval=_median(total.delay_eval),
-        onset_within_tolerance=_ratio(total.ok, total.judged), exact_runs=exact,
+        median_delay=_median(total.delay),
+        median_delay_eval=_median(total.delay_eval),
+        onset_within_tolerance=_ratio(total.ok, total.judged),
+        exact_runs=exact,
         failures=failures,
     )
     result.target_misses = target_misses(result)
@@ -374,12 +397,19 @@ def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") 
 
 def _symptom_score(sid: str, c: Mapping[str, int], t: _Timing) -> SymptomScore:
     return SymptomScore(
-        id=sid, support=c["support"], tp=c["tp"], fp=c["fp"], fn=c["fn"],
-        precision=_ratio(c["tp"], c["tp"] + c["fp"]), recall=_ratio(c["tp"], c["tp"] + c["fn"]),
+        id=sid,
+        support=c["support"],
+        tp=c["tp"],
+        fp=c["fp"],
+        fn=c["fn"],
+        precision=_ratio(c["tp"], c["tp"] + c["fp"]),
+        recall=_ratio(c["tp"], c["tp"] + c["fn"]),
         median_onset_error=_median(t.onset_err),
         median_abs_onset_error_eval=_median(t.abs_onset_eval),
-        median_delay=_median(t.delay), median_delay_eval=_median(t.delay_eval),
-        onset_ok=t.ok, onset_judged=t.judged,
+        median_delay=_median(t.delay),
+        median_delay_eval=_median(t.delay_eval),
+        onset_ok=t.ok,
+        onset_judged=t.judged,
     )
 
 
@@ -398,8 +428,10 @@ def _explain(case: Case, pred: Prediction, expected: set[str], allowed: set[str]
         if judged and case.onset_step is not None and a.onset_step is not None:
             err = a.onset_step - case.onset_step
             if abs(err) > TARGETS["onset_tolerance_eval_steps"] * case.eval_steps:
-                out.append(f"{case.run_id}: {a.id} onset {a.onset_step} vs labelled "
-                           f"{case.onset_step} ({err:+d} steps, eval_steps {case.eval_steps})")
+                out.append(
+                    f"{case.run_id}: {a.id} onset {a.onset_step} vs labelled "
+                    f"{case.onset_step} ({err:+d} steps, eval_steps {case.eval_steps})"
+                )
     return out
 
 
@@ -436,8 +468,9 @@ def default_real_labels() -> Path:
     return Path(__file__).resolve().parents[1] / "sample_metrics" / "real_labels.yaml"
 
 
-def score_real(real_dir: Path, labels_path: Path,
-               predictor: Predictor | None = None) -> list[RealRunScore]:
+def score_real(
+    real_dir: Path, labels_path: Path, predictor: Predictor | None = None
+) -> list[RealRunScore]:
     """Score the public runs against their hand-written labels (expected/acceptable/forbidden)."""
     from ruamel.yaml import YAML
 
@@ -458,8 +491,9 @@ def score_real(real_dir: Path, labels_path: Path,
     return out
 
 
-def _real_score(name: str, metrics: Path, spec: Mapping[str, Any],
-                pred: Prediction) -> RealRunScore:
+def _real_score(
+    name: str, metrics: Path, spec: Mapping[str, Any], pred: Prediction
+) -> RealRunScore:
     def ids(key: str) -> list[str]:
         return [str(v).upper() for v in spec.get(key) or []]
 
@@ -471,19 +505,32 @@ def _real_score(name: str, metrics: Path, spec: Mapping[str, Any],
     hits = [a for a in alarms if a in forbidden]
     unexpected = [a for a in alarms if a not in expected + acceptable + forbidden]
     return RealRunScore(
-        name=name, metrics=metrics.name, expected=expected, acceptable=acceptable,
-        forbidden=forbidden, alarms=alarms, missing=missing, forbidden_hits=hits,
-        unexpected=unexpected, passed=not missing and not hits and pred.error is None,
-        status=pred.status, error=pred.error, note=str(spec.get("note", "")),
+        name=name,
+        metrics=metrics.name,
+        expected=expected,
+        acceptable=acceptable,
+        forbidden=forbidden,
+        alarms=alarms,
+        missing=missing,
+        forbidden_hits=hits,
+        unexpected=unexpected,
+        passed=not missing and not hits and pred.error is None,
+        status=pred.status,
+        error=pred.error,
+        note=str(spec.get("note", "")),
     )
 
 
 # ----------------------------------------------------------------------------- entry point
 
 
-def run_harness(corpus_dir: Path | None, real_dir: Path | None = None,
-                real_labels: Path | None = None, workers: int = 1,
-                predictor: Predictor | None = None) -> HarnessReport:
+def run_harness(
+    corpus_dir: Path | None,
+    real_dir: Path | None = None,
+    real_labels: Path | None = None,
+    workers: int = 1,
+    predictor: Predictor | None = None,
+) -> HarnessReport:
     corpus = None
     if corpus_dir is not None:
         cases = discover(corpus_dir)

@@ -268,6 +268,7 @@ def _finish(s: dict[str, np.ndarray], k: dict[str, Any], hp: dict[str, Any],
             rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Add noise to the reward, derive reward_std / zero_std_frac / loss, drop absent metrics."""
     noise = s.pop("_noise")
+    s["_trend"] = np.clip(s["reward_mean"], 0, 1)  # the policy's quality, without batch noise
     s["reward_mean"] = np.clip(s["reward_mean"] + noise * s.pop("_noise_scale", 1.0), 0, 1)
     p = s["reward_mean"]
     s["reward_std"] = np.sqrt(np.clip(p * (1 - p), 0, None)) * rng.uniform(0.85, 1.0, len(p))
@@ -293,7 +294,8 @@ def _val_curve(s: dict[str, np.ndarray], steps: np.ndarray, eval_steps: int,
     start = 0 if first_step == 1 else first_step - 1 + (-first_step + 1) % eval_steps
     vs = np.arange(start, int(steps[-1]) + 1, eval_steps)
     vs = vs[(vs == 0) | (vs >= steps[0])]
-    clean = s.get("_clean_reward", s["reward_mean"])
+    # A fixed validation set sees the policy's trend, not the training batch's sampling noise.
+    clean = s["_clean_reward"] if "_clean_reward" in s else s["_trend"]
     ref = np.interp(vs, steps, clean)
     gap = float(rng.uniform(0.0, 0.05))
     return vs, np.clip(ref - gap + rng.normal(0, 0.008, len(vs)), 0, 1)
@@ -319,24 +321,32 @@ def _inject(family: str, variant: str, s: dict[str, np.ndarray], k: dict[str, An
 
 def _p1(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
     n = len(steps)
-    level = float(rng.uniform(0.02, 0.3))
     if variant == "stall":
+        # Learns visibly (+0.1..0.25, well above the noise), then stops: onset is unambiguous.
         o = _onset(rng, steps, 0.15, 0.35)
         i = int(np.searchsorted(steps, o))
-        rise = np.linspace(level * 0.5, level, i)
-        s["reward_mean"] = np.concatenate([rise, np.full(n - i, level)])
-    else:
+        start = float(rng.uniform(0.02, 0.15))
+        level = start + float(rng.uniform(0.1, 0.25))
+        s["reward_mean"] = np.concatenate([np.linspace(start, level, i), np.full(n - i, level)])
+        s["grad_norm"][i:] *= float(rng.uniform(0.02, 0.1)) / k["strength"]
+    elif variant == "flat":
+        # The reward function (nearly) always returns 0: every group ties, advantages are 0,
+        # so grad_norm is ~0 (TRL #3857; the rho run's grad_norm 0 once all groups tie).
         o, i = int(steps[0]), 0
-        s["reward_mean"] = np.full(n, level)
-        if variant == "tiny-lr":
-            hp["learning_rate"] = float(rng.choice([5e-8, 1e-7, 2e-7]))
-            s["lr"] = _lr_curve(hp, steps, int(steps[-1]))
+        s["reward_mean"] = np.full(n, float(rng.uniform(0.005, 0.1)))
+        s["grad_norm"] = float(rng.uniform(0.001, 0.02)) * np.exp(rng.normal(0, 0.3, n))
+    else:  # tiny-lr: gradients are normal, but the policy barely moves: ppo_kl and kl_ref ~ 0
+        o, i = int(steps[0]), 0
+        s["reward_mean"] = np.full(n, float(rng.uniform(0.05, 0.3)))
+        hp["learning_rate"] = float(rng.choice([5e-8, 1e-7, 2e-7]))
+        s["lr"] = _lr_curve(hp, steps, int(steps[-1]))
+        if hp["kl_loss_coef"] == 0:  # keep a KL series to show it
+            hp["algorithm"], hp["kl_loss_coef"] = "grpo", 0.001
     after = slice(i, n)
     # P1 signature (knowledge.md 4): plateau + ppo_kl ~ 0 + grad_norm tiny.
-    s["grad_norm"][after] *= float(rng.uniform(0.02, 0.1)) / k["strength"]
     s["ppo_kl"][after] *= 0.01
     s["pg_clipfrac"][after] *= 0.05
-    s["kl_ref"][after] = s["kl_ref"][i] + (s["kl_ref"][after] - s["kl_ref"][i]) * 0.05
+    s["kl_ref"][after] = s["kl_ref"][i] + (s["kl_ref"][after] - s["kl_ref"][i]) * 0.02
     s["_noise"] *= 0.6
     return {"onset_step": o}
 
@@ -601,6 +611,7 @@ def _assemble(family: str, variant: str, seed: int, k: dict[str, Any], hp: dict[
     s = _finish(s, k, hp, rng)
     vs, val = _val_curve(s, steps, hp["eval_steps"], rng, k["first_step"])
     s.pop("_clean_reward", None)
+    s.pop("_trend", None)
     s = {name: _sig6(arr) for name, arr in s.items()}
     val = _sig6(val)
     if cut is not None:
