@@ -303,7 +303,7 @@ class Advisor:
             return new
         new = self._with_actions(new)
         for finding in new:
-            log.warning(
+            log.info(
                 "rl-advisor: step %s: %s %s (%s)",
                 finding.detected_step or finding.onset_step,
                 finding.id,

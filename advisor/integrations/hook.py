@@ -44,17 +44,37 @@ class Hook:
         self.stopped_by: Finding | None = None
         self.errors = 0
 
-    def __call__(self, step: int, metrics: Mapping[str, Any]) -> list[Finding]:
+    def __call__(
+        self, step: int, metrics: Mapping[str, Any], *, partial: bool = False
+    ) -> list[Finding]:
         try:
-            new = self.advisor.observe(step, metrics)
+            new = self.advisor.observe(step, metrics, partial=partial)
         except Exception as err:  # never break the training loop over the advisor
             self._error("observe", err)
             return []
         self._handle(new)
         return new
 
+    def flush(self) -> list[Finding]:
+        """Judge what `partial=True` held back."""
+        try:
+            new = self.advisor.flush()
+        except Exception as err:
+            self._error("flush", err)
+            return []
+        self._handle(new)
+        return new
+
     def _handle(self, new: Sequence[Finding]) -> None:
         for finding in new:
+            log.warning(
+                "rl-advisor: %s %s (%s) from step %s: %s",
+                finding.id,
+                finding.name,
+                finding.severity.value,
+                finding.onset_step,
+                finding.action.advice if finding.action else "see the report",
+            )
             if self.on_finding is not None:
                 try:
                     self.on_finding(finding)

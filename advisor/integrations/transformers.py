@@ -123,16 +123,26 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.hints_from_trainer and self.advisor.steps == 0:
+            max_steps = getattr(state, "max_steps", 0) or None
             # RuntimeError: already judging (observe came first): keep the thresholds it has
             with contextlib.suppress(RuntimeError):
-                self.advisor.add_hints(hints_from_args(args))
+                self.advisor.add_hints(hints_from_args(args), expected_steps=max_steps)
 
     def on_log(
         self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any
     ) -> None:
-        if not logs:
-            return
-        self.hook(state.global_step, logs)
+        if not logs or "train_runtime" in logs:
+            return  # the end-of-training summary repeats the last step: not a step's metrics
+        is_eval = any(str(k).startswith("eval_") for k in logs)
+        # The Trainer logs training, then evaluates at the same step when should_evaluate is
+        # set: hold the training log so both are judged as one row, as a reader merges them.
+        partial = not is_eval and bool(getattr(control, "should_evaluate", False))
+        self.hook(state.global_step, logs, partial=partial)
+        if self.hook.stop:
+            control.should_training_stop = True
+
+    def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.hook.flush()  # an evaluation that logged nothing must not hold the step back
         if self.hook.stop:
             control.should_training_stop = True
 
