@@ -141,10 +141,7 @@ def _load_dir(d: Path) -> Run:
     tried: list[str] = []
     for cand in _candidates(d):
         try:
-            if cand.is_dir():
-                run = _load_store(cand)
-            else:
-                run = _load_file(cand)
+            run = _load_store(cand) if cand.is_dir() else _load_file(cand)
         except InputError as err:
             tried.append(str(err))
             continue

@@ -24,7 +24,6 @@ from advisor.types import InputError, Run, RunEnding
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # Ray / process prefixes: "(TaskRunner pid=1234) ", "(main_task pid=5, ip=10.0.0.1) "
 _PREFIX = re.compile(r"^\s*\((?:[\w.:-]+)(?: pid=\d+)?(?:, ip=[\w.:]+)?\)\s?")
-_VERL_STEP = re.compile(r"(?:^|[\s)\]>|`*])step:\s*(\d+)\s+-\s+(\S.*)$")
 _TQDM = re.compile(r"(\d+)/(\d+) \[")
 _TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
 _LEAD_STEP = re.compile(r"(?:Global step|global_step|\bstep)[ :=]+(\d+)\s*:?\s*$", re.IGNORECASE)
@@ -111,9 +110,17 @@ def read_console(path: Path, source: str) -> Run:
     )
 
 
+def _strip_ansi(line: str) -> str:
+    """ANSI colours sit in the Ray prefix; a regex over a whole 5 kB metric line is the
+    costliest step of the scan, so only the head is cleaned unless the rest has codes too."""
+    if "\x1b" in line[120:]:
+        return _ANSI.sub("", line)
+    return _ANSI.sub("", line[:120]) + line[120:]
+
+
 def _line(st: _State, lineno: int, line: str, last: bool) -> None:
     if "\x1b" in line:
-        line = _ANSI.sub("", line)
+        line = _strip_ansi(line)
     if "\r" in line:  # tqdm redraws: keep the progress counter, then the last segment
         if "/" in line:
             _tqdm(st, line)
@@ -126,11 +133,11 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
             prefix, line = m.group(0), line[m.end() :]
     if st.config_lines is not None and _config_continue(st, prefix, line):
         return
-    if "step:" in line:
-        m = _VERL_STEP.search(line)
-        if m:
-            step = int(m.group(1))
-            payload = m.group(2)
+    at = line.find("step:")
+    if at >= 0:
+        hit = _verl_step(line, at)
+        if hit:
+            step, payload = hit
             if last:
                 payload = _trim_cut(payload)
             st.verl_rows.append(step)
@@ -151,6 +158,23 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
         for name, value in _TRL_ARG.findall(line):
             st.trl_args.setdefault(name, value)
     st.ending.feed(line, lineno, st.last_step)
+
+
+_STEP_BEFORE = frozenset(" \t)]>|`*")
+
+
+def _verl_step(line: str, at: int) -> tuple[int, str] | None:
+    """`step:N - payload` where `step:` starts the line or follows a space/bracket (not the
+    `timing_s/step:` of a payload). Plain string search: this runs on every metric line."""
+    while at >= 0:
+        if at == 0 or line[at - 1] in _STEP_BEFORE:
+            dash = line.find(" - ", at + 5)
+            num = line[at + 5 : dash].strip() if dash > 0 else ""
+            if num.isdigit() and dash - at < 30:
+                payload = line[dash + 3 :].strip()
+                return (int(num), payload) if payload else None
+        at = line.find("step:", at + 5)
+    return None
 
 
 def _tqdm(st: _State, line: str) -> None:
@@ -221,10 +245,11 @@ def _depth(text: str) -> int:
 def _dict_line(st: _State, lineno: int, line: str, brace: int, prefix: str, last: bool) -> bool:
     body = line[brace:]
     lead = line[:brace]
-    if not lead.strip() and body.startswith(("{'", '{"')) and _depth(body) > 0:
-        if len(st.configs) < 3 and ("': {" in body or "': [" in body):
-            st.config_lines, st.config_prefix, st.config_depth = [body], prefix, _depth(body)
-            return True
+    nested = "': {" in body or "': [" in body
+    opens = not lead.strip() and body.startswith(("{'", '{"')) and _depth(body) > 0
+    if opens and nested and len(st.configs) < 3:  # the start of verl's pprint config dump
+        st.config_lines, st.config_prefix, st.config_depth = [body], prefix, _depth(body)
+        return True
     if "metrics_tag" in lead:
         return _roll_line(st, lineno, body)
     if not body.startswith(("{'", '{"')):
@@ -307,30 +332,9 @@ def _config_hints(st: _State) -> dict[str, Any]:
 
 
 def _finish_verl(st: _State) -> Run:
-    import polars as pl
-
-    rows = pl.DataFrame(
-        {"row": range(len(st.verl_rows)), "payload": st.verl_payloads},
-        schema={"row": pl.Int64, "payload": pl.String},
-    )
-    long = (
-        rows.with_columns(pl.col("payload").str.split(" - "))
-        .explode("payload")
-        .with_columns(pl.col("payload").str.extract_groups(r"^\s*(\S.*?)\s*:\s*([^:]*?)\s*$"))
-        .unnest("payload")
-        .rename({"1": "key", "2": "value"})
-        .filter(pl.col("key").is_not_null())
-        .with_columns(
-            pl.col("value")
-            .str.replace(r"^(?:np\.\w+|tensor|torch\.tensor)\(([^,)]*).*$", "$1")
-            .cast(pl.Float64, strict=False)
-        )
-    )
-    if long.height == 0:
-        raise InputError(f"{st.source}: step lines hold no 'key:value' metric")
-    wide = long.pivot(on="key", index="row", values="value", aggregate_function="last")
-    steps = pl.DataFrame({"row": range(len(st.verl_rows)), "step": st.verl_rows})
-    wide = steps.join(wide, on="row", how="left").sort("row").drop("row")
+    wide = _payloads_as_ndjson(st.verl_payloads, st.verl_rows)
+    if wide is None:
+        wide = _payloads_to_frame(st.verl_payloads, st.verl_rows, st.source)
     three_decimals = _three_decimals(max(st.verl_payloads[:5], key=len))
     return build_run(
         wide,
@@ -341,6 +345,72 @@ def _finish_verl(st: _State) -> Run:
         warnings=st.warnings,
         low_precision=three_decimals,
     )
+
+
+def _payloads_as_ndjson(payloads: list[str], steps: list[int]) -> Any:
+    """Fast path: 'k:v - k:v' is JSON but for quotes and braces, so rewrite the payloads as
+    NDJSON and let polars' JSON reader parse them. None when a payload is not plain
+    (np.float64(...), nan, quotes, an odd colon): the general path handles those."""
+    from advisor.ingest.jsonfiles import read_ndjson_complete
+
+    joined = "\n".join(payloads)
+    if '"' in joined or "\\" in joined or "(" in joined:
+        return None
+    body = joined.replace(":", '":').replace(" - ", ',"').split("\n")
+    text = "\n".join([f'{{"step":{s},"{b}}}' for s, b in zip(steps, body, strict=True)])
+    fields = joined.count(":") + len(steps)
+    df = read_ndjson_complete(text.encode(), fields)
+    if df is None or "step" not in df.columns or df.height != len(steps):
+        return None
+    return df
+
+
+def _payloads_to_frame(payloads: list[str], steps: list[int], source: str) -> Any:
+    """'k:v - k:v ...' strings -> one row per payload, one Float64 column per key (file order).
+
+    Split and parsed in polars; the long (row, key, value) table is scattered into a matrix with
+    numpy instead of a pivot, which is several times slower at 150 keys.
+    """
+    import numpy as np
+    import polars as pl
+
+    pairs = (
+        pl.DataFrame({"row": np.arange(len(payloads), dtype=np.int64), "kv": payloads})
+        .with_columns(pl.col("kv").str.split(" - "))
+        .explode("kv")
+        .with_columns(pl.col("kv").str.split_exact(":", 1))
+        .unnest("kv")
+    )
+    key = pairs["field_0"].str.strip_chars()
+    raw = pairs["field_1"].str.strip_chars()
+    if raw.str.contains("(", literal=True).any():  # np.float64(0.1), tensor(0.1)
+        raw = raw.str.replace(r"^(?:np\.\w+|tensor|torch\.tensor)\(([^,)]*).*$", "$1")
+    value = raw.cast(pl.Float64, strict=False)
+    ok = key.is_not_null() & (key.str.len_chars() > 0) & raw.is_not_null()
+    if not ok.all():
+        key, value, rows = key.filter(ok), value.filter(ok), pairs["row"].filter(ok)
+    else:
+        rows = pairs["row"]
+    if key.len() == 0:
+        raise InputError(f"{source}: step lines hold no 'key:value' metric")
+    names = key.unique(maintain_order=True)
+    codes = key.cast(pl.Enum(names)).to_physical().to_numpy().astype(np.int64)
+    n, k = len(payloads), names.len()
+    flat = rows.to_numpy() * k + codes
+    matrix = np.full(n * k, np.nan)
+    present = np.zeros(n * k, dtype=bool)
+    vals = value.to_numpy()  # null (unparsable) -> nan here; `present` keeps them apart
+    matrix[flat] = vals
+    present[flat] = value.is_not_null().to_numpy()
+    matrix, present = matrix.reshape(n, k), present.reshape(n, k)
+    cols = names.to_list()
+    wide = pl.from_numpy(matrix, schema=cols, orient="row")
+    holes = [i for i in range(k) if not present[:, i].all()]
+    if holes:
+        wide = wide.with_columns(
+            pl.when(pl.Series(present[:, i])).then(pl.col(cols[i])).alias(cols[i]) for i in holes
+        )
+    return wide.insert_column(0, pl.Series("step", steps, dtype=pl.Int64))
 
 
 _FIXED3 = re.compile(r":-?\d+\.\d{3}(?: |$)")

@@ -9,6 +9,7 @@ reader's warnings say so.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -71,10 +72,7 @@ def _resume_warnings(df: pl.DataFrame) -> list[str]:
     import polars as pl
 
     train_cols = [c for c in df.columns if c != "step" and not is_eval_key(c)]
-    if not train_cols:
-        train = df
-    else:
-        train = df.filter(pl.any_horizontal(pl.col(train_cols).is_not_null()))
+    train = df if not train_cols else df.filter(pl.any_horizontal(pl.col(train_cols).is_not_null()))
     counts = Counter(train["step"].to_list())
     repeated = sorted(s for s, n in counts.items() if n > 1)
     if not repeated:
@@ -207,7 +205,7 @@ def _cadence_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:
     steps = [s for s in steps if s > 0]  # a validation before training says nothing of cadence
     if len(steps) < 2:
         return
-    gaps = Counter(b - a for a, b in zip(steps, steps[1:], strict=False))
+    gaps = Counter(b - a for a, b in itertools.pairwise(steps))
     gap, n = gaps.most_common(1)[0]
     if gap > 0 and n >= max(1, (len(steps) - 1) // 2):
         hints["eval_steps"] = gap

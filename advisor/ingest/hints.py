@@ -7,6 +7,7 @@ config layer can show them without mistaking them for a setting.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -149,10 +150,8 @@ def trl_arg_hints(args: Mapping[str, str]) -> dict[str, Any]:
     if isinstance(out.get("kl_loss_coef"), int):
         out["kl_loss_coef"] = float(out["kl_loss_coef"])
     if "max_prompt_length" in out and "max_response_length" in out:
-        try:
+        with contextlib.suppress(TypeError, ValueError):
             out["max_length"] = int(out["max_prompt_length"]) + int(out["max_response_length"])
-        except (TypeError, ValueError):
-            pass
     if out.get("importance_sampling_level") == "sequence":
         out["algorithm"] = "gspo"
     elif out.get("loss_type") == "dapo":

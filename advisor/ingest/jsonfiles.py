@@ -4,6 +4,7 @@ step), transformers/TRL `trainer_state.json`, a bare `log_history` list, other s
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -32,14 +33,43 @@ def step_key(keys: Any) -> str | None:
 
 def read_jsonl(path: Path, source: str) -> Run:
     """polars first (fast); the Python fallback copes with NaN tokens, junk and a cut last line."""
-    import polars as pl
-
-    try:
-        df = pl.read_ndjson(path, infer_schema_length=None)
-        warnings: list[str] = []
-    except Exception:  # polars is strict JSON: NaN tokens, a truncated line, junk lines
+    data = path.read_bytes() if path.stat().st_size < (1 << 30) else None
+    df = read_ndjson_complete(data) if data is not None else None
+    warnings: list[str] = []
+    if df is None:
         df, warnings = _jsonl_python(path, source)
     return _records_frame(df, source, warnings)
+
+
+def read_ndjson_complete(data: bytes, fields: int | None = None) -> Any:
+    """polars.read_ndjson that loses no key: a key first seen after the schema-inference rows
+    would be dropped silently, so count the fields read against the `":` in the text (or the
+    caller's count) and re-read with full inference when they differ. None if polars refuses."""
+    import io
+
+    import polars as pl
+
+    expected = data.count(b'":') if fields is None else fields
+    try:
+        df = pl.read_ndjson(io.BytesIO(data))
+        if _cells(df) != expected:
+            df = pl.read_ndjson(io.BytesIO(data), infer_schema_length=None)
+    except Exception:  # NaN tokens, junk lines, a cut last line: the caller falls back
+        return None
+    return df
+
+
+def _cells(df: Any) -> int:
+    """Non-null cells, counting a struct cell and each of its non-null fields."""
+    import polars as pl
+
+    total = 0
+    for name, dtype in df.schema.items():
+        col = df[name]
+        total += col.len() - col.null_count()
+        if isinstance(dtype, pl.Struct):
+            total += _cells(col.struct.unnest())
+    return total
 
 
 def _jsonl_python(path: Path, source: str) -> tuple[Any, list[str]]:
@@ -167,13 +197,13 @@ def _log_history(entries: list[Any], source: str, state: dict[str, Any] | None, 
     hints = hint_map.trl_state_hints(state, has_eval) if state else {}
     if state is None:
         hints.update(_cadence_logging(rows))
-    if ending is None and state and state.get("global_step") and state.get("max_steps"):
-        if state["global_step"] >= state["max_steps"]:
-            ending = RunEnding(
-                kind="completed",
-                step=int(state["global_step"]),
-                message="global_step reached max_steps",
-            )
+    done = state and _int(state.get("global_step")) and _int(state.get("max_steps"))
+    if ending is None and done and state and state["global_step"] >= state["max_steps"]:
+        ending = RunEnding(
+            kind="completed",
+            step=int(state["global_step"]),
+            message="global_step reached max_steps",
+        )
     return build_run(df, source=source, fmt=fmt, hints=hints, ending=ending, warnings=warnings)
 
 
@@ -188,6 +218,6 @@ def _cadence_logging(rows: list[dict[str, Any]]) -> dict[str, Any]:
     steps = sorted({int(r["step"]) for r in rows if _int(r.get("step")) is not None})
     if len(steps) < 2:
         return {}
-    gaps = [b - a for a, b in zip(steps, steps[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(steps)]
     gap = min(gaps)
     return {"logging_steps": gap} if gap > 0 and gaps.count(gap) >= len(gaps) // 2 else {}

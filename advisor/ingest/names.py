@@ -165,9 +165,9 @@ def val_rank(raw: str) -> int | None:
         if m:
             var_rank = _VAR_RANK.get(m.group(2), 0) if m.re.groups >= 2 else 0
             return 10 + 10 * i + var_rank
-    if raw.startswith("eval/") and "/" not in raw[5:]:
-        if raw[5:] not in _TRL_EVAL_NAMES and not raw[5:].startswith("rewards"):
-            return 60  # slime eval/<dataset>
+    name = raw[5:]
+    if raw.startswith("eval/") and "/" not in name and name not in _TRL_EVAL_NAMES:
+        return 60  # slime eval/<dataset>
     return None
 
 
