@@ -413,6 +413,7 @@ class _Walker(_Pass):
         super().__init__(label, lines)
         self.layout = layout
         self.hp: dict[str, Any] = {}
+        self.seen_hp: set[str] = set()  # given, even if invalid (then reported, not "missing")
         self.out: dict[str, Any] = {"datasets": [], "functions": [], "resources": {}}
         hp_at = {"yaml": "training.hyper_parameters.", "keyword": "hyper_parameters.", "flat": ""}
         self.hp_prefix = hp_at.get(layout, "")
@@ -502,6 +503,7 @@ class _Walker(_Pass):
 
     def hp_value(self, key: str, raw: Any, path: str, line: int | None) -> None:
         value = self.value(path, raw, self.book.hyper_parameters[key], line, param=key)
+        self.seen_hp.add(key)
         if line:
             self.lines[key] = line
         if value is not None:
@@ -871,7 +873,8 @@ def _fill_defaults(
     specs = walker.book.hyper_parameters
     hp: dict[str, Any] = {}
     notes: list[str] = []
-    missing = [k for k, s in specs.items() if s.required and k not in walker.hp]
+    missing = [k for k, s in specs.items() if s.required and k not in walker.hp.keys() | walker.seen_hp]
+    invalid = [k for k in walker.seen_hp if k not in walker.hp]
     for key, spec in specs.items():
         hp[key] = walker.hp.get(key, spec.default)
         origin.setdefault(key, "default")
@@ -896,6 +899,11 @@ def _fill_defaults(
                 f"{fmt(specs[key].default)} (the guide's example value)",
                 suggested=specs[key].default,
             )
+    if invalid:
+        notes.append(
+            "invalid values replaced by defaults: "
+            + ", ".join(f"{k}={fmt(hp[k])}" for k in invalid)
+        )
     if missing:
         notes.append("assumed defaults for " + ", ".join(f"{k}={fmt(hp[k])}" for k in missing))
     return hp, notes
