@@ -873,7 +873,8 @@ def _fill_defaults(
     specs = walker.book.hyper_parameters
     hp: dict[str, Any] = {}
     notes: list[str] = []
-    missing = [k for k, s in specs.items() if s.required and k not in walker.hp.keys() | walker.seen_hp]
+    given = walker.hp.keys() | walker.seen_hp
+    missing = [k for k, s in specs.items() if s.required and k not in given]
     invalid = [k for k in walker.seen_hp if k not in walker.hp]
     for key, spec in specs.items():
         hp[key] = walker.hp.get(key, spec.default)

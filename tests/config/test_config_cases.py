@@ -1,4 +1,4 @@
-"""Data-driven rule cases (tests/config/cases/*.yaml): each rule fires on one config, not another."""
+"""Data-driven rule cases (tests/config/cases/*.yaml): each rule fires on one config only."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _job_file(case: dict[str, Any], tmp_path: Path) -> Path:
     data = merge(base, case.get("config") or {})
     if lines := case.get("local_training_lines"):
         (tmp_path / "data").mkdir()
-        rows = "".join('{"prompt": "p%d"}\n' % i for i in range(lines))
+        rows = "".join(f'{{"prompt": "p{i}"}}\n' for i in range(lines))
         (tmp_path / "data" / "train.jsonl").write_text(rows, encoding="utf-8")
     return write_yaml(data, tmp_path / "job.yaml")
 

@@ -29,14 +29,14 @@ def test_shipped_jobs_carry_no_error(name: str) -> None:
 
 def test_the_three_shapes_read_the_same_hyperparameters() -> None:
     loaded = {n: load_config(JOBS / n) for n in GUIDE_EXAMPLES}
-    layouts = {n: l.layout for n, l in loaded.items()}
+    layouts = {n: cfg.layout for n, cfg in loaded.items()}
     assert layouts == {
         "guide_config.yaml": "yaml",
         "guide_run_kwargs.yaml": "keyword",
         "guide_run_kwargs.json": "keyword",
         "guide_hyper_parameters.yaml": "flat",
     }
-    hp = {n: l.hyper_parameters for n, l in loaded.items()}
+    hp = {n: cfg.hyper_parameters for n, cfg in loaded.items()}
     assert hp["guide_run_kwargs.yaml"] == hp["guide_run_kwargs.json"]
     for name in GUIDE_EXAMPLES:  # the guide's values, every shape
         assert hp[name]["learning_rate"] == 2e-6
