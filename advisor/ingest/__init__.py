@@ -42,8 +42,9 @@ def detect_format(path: Path, head: bytes) -> str:
         raise InputError(f"{path}:1: expected a text metrics file, found binary data")
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
     if text.startswith("{"):
-        first = text.split("\n", 1)[0].strip()
-        if first.endswith("}") and len(first) > 2:
+        first, _, rest = text.partition("\n")
+        # one object per line; a single-line file is one JSON document (a minified state)
+        if first.strip().endswith("}") and rest.strip():
             return "jsonl"
         return "json"
     if text.startswith("[") and re.match(r"\[\s*(?:\{|\]|$)", text):
@@ -96,6 +97,10 @@ def _load_file(p: Path) -> Run:
         except InputError:
             if text.lstrip().startswith("["):  # a log line like "[2025-01-01 ...] step:1 - ..."
                 return _console(p, source)
+            if text.lstrip().startswith("{") and "\n{" in text:  # JSONL with a huge first line
+                from advisor.ingest.jsonfiles import read_jsonl
+
+                return read_jsonl(p, source)
             raise
     return _console(p, source)
 

@@ -1,0 +1,163 @@
+"""Every format reads the same 4-step run to the same canonical values.
+
+The fixtures (tests/ingest/fixtures/) hold one run: reward 0.1..0.4, entropy 1.0..0.7,
+grad_norm 0.5..0.8, response length 100..130, validation 0.25 at step 2 and 0.45 at step 4.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from advisor.ingest import load_run
+
+FIX = Path(__file__).parent / "fixtures"
+REWARD = [0.1, 0.2, 0.3, 0.4]
+ENTROPY = [1.0, 0.9, 0.8, 0.7]
+GRAD = [0.5, 0.6, 0.7, 0.8]
+LENGTH = [100.0, 110.0, 120.0, 130.0]
+
+# file -> (format, steps, canonical columns checked, has validation)
+CASES = {
+    "verl_console.log": ("verl-console", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), True),
+    "verl_file_logger.jsonl": ("verl-jsonl", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), True),
+    "flat.jsonl": ("jsonl", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), True),
+    "wandb_history.csv": ("wandb-csv", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), True),
+    "wandb_chart.csv": ("wandb-chart-csv", [1, 2, 3, 4], ("reward_mean",), False),
+    "trainer_state.json": ("trl-state", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), True),
+    "trl_console.log": ("trl-console", [2, 4, 6, 8], ("reward_mean", "entropy", "grad_norm", "response_length"), True),
+    "openrlhf.log": ("dict-console", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), False),
+    "slime.log": ("dict-console", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), False),
+    "roll.log": ("roll-console", [1, 2, 3, 4], ("reward_mean", "grad_norm", "response_length"), False),
+}  # fmt: skip
+EXPECTED = {
+    "reward_mean": REWARD,
+    "entropy": ENTROPY,
+    "grad_norm": GRAD,
+    "response_length": LENGTH,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_format_reads_canonical_values(name: str) -> None:
+    fmt, steps, columns, has_val = CASES[name]
+    run = load_run(FIX / name)
+    assert run.format == fmt
+    assert run.frame["step"].dtype == pl.Int64
+    assert run.frame["step"].to_list() == steps
+    for col in columns:
+        assert run.frame[col].dtype == pl.Float64
+        assert run.frame[col].to_list() == pytest.approx(EXPECTED[col]), col
+    if has_val:
+        val = run.frame["val_reward"].to_list()
+        assert val[1] == pytest.approx(0.25) and val[3] == pytest.approx(0.45)
+        assert val[0] is None and val[2] is None
+
+
+def test_originals_are_kept_under_their_own_names() -> None:
+    run = load_run(FIX / "verl_console.log")
+    for raw in ("actor/entropy", "critic/score/mean", "timing_s/step", "actor/grad_norm"):
+        assert raw in run.frame.columns
+    # canonical columns come first, after step
+    assert run.frame.columns[0] == "step" and run.frame.columns[1] == "reward_mean"
+
+
+def test_verl_console_config_hints_and_ending() -> None:
+    run = load_run(FIX / "verl_console.log")
+    assert run.config_hints["eval_steps"] == 2
+    assert run.config_hints["n_rollouts"] == 8
+    assert run.config_hints["algorithm"] == "grpo"
+    assert run.config_hints["learning_rate"] == 1e-6
+    assert run.config_hints["max_length"] == 512 + 1024
+    assert run.config_hints["batch_size"] == 32
+    assert run.ending is not None and run.ending.kind == "completed"
+    assert run.ending.step == 4
+
+
+def test_trl_state_hints() -> None:
+    run = load_run(FIX / "trainer_state.json")
+    assert run.config_hints["eval_steps"] == 2
+    assert run.config_hints["logging_steps"] == 1
+    assert run.ending is not None and run.ending.kind == "completed"
+
+
+def test_trl_console_steps_from_progress_bar() -> None:
+    run = load_run(FIX / "trl_console.log")
+    assert run.config_hints["logging_steps"] == 2
+    assert any("do not print the step" in w for w in run.warnings)
+    assert run.ending is not None and run.ending.kind == "completed" and run.ending.step == 8
+
+
+def test_nan_token_is_kept_as_nan() -> None:
+    run = load_run(FIX / "log_history.json")
+    g = run.frame["grad_norm"].to_list()
+    assert math.isnan(g[0]) and g[1:] == pytest.approx(GRAD[1:])
+
+
+def test_roll_truncation_count_becomes_rate_and_zero_entropy_missing() -> None:
+    run = load_run(FIX / "roll.log")
+    assert run.frame["truncation_rate"].to_list() == pytest.approx([2 / 16, 4 / 16, 6 / 16, 8 / 16])
+    assert run.frame["entropy"].to_list()[:3] == pytest.approx(ENTROPY[:3])
+    assert run.frame["entropy"].to_list()[3] is None
+
+
+def test_wandb_chart_keeps_min_max_columns() -> None:
+    run = load_run(FIX / "wandb_chart.csv")
+    assert "run-7 - critic/rewards/mean__MIN" in run.frame.columns
+
+
+def test_parquet(tmp_path: Path) -> None:
+    p = tmp_path / "m.parquet"
+    pl.DataFrame({"step": [3, 1, 2], "actor/entropy": [0.8, 1.0, 0.9]}).write_parquet(p)
+    run = load_run(p)
+    assert run.format == "parquet"
+    assert run.frame["step"].to_list() == [1, 2, 3]
+    assert run.frame["entropy"].to_list() == pytest.approx([1.0, 0.9, 0.8])
+
+
+def test_mlflow_run_folder(tmp_path: Path) -> None:
+    run_dir = tmp_path / "mlruns" / "0" / "abc123"
+    (run_dir / "metrics" / "critic" / "rewards").mkdir(parents=True)
+    (run_dir / "metrics" / "val-core" / "gsm8k" / "reward").mkdir(parents=True)
+    (run_dir / "params").mkdir()
+    (run_dir / "meta.yaml").write_text("run_id: abc123\nstatus: 3\n")
+    lines = "".join(f"{1700000000 + s} {r} {s}\n" for s, r in zip(range(1, 5), REWARD, strict=True))
+    (run_dir / "metrics" / "critic" / "rewards" / "mean").write_text(lines)
+    (run_dir / "metrics" / "val-core" / "gsm8k" / "reward" / "mean_at_1").write_text(
+        "1700000002 0.25 2\n1700000004 0.45 4\n"
+    )
+    (run_dir / "params" / "trainer.test_freq").write_text("2")
+    for target in (run_dir, tmp_path / "mlruns"):
+        run = load_run(target)
+        assert run.format == "mlflow"
+        assert run.frame["reward_mean"].to_list() == pytest.approx(REWARD)
+        assert run.frame["val_reward"].to_list()[1] == pytest.approx(0.25)
+        assert run.config_hints["eval_steps"] == 2
+        assert run.ending is not None and run.ending.kind == "completed"
+
+
+def test_trl_output_dir_uses_newest_checkpoint(tmp_path: Path) -> None:
+    state = json.loads((FIX / "trainer_state.json").read_text())
+    for n, keep in ((2, 2), (4, 4)):
+        d = tmp_path / f"checkpoint-{n}"
+        d.mkdir()
+        part = dict(state, log_history=[e for e in state["log_history"] if e["step"] <= keep])
+        (d / "trainer_state.json").write_text(json.dumps(part))
+    (tmp_path / "README.md").write_text("# a model card, no metrics\n")
+    run = load_run(tmp_path)
+    assert run.frame["step"].to_list() == [1, 2, 3, 4]
+    assert any("checkpoint-4" in w for w in run.warnings)
+
+
+def test_verl_jsonl_key_first_seen_late_is_not_lost(tmp_path: Path) -> None:
+    p = tmp_path / "late.jsonl"
+    rows = [{"step": s, "data": {"critic/rewards/mean": 0.1}} for s in range(1, 301)]
+    rows[250]["data"]["val-core/x/reward/mean@4"] = 0.7
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = load_run(p)
+    assert run.steps == 300
+    assert run.frame.filter(pl.col("step") == 251)["val_reward"].item() == pytest.approx(0.7)

@@ -1,0 +1,99 @@
+"""Every file of the public runs in shared/real_runs is read: step counts as SOURCE.md says.
+
+CI has the shared folder at ../shared relative to the repo; the test skips cleanly without it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.ingest import load_run
+from advisor.types import InputError
+
+REAL = (Path(__file__).resolve().parents[2] / ".." / "shared" / "real_runs").resolve()
+if not REAL.is_dir():
+    REAL = Path("/work/shared/real_runs")
+pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_runs not available")
+
+# path -> (format, steps, first step, last step, canonical metrics that must be present)
+EXPECTED = {
+    "labelled/verl-ppo-gsm8k-dstack/verl_demo.log": (
+        "verl-console", 335, 101, 435, ("reward_mean", "entropy", "val_reward", "grad_norm")),
+    "labelled/verl-tinyzero-ppo-qwen05b-countdown-crash/part-of-logs.md": (
+        "verl-console", 17, 383, 399, ("reward_mean", "entropy", "response_length")),
+    "labelled/trl-grpo-rho-qwen25-7b-collapse-s43/train.log": (
+        "trl-console", 40, 5, 200, ("reward_mean", "entropy", "truncation_rate", "zero_std_frac")),
+    "labelled/trl-grpo-unsloth-llama31-8b-gsm8k/trainer_state.json": (
+        "trl-state", 250, 1, 250, ("reward_mean", "kl_ref", "response_length")),
+    "labelled/trl-grpo-lifelong-qwen7b-truncation-plateau/training_metrics_history.json": (
+        "trl-log-history", 500, 1, 500, ("reward_mean", "entropy", "truncation_rate")),
+    "unlabelled/run-a/train.log": ("trl-console", 40, 5, 200, ("reward_mean", "entropy")),
+    "unlabelled/run-b/train.log": ("trl-console", 40, 5, 200, ("reward_mean", "entropy")),
+    "unlabelled/run-c/step_logs.json": ("trl-log-history", 40, 5, 200, ("reward_mean", "entropy")),
+    "unlabelled/run-d/trainer_state.json": ("trl-state", 25, 10, 250, ("reward_mean", "kl_ref")),
+    "unlabelled/run-e/training_metrics_history.json": (
+        "trl-log-history", 500, 1, 500, ("reward_mean", "entropy")),
+    "unlabelled/run-f/issue_excerpt.txt": (
+        "verl-console", 4, 0, 7, ("reward_mean", "kl_ref", "entropy", "val_reward")),
+}  # fmt: skip
+# files without per-step metrics: a clear InputError, never a traceback
+NO_METRICS = {"SOURCE.md", "eval.log"}
+
+
+def _all_files() -> list[str]:
+    if not REAL.is_dir():
+        return []
+    return sorted(str(p.relative_to(REAL)) for p in REAL.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("rel", _all_files())
+def test_every_file_is_read(rel: str) -> None:
+    path = REAL / rel
+    if path.name in NO_METRICS:
+        with pytest.raises(InputError, match=r"expected"):
+            load_run(path)
+        return
+    assert rel in EXPECTED, f"new file in real_runs, add its expectation: {rel}"
+    fmt, steps, first, last, metrics = EXPECTED[rel]
+    run = load_run(path)
+    info = run.info()
+    assert (run.format, info.steps, info.first_step, info.last_step) == (fmt, steps, first, last)
+    for m in metrics:
+        assert m in run.frame.columns and run.frame[m].drop_nulls().len() > 0, m
+
+
+def test_verl_dstack_validation_points_and_config() -> None:
+    run = load_run(REAL / "labelled/verl-ppo-gsm8k-dstack/verl_demo.log")
+    assert run.frame["val_reward"].drop_nulls().len() == 34
+    assert run.config_hints["eval_steps"] == 10
+    assert run.config_hints["adv_estimator"] == "gae"
+    assert "algorithm" not in run.config_hints  # gae is not a platform algorithm
+    assert run.config_hints["learning_rate"] == 1e-6
+    assert run.config_hints["max_length"] == 512 + 256
+    assert run.ending is not None and run.ending.kind == "completed"
+    # 3-decimal log: actor/lr reads 0.000 and must not become lr = 0
+    assert "lr" not in run.frame.columns
+
+
+def test_tinyzero_disk_full_after_last_step() -> None:
+    run = load_run(REAL / "labelled/verl-tinyzero-ppo-qwen05b-countdown-crash/part-of-logs.md")
+    assert run.ending is not None
+    assert run.ending.kind == "disk_full" and run.ending.step == 399
+    assert "No space left on device" in run.ending.message
+
+
+def test_trl_console_collapse_values() -> None:
+    run = load_run(REAL / "labelled/trl-grpo-rho-qwen25-7b-collapse-s43/train.log")
+    assert run.config_hints["logging_steps"] == 5
+    assert run.frame["truncation_rate"].to_list()[-1] == 1.0
+    assert any("do not print the step" in w for w in run.warnings)
+
+
+@pytest.mark.parametrize(
+    "folder", ["labelled/trl-grpo-rho-qwen25-7b-collapse-s43", "unlabelled/run-d"]
+)
+def test_run_folder_finds_the_metrics(folder: str) -> None:
+    run = load_run(REAL / folder)
+    assert run.steps in (40, 25)
