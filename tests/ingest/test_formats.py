@@ -21,18 +21,20 @@ ENTROPY = [1.0, 0.9, 0.8, 0.7]
 GRAD = [0.5, 0.6, 0.7, 0.8]
 LENGTH = [100.0, 110.0, 120.0, 130.0]
 
+ALL4 = ("reward_mean", "entropy", "grad_norm", "response_length")
+STEPS = [1, 2, 3, 4]
 # file -> (format, steps, canonical columns checked, has validation)
 CASES = {
-    "verl_console.log": ("verl-console", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), True),
-    "verl_file_logger.jsonl": ("verl-jsonl", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), True),
-    "flat.jsonl": ("jsonl", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), True),
-    "wandb_history.csv": ("wandb-csv", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), True),
+    "verl_console.log": ("verl-console", STEPS, ALL4, True),
+    "verl_file_logger.jsonl": ("verl-jsonl", STEPS, ALL4, True),
+    "flat.jsonl": ("jsonl", STEPS, ALL4, True),
+    "wandb_history.csv": ("wandb-csv", STEPS, ALL4, True),
     "wandb_chart.csv": ("wandb-chart-csv", [1, 2, 3, 4], ("reward_mean",), False),
-    "trainer_state.json": ("trl-state", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), True),
-    "trl_console.log": ("trl-console", [2, 4, 6, 8], ("reward_mean", "entropy", "grad_norm", "response_length"), True),
-    "openrlhf.log": ("dict-console", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), False),
-    "slime.log": ("dict-console", [1, 2, 3, 4], ("reward_mean", "entropy", "grad_norm", "response_length"), False),
-    "roll.log": ("roll-console", [1, 2, 3, 4], ("reward_mean", "grad_norm", "response_length"), False),
+    "trainer_state.json": ("trl-state", STEPS, ALL4, True),
+    "trl_console.log": ("trl-console", [2, 4, 6, 8], ALL4, True),
+    "openrlhf.log": ("dict-console", STEPS, ALL4, False),
+    "slime.log": ("dict-console", STEPS, ALL4, False),
+    "roll.log": ("roll-console", STEPS, ("reward_mean", "grad_norm", "response_length"), False),
 }  # fmt: skip
 EXPECTED = {
     "reward_mean": REWARD,
