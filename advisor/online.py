@@ -243,7 +243,7 @@ class Advisor:
 
         numeric = {str(k): _number(v) for k, v in metrics.items()}
         row = canonicalize(numeric)
-        self._seen.update(row)
+        self._seen.update(k for k, v in row.items() if v is not None)
         for key, value in numeric.items():
             if key not in row and canonical_name(key) is None:
                 row[key] = value
@@ -466,8 +466,9 @@ class Advisor:
 class _Thinned:
     """A metric's (step, value) history for the report's plots, at most `cap` points.
 
-    When full, every other point is dropped and the stride doubles: memory stays bounded
-    whatever the run length, and the curve keeps its shape from first step to last.
+    When full, every other point is dropped (never the first nor the newest) and the stride
+    doubles: memory stays bounded whatever the run length, and the curve keeps its shape from
+    the first step to the last.
     """
 
     __slots__ = ("cap", "steps", "stride", "values")
@@ -484,7 +485,10 @@ class _Thinned:
         self.steps.append(step)
         self.values.append(value)
         if len(self.steps) >= self.cap:
-            del self.steps[1::2], self.values[1::2]
+            # thin the middle; the first and the newest points stay
+            last = len(self.steps) - 1
+            self.steps = [s for i, s in enumerate(self.steps) if i % 2 == 0 or i == last]
+            self.values = [v for i, v in enumerate(self.values) if i % 2 == 0 or i == last]
             self.stride *= 2
 
 
