@@ -414,9 +414,9 @@ def _symptom_score(sid: str, c: Mapping[str, int], t: _Timing) -> SymptomScore:
 
 
 def _explain(case: Case, pred: Prediction, expected: set[str], allowed: set[str]) -> list[str]:
-    out = []
     if pred.error:
-        out.append(f"{case.run_id}: advisor error: {pred.error}")
+        return [f"{case.run_id}: advisor error: {pred.error}"]
+    out = []
     missed = sorted(expected - pred.alarm_ids)
     wrong = sorted(pred.alarm_ids - allowed)
     if missed:
@@ -571,21 +571,32 @@ def render_markdown(rep: HarnessReport, failures: int = 20) -> str:
 
 
 def results_table(s: CorpusScore) -> list[str]:
-    """The README results table: one row per symptom id, then the healthy row."""
+    """The README results table: one row per symptom id, a healthy row and an overall row."""
     lines = [
-        "| finding | runs | precision | recall | median onset error (eval_steps) "
-        "| median detection delay (steps) | onset within 2 x eval_steps |",
+        "| finding | runs | precision | recall | median abs. onset error, eval_steps "
+        "| median detection delay, steps (eval_steps) | onset within 2 x eval_steps |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for p in s.per_symptom:
         lines.append(
             f"| {p.id} | {p.support} | {_pct(p.precision)} | {_pct(p.recall)} "
-            f"| {_num(p.median_abs_onset_error_eval, 2)} | {_num(p.median_delay, 0)} "
+            f"| {_num(p.median_abs_onset_error_eval, 2)} "
+            f"| {_num(p.median_delay, 0)} ({_num(p.median_delay_eval, 2)}) "
             f"| {p.onset_ok}/{p.onset_judged} |"
         )
     lines.append(
-        f"| healthy | {s.healthy_runs} | false alarms: {s.healthy_with_alarm} "
+        f"| healthy | {s.healthy_runs} | false alarms {s.healthy_with_alarm}/{s.healthy_runs} "
         f"({_pct(s.false_alarm_rate)}) | | | | |"
+    )
+    tp = sum(p.tp for p in s.per_symptom)
+    fp = sum(p.fp for p in s.per_symptom)
+    support = sum(p.support for p in s.per_symptom)
+    ok = sum(p.onset_ok for p in s.per_symptom)
+    judged = sum(p.onset_judged for p in s.per_symptom)
+    lines.append(
+        f"| all symptoms | {support} | {_pct(_ratio(tp, tp + fp))} | {_pct(_ratio(tp, support))} "
+        f"| {_num(s.median_abs_onset_error_eval, 2)} "
+        f"| {_num(s.median_delay, 0)} ({_num(s.median_delay_eval, 2)}) | {ok}/{judged} |"
     )
     return lines
 

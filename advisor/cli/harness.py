@@ -38,6 +38,9 @@ def harness(
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 when the corpus misses the targets.")
     ] = False,
+    table: Annotated[
+        bool, typer.Option("--table", help="Print only the README results table (Markdown).")
+    ] = False,
 ) -> None:
     """Score the advisor on a labelled corpus (and the public runs)."""
     from advisor import harness as h
@@ -49,9 +52,12 @@ def harness(
     if real and real_dir is None and rdir is None and corpus is None:
         raise InputError("harness --real: ../shared/real_runs/labelled not found; pass --real-dir")
     rep = h.run_harness(corpus, rdir, real_labels, workers)
-    text = rep.to_json() + "\n" if output_format == OutputFormat.json else h.render_markdown(
-        rep, failures
-    )
+    if table and rep.corpus is not None:
+        text = "\n".join(h.results_table(rep.corpus)) + "\n"
+    elif output_format == OutputFormat.json:
+        text = rep.to_json() + "\n"
+    else:
+        text = h.render_markdown(rep, failures)
     if output is not None:
         from advisor.cli.diagnose import write_atomic
 

@@ -5,6 +5,7 @@ sample_metrics/corpus` to see the full table when this fails."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,9 @@ CORPUS = Path(__file__).resolve().parents[2] / "sample_metrics" / "corpus"
 @pytest.fixture(scope="module")
 def score() -> h.CorpusScore:
     cases = h.discover(CORPUS)
-    return h.score(cases, h.predict_all(cases), corpus="sample_metrics/corpus")
+    # Two spawned workers: the corpus is 78 runs and the suite must stay fast.
+    workers = min(2, os.cpu_count() or 1)
+    return h.score(cases, h.predict_all(cases, workers), corpus="sample_metrics/corpus")
 
 
 def test_every_run_is_judged(score: h.CorpusScore) -> None:

@@ -152,7 +152,8 @@ def test_markdown_and_json_render(corpus: Path) -> None:
     rep = h.run_harness(corpus, predictor=pred)
     md = h.render_markdown(rep)
     assert "| P3 | 2 | 100.0% | 50.0% |" in md
-    assert "| healthy | 2 | false alarms: 0 (0.0%)" in md
+    assert "| healthy | 2 | false alarms 0/2 (0.0%)" in md
+    assert "| all symptoms | 3 | 100.0% | 33.3% |" in md
     data = json.loads(rep.to_json())
     assert data["corpus"]["runs"] == 5 and data["real"] == []
 
