@@ -1020,14 +1020,22 @@ def _dump(doc: Any, text: str | None, is_json: bool) -> str:
     if text is not None:
         from ruamel.yaml.util import load_yaml_guess_indent
 
-        _, indent, seq_indent = load_yaml_guess_indent(text)
-        y.indent(
-            mapping=indent or 2, sequence=(indent or 2) + (seq_indent or 0), offset=seq_indent or 0
-        )
+        _, seq, offset = load_yaml_guess_indent(text)
+        y.indent(mapping=_mapping_indent(text), sequence=seq or 2, offset=offset or 0)
     y.width = 4096
     buf = io.StringIO()
     y.dump(doc, buf)
     return buf.getvalue()
+
+
+def _mapping_indent(text: str) -> int:
+    """The indent of the first nested block mapping (ruamel's guess covers sequences only)."""
+    import re
+
+    match = re.search(
+        r"^([^\s#-][^\n]*):[ \t]*(?:#[^\n]*)?\n((?:[ \t]*#[^\n]*\n)*)( +)[^\s-]", text, re.M
+    )
+    return len(match[3]) if match else 2
 
 
 def _atomic_write(dest: Path, text: str) -> None:
