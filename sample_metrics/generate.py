@@ -679,6 +679,18 @@ def family_seeds(family: str, count: int, base_seed: int = 0) -> list[int]:
     return [base_seed + i for i in range(count)]
 
 
+def corpus_knobs(family: str, seed: int, max_steps: int | None) -> dict[str, Any]:
+    """Knobs a corpus run pins: its length, drawn from its own stream when `max_steps` caps it."""
+    if max_steps is None:
+        return {}
+    rng = _rng(family + "/len", seed)
+    lo = 100 if family in ("OOM", "NAN") else 200
+    knobs: dict[str, Any] = {"n_steps": round(_log_uniform(rng, lo, max_steps))}
+    if family == "healthy" and VARIANTS["healthy"][seed % len(VARIANTS["healthy"])] == "short":
+        knobs["n_steps"] = int(rng.integers(40, 140))
+    return knobs
+
+
 def generate_corpus(out: Path, per_family: int, healthy: int | None = None, base_seed: int = 0,
                     max_steps: int | None = None, families: tuple[str, ...] = FAMILIES) -> int:
     """Write `per_family` runs of each symptom family and `healthy` healthy runs under `out`."""
@@ -689,15 +701,7 @@ def generate_corpus(out: Path, per_family: int, healthy: int | None = None, base
     for family in families:
         n = healthy if family == "healthy" and healthy is not None else per_family
         for seed in family_seeds(family, n, base_seed):
-            knobs: dict[str, Any] = {}
-            if max_steps is not None:
-                rng = _rng(family + "/len", seed)
-                lo = 100 if family in ("OOM", "NAN") else 200
-                knobs["n_steps"] = round(_log_uniform(rng, lo, max_steps))
-                if family == "healthy" and VARIANTS["healthy"][seed % len(VARIANTS["healthy"])] \
-                        == "short":
-                    knobs["n_steps"] = int(rng.integers(40, 140))
-            run = make_run(family, seed, **knobs)
+            run = make_run(family, seed, **corpus_knobs(family, seed, max_steps))
             write_run(run, out / run.run_id)
             count += 1
     return count

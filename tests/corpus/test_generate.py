@@ -170,3 +170,19 @@ def test_job_yaml_carries_the_hyperparameters(tmp_path: Path) -> None:
 
 def test_symptom_ids_are_the_contracts() -> None:
     assert set(SYMPTOMS) == {"P1", "P2", "P3", "KL0", "P4", "SLOW", "OOM", "P9", "P6", "NAN", "DIV"}
+
+
+def test_committed_corpus_is_the_generators_output(tmp_path: Path) -> None:
+    # One run per family: the committed corpus must be what `generate.py --corpus` writes.
+    from sample_metrics.generate import SMALL_CORPUS, corpus_knobs
+
+    corpus = Path(__file__).resolve().parents[2] / "sample_metrics" / "corpus"
+    assert len(list(corpus.glob("*/label.json"))) == (
+        SMALL_CORPUS["per_family"] * len(SYMPTOMS) + SMALL_CORPUS["healthy"]
+    )
+    for family in FAMILIES:
+        run = make_run(family, 1, **corpus_knobs(family, 1, SMALL_CORPUS["max_steps"]))
+        write_run(run, tmp_path / run.run_id)
+        for f in sorted((tmp_path / run.run_id).iterdir()):
+            committed = corpus / run.run_id / f.name
+            assert committed.read_bytes() == f.read_bytes(), f"stale: {committed}"
