@@ -42,7 +42,7 @@ def _comments(text: str) -> list[str]:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(changes=HP_CHANGES)
 @pytest.mark.parametrize(
