@@ -27,9 +27,26 @@ def load_run(path: PathLike) -> Run:
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file or directory; expected a metrics file or run folder")
-    if p.is_dir():
-        return _load_dir(p)
-    return _load_file(p)
+    try:
+        return _load_dir(p) if p.is_dir() else _load_file(p)
+    except InputError as err:
+        raise InputError(_one_line(str(err))) from None
+    except (OSError, ValueError, ArithmeticError) as err:
+        # I/O trouble, or a table polars could not make sense of (its errors are ValueErrors
+        # or ComputeErrors): still one line that names the file
+        raise InputError(_one_line(f"{p}: could not read the metrics ({err})")) from None
+    except Exception as err:
+        from polars.exceptions import PolarsError
+
+        if isinstance(err, PolarsError):
+            raise InputError(_one_line(f"{p}: could not read the metrics ({err})")) from None
+        raise
+
+
+def _one_line(message: str, limit: int = 400) -> str:
+    """Error text goes on one stderr line: collapse newlines (from polars, from column names)."""
+    text = " ".join(message.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def detect_format(path: Path, head: bytes) -> str:

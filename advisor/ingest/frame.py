@@ -134,11 +134,11 @@ def _canonical_exprs(cols: list[str], skip: set[str]) -> dict[str, pl.Expr]:
         if "val_reward" in present:
             out["val_reward"] = pl.col("val_reward")
         else:
-            val = names.select_val_keys(cols)
-            if len(val) == 1:
-                out["val_reward"] = pl.col(val[0])
-            elif val:
-                out["val_reward"] = pl.mean_horizontal([pl.col(v) for v in val])
+            groups = [pl.coalesce([pl.col(k) for k in g]) for g in names.val_groups(cols)]
+            if len(groups) == 1:
+                out["val_reward"] = groups[0]
+            elif groups:
+                out["val_reward"] = pl.mean_horizontal(groups)
     return out
 
 

@@ -186,26 +186,27 @@ def canonical_name(raw_key: str) -> str | None:
     return hit[0] if hit else None
 
 
-def select_val_keys(keys: Iterable[str]) -> list[str]:
-    """The validation keys that make up val_reward: one per dataset, best variant per dataset.
+def val_groups(keys: Iterable[str]) -> list[list[str]]:
+    """The validation keys that make up val_reward, one group per dataset, best key first.
 
-    Exact keys (eval_reward ...) beat dataset patterns; per dataset the reward variable beats
-    acc/score and the largest mean@N wins.
+    Exact keys (eval_reward ...) beat dataset patterns. Within a dataset the reward variable
+    beats acc/score and the largest mean@N wins; a row lacking the best key falls back to the
+    next. val_reward is the mean over datasets.
     """
     ranked = [(r, k) for k in keys if (r := val_rank(k)) is not None]
-    if not ranked:
-        return []
-    exact = [k for r, k in ranked if r < 10]
+    exact = sorted((r, k) for r, k in ranked if r < 10)
     if exact:
-        return [min((r, k) for r, k in ranked if r < 10)[1]]
-    best: dict[str, tuple[int, int, str]] = {}
+        return [[k for _, k in exact]]
+    groups: dict[str, list[tuple[int, int, str]]] = {}
     for r, k in ranked:
         n = re.search(r"@(\d+)$", k)
-        cand = (r, -int(n.group(1)) if n else 0, k)
-        ds = val_dataset(k)
-        if ds not in best or cand < best[ds]:
-            best[ds] = cand
-    return [c[2] for c in best.values()]
+        groups.setdefault(val_dataset(k), []).append((r, -int(n.group(1)) if n else 0, k))
+    return [[c[2] for c in sorted(g)] for g in groups.values()]
+
+
+def select_val_keys(keys: Iterable[str]) -> list[str]:
+    """The best validation key of each dataset (see val_groups)."""
+    return [g[0] for g in val_groups(keys)]
 
 
 def canonicalize(metrics: Mapping[str, float | None]) -> dict[str, float | None]:
@@ -214,18 +215,14 @@ def canonicalize(metrics: Mapping[str, float | None]) -> dict[str, float | None]
     Keys without a canonical name are dropped here; readers keep them in the frame.
     """
     best: dict[str, tuple[int, float | None]] = {}
-    val: list[float] = []
-    val_keys: list[str] | None = None
+    has_val = False
     for key, value in metrics.items():
         hit = _lookup(key)
         if hit is None:
             continue
         canon, rank = hit
         if canon == "val_reward" and rank >= 0:
-            if val_keys is None:
-                val_keys = select_val_keys(metrics)
-            if key in val_keys and value is not None:
-                val.append(float(value))
+            has_val = True
             continue
         if key in ZERO_MEANS_MISSING and value == 0:
             value = None
@@ -236,8 +233,12 @@ def canonicalize(metrics: Mapping[str, float | None]) -> dict[str, float | None]
         if old is None or (value is not None and (old[1] is None or rank < old[0])):
             best[canon] = (rank, value)
     out = {canon: value for canon, (_, value) in best.items()}
-    if val:
-        out["val_reward"] = math.fsum(val) / len(val)
+    if has_val and "val_reward" not in out:
+        present = {k: v for k, v in metrics.items() if v is not None}
+        per_ds = [next((present[k] for k in g if k in present), None) for g in val_groups(present)]
+        vals = [float(v) for v in per_ds if v is not None]
+        if vals:
+            out["val_reward"] = math.fsum(vals) / len(vals)
     if "zero_std_frac" not in out:
         parts = [metrics.get(p) for p in ROLL_ZERO_STD_PARTS]
         if all(p is not None for p in parts):
