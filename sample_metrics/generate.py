@@ -61,7 +61,7 @@ ACCEPTABLE: dict[str, tuple[str, ...]] = {
     "P9": ("P1", "SLOW"),
     "P6": (),
     "NAN": ("DIV", "P1", "P3"),
-    "DIV": ("P3", "P9", "P1", "P4"),
+    "DIV": ("P3", "P9", "P1"),
 }
 
 # Metrics only verl logs / only TRL logs (contract.md metric table).
@@ -356,7 +356,8 @@ def _p2(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
     o = _onset(rng, steps, 0.2, 0.5)
     i = int(np.searchsorted(steps, o))
     period = float(rng.uniform(12, 50)) * (k.get("logging_steps", 1) ** 0.5)
-    amp = float(rng.uniform(0.12, 0.25)) * k["strength"]
+    # Never below 0.1: a labelled oscillation must stand out of the noise (<= 0.035, AR).
+    amp = float(rng.uniform(0.12, 0.25)) * float(np.clip(k["strength"], 0.8, 1.4))
     t = np.arange(n - i, dtype=float)
     wave = np.sin(2 * np.pi * t / period + rng.uniform(0, 2 * np.pi))
     if variant == "square":
@@ -425,7 +426,7 @@ def _slow(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
     o = _onset(rng, steps, 0.2, 0.6)
     i = int(np.searchsorted(steps, o))
     t = np.arange(n - i, dtype=float)
-    factor = float(rng.uniform(3, 8)) * k["strength"]
+    factor = max(3.0, float(rng.uniform(3, 8)) * k["strength"])  # gen must come to dominate
     grow = 1 + (factor - 1) * _ramp(t, float(rng.uniform(0.1, 0.5)) * (n - i))
     other = s["step_time"] - s["rollout_time"]
     s["rollout_time"][i:] *= grow
@@ -479,7 +480,8 @@ def _p6(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
     # Train reward keeps rising after the validation peak (verl #5038).
     clean[i:] = clean[i] + (0.99 - clean[i]) * (1 - np.exp(-t / (0.4 * (n - i))))
     s["reward_mean"] = clean
-    drop = float(rng.uniform(0.07, 0.2)) * k["strength"]
+    # > 0.05: the dstack run's 0.904 -> 0.867 (0.037) is "mild overtraining at most".
+    drop = float(rng.uniform(0.07, 0.2)) * float(np.clip(k["strength"], 0.8, 1.4))
     val_shape = clean.copy()
     val_shape[i:] = clean[i] - drop * (t / max(n - i - 1, 1)) ** float(rng.uniform(0.7, 1.3))
     s["_clean_reward"] = val_shape
