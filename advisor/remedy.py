@@ -538,10 +538,14 @@ def _patch(
     if r.action.kind == "primary" and f.fallback is not None:
         fb = _say(f.fallback.advice, f.fallback.changes)
         steps.append(f"If {f.id} ({f.name}) still shows after that, the fallback: {fb}")
+    said = {f.id}
     for g in findings[top + 1 :]:
+        if g.id in said:  # another episode of a rule already advised: one step per rule
+            continue
+        said.add(g.id)
         what = _say(g.action.advice, g.action.changes) if g.action else "see the finding."
         steps.append(f"Then {g.id} ({g.name}, {g.severity.value}): {what}")
-    for g in findings[:top]:
+    for g in {g.id: g for g in reversed(findings[:top])}.values():
         what = _say(g.action.advice, []) if g.action else "see the finding's evidence."
         steps.insert(0, f"{g.id} ({g.name}): no parameter change applies; {what}")
     patch = Patch(
@@ -609,6 +613,16 @@ def checkpoint_advice(
             "set eval_steps (total steps / 10 to 20) and publish the checkpoint with the best "
             "validation reward.",
         }
+    # Step 0 is the validation before training: the base model, not a checkpoint to publish.
+    base = next((v for s, v in points if s <= 0), None)
+    points = [p for p in points if p[0] > 0]
+    if not points:
+        return {
+            "metric": "val_reward",
+            "base_val_reward": base,
+            "advice": "Only the validation before training (the base model) is in the log: "
+            "no trained checkpoint can be ranked yet.",
+        }
     best_step, best = max(points, key=lambda p: (p[1], -p[0]))
     last_val_step, last_val = points[-1]
     saved, note = saved_steps(hp, last_step, training_samples)
@@ -627,8 +641,14 @@ def checkpoint_advice(
         "kept_steps": kept,
         "best_kept": None if kept is None else best_step in kept,
         "publish_step": None,
+        "base_val_reward": base,
     }
     out["advice"] = _checkpoint_sentence(out, dict(points), kept, note)
+    if base is not None and base >= best:
+        out["advice"] += (
+            f" No trained checkpoint beat the base model's validation reward ({base:.4g} "
+            "before training): the run did not improve on it."
+        )
     return out
 
 

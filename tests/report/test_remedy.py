@@ -165,3 +165,20 @@ def test_checkpoint_epoch_needs_samples(hp) -> None:
     assert remedy.checkpoint_advice([(10, 0.3)], hp, 20)["best_kept"] is None
     out = remedy.checkpoint_advice([(10, 0.3), (20, 0.2)], hp, 20, training_samples=640)
     assert out["kept_steps"] == [10, 20] and out["publish_step"] == 10
+
+
+def test_step_zero_validation_is_the_base_model(hp) -> None:
+    only_base = remedy.checkpoint_advice([(0, 0.5)], hp, last_step=10)
+    assert "base model" in only_base["advice"] and "best_step" not in only_base
+    worse = remedy.checkpoint_advice([(0, 0.5), (50, 0.4), (100, 0.45)], hp, last_step=100)
+    assert worse["best_step"] == 100 and "did not improve" in worse["advice"]
+
+
+def test_one_next_step_per_rule(rules, hp) -> None:
+    fs = [
+        finding("P3", priority=10),
+        finding("P9", "warning", 40, onset=100),
+        finding("P9", "warning", 40, onset=300),
+    ]
+    res = plan(fs, hp, rules)
+    assert sum(s.startswith("Then P9") for s in res.next_steps) == 1
