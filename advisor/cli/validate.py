@@ -48,7 +48,9 @@ def validate(
         typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         typer.echo(_markdown(job, loaded, diag, show_config, len(rulebook().rules)), nl=False)
-    raise typer.Exit(exit_code(diag.config_findings, fail_on))
+    # SystemExit, not typer.Exit: in non-standalone mode click returns typer.Exit's code
+    # instead of raising it, and main() would then report 0.
+    raise SystemExit(int(exit_code(diag.config_findings, fail_on)))
 
 
 def exit_code(findings: list[Any], fail_on: FailOn) -> int:
