@@ -147,4 +147,6 @@ def watch(
         write_atomic(output, text)
     else:
         typer.echo(text, nl=False)
-    raise typer.Exit(exit_code(d, fail_on))
+    # SystemExit, not typer.Exit: in non-standalone mode click returns typer.Exit's code
+    # instead of raising it, and main() would lose it (as diagnose and validate do).
+    raise SystemExit(int(exit_code(d, fail_on)))

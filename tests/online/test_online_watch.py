@@ -1,0 +1,134 @@
+"""`rl-advisor watch` on a log that is being written while it runs (bounded in time)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from advisor.api import diagnose
+from advisor.cli import main
+
+from .conftest import corpus_runs, ids
+
+pytestmark = pytest.mark.usefixtures("corpus_available")
+
+
+def _console_run(prefix: str) -> Path:
+    runs = [p for p in corpus_runs() if p.name.startswith(prefix) and "verl-console" in p.name]
+    if not runs:
+        pytest.skip(f"no {prefix} verl-console run in the corpus")
+    return runs[0]
+
+
+class Writer(threading.Thread):
+    """Appends a log in small pieces, cutting lines in two, like a trainer's stdout."""
+
+    def __init__(self, dest: Path, lines: list[str], gate: Path | None, tail: str = "") -> None:
+        super().__init__(daemon=True)
+        self.dest, self.lines, self.gate, self.tail = dest, lines, gate, tail
+        self.alert_while_writing = False
+
+    def run(self) -> None:
+        with self.dest.open("a", encoding="utf-8") as fh:
+            for i, line in enumerate(self.lines):
+                half = len(line) // 2
+                fh.write(line[:half])
+                fh.flush()
+                fh.write(line[half:] + "\n")
+                fh.flush()
+                if i % 25 == 0:
+                    time.sleep(0.01)
+            # before the final status line: wait (bounded) until watch has alerted
+            deadline = time.monotonic() + 10
+            while self.gate is not None and time.monotonic() < deadline:
+                if self.gate.exists() and self.gate.stat().st_size > 0:
+                    self.alert_while_writing = True
+                    break
+                time.sleep(0.02)
+            fh.write(self.tail)
+            fh.flush()
+
+
+def _watch(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["watch", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_watch_alerts_while_the_log_grows_and_ends_on_the_status_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _console_run("p3")
+    lines = (src / "train.log").read_text(encoding="utf-8").splitlines()
+    log, alerts, report = tmp_path / "train.log", tmp_path / "alerts.jsonl", tmp_path / "r.md"
+    writer = Writer(log, lines, gate=alerts, tail="Job 'raysubmit_1' succeeded\n")
+    writer.start()
+    t0 = time.monotonic()
+    code, out, err = _watch(
+        [str(log), "--config", str(src / "job.yaml"), "--poll", "0.05", "--idle", "20",
+         "--on-finding", f"cat >> {alerts}; echo >> {alerts}", "--output", str(report)],
+        capsys,
+    )  # fmt: skip
+    writer.join(5)
+    assert time.monotonic() - t0 < 20, "ended on the status line, not on --idle"
+    assert writer.alert_while_writing, "an alert came while the log was still being written"
+    batch = diagnose(src / "train.log", src / "job.yaml")
+    expected = ids(batch.findings)
+    assert expected
+    for fid in expected:
+        assert fid in err  # printed as it fired
+    fired = [json.loads(x) for x in alerts.read_text(encoding="utf-8").splitlines() if x]
+    assert sorted({f["id"] for f in fired}) == expected
+    assert out == ""  # the report went to --output
+    text = report.read_text(encoding="utf-8")
+    assert all(fid in text for fid in expected)
+    worst = max(f.severity.rank for f in batch.findings)
+    assert code == (1 if worst >= 2 else 0)
+
+
+def test_watch_ends_after_idle_and_prints_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _console_run("healthy")
+    log = tmp_path / "train.log"
+    log.write_text((src / "train.log").read_text(encoding="utf-8"), encoding="utf-8")
+    code, out, err = _watch(
+        [str(log), "--config", str(src / "job.yaml"), "--poll", "0.05", "--idle", "0.5",
+         "--format", "json", "--fail-on", "never"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    assert data["run"]["source"] == str(log) and data["run"]["format"] == "verl-console"
+    assert sorted({f["id"] for f in data["findings"]}) == ids(
+        diagnose(src / "train.log", src / "job.yaml").findings
+    )
+    assert "idle" in err
+
+
+def test_a_failing_on_finding_command_is_reported_not_fatal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _console_run("p3")
+    log = tmp_path / "train.log"
+    log.write_text((src / "train.log").read_text(encoding="utf-8"), encoding="utf-8")
+    code, out, err = _watch(
+        [str(log), "--config", str(src / "job.yaml"), "--poll", "0.05", "--idle", "0.5",
+         "--on-finding", "echo cannot cancel >&2; exit 3", "--fail-on", "never"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0
+    assert "--on-finding command failed" in err and "exit 3: cannot cancel" in err
+    assert "P3" in out  # the report still came
+
+
+def test_watch_rejects_a_directory_without_a_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _watch([str(tmp_path), "--idle", "0.1"], capsys)
+    assert code == 2
+    assert out == "" and len(err.strip().splitlines()) == 1 and "expected a log file" in err
