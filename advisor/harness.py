@@ -92,8 +92,11 @@ class Prediction:
     def alarm_ids(self) -> set[str]:
         return {a.id for a in self.alarms if a.severity in ALARM_SEVERITIES}
 
-    def alarm(self, sid: str) -> Alarm:
-        return next(a for a in self.alarms if a.id == sid and a.severity in ALARM_SEVERITIES)
+    def alarm(self, sid: str) -> Alarm | None:
+        """The alarm that scores `sid` when it fired more than once: the earliest onset."""
+        hits = [a for a in self.alarms if a.id == sid and a.severity in ALARM_SEVERITIES]
+        hits.sort(key=lambda a: (a.onset_step is None, a.onset_step or 0))
+        return hits[0] if hits else None
 
 
 @dataclass
@@ -361,9 +364,10 @@ def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") 
             c = counts[sid]
             if sid in expected:
                 c["support"] += 1
-                if sid in alarmed:
+                hit = pred.alarm(sid)
+                if hit is not None:
                     c["tp"] += 1
-                    timing[sid].add(case, pred.alarm(sid))
+                    timing[sid].add(case, hit)
                 else:
                     c["fn"] += 1
             elif sid in alarmed and sid not in allowed:
@@ -423,15 +427,16 @@ def _explain(case: Case, pred: Prediction, expected: set[str], allowed: set[str]
         out.append(f"{case.run_id}: missed {', '.join(missed)}")
     if wrong:
         out.append(f"{case.run_id}: false alarm {', '.join(wrong)}")
-    for a in pred.alarms:
-        judged = a.id in expected and a.severity in ALARM_SEVERITIES and case.eval_steps
-        if judged and case.onset_step is not None and a.onset_step is not None:
-            err = a.onset_step - case.onset_step
-            if abs(err) > TARGETS["onset_tolerance_eval_steps"] * case.eval_steps:
-                out.append(
-                    f"{case.run_id}: {a.id} onset {a.onset_step} vs labelled "
-                    f"{case.onset_step} ({err:+d} steps, eval_steps {case.eval_steps})"
-                )
+    for sid in sorted(expected):
+        a = pred.alarm(sid)
+        if a is None or case.onset_step is None or a.onset_step is None or not case.eval_steps:
+            continue
+        err = a.onset_step - case.onset_step
+        if abs(err) > TARGETS["onset_tolerance_eval_steps"] * case.eval_steps:
+            out.append(
+                f"{case.run_id}: {a.id} onset {a.onset_step} vs labelled "
+                f"{case.onset_step} ({err:+d} steps, eval_steps {case.eval_steps})"
+            )
     return out
 
 
