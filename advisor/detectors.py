@@ -67,7 +67,7 @@ class Baseline:
     median: float  # median of the warm-up block means
     scale: float  # robust sigma of a block mean (noise), floored so it is never 0
     start: float  # level at the start of the run (median of the first two blocks)
-    sd: float  # median within-block standard deviation in the warm-up (floored)
+    sd: float  # median SPAN-block residual sd in the warm-up (floored)
     n_blocks: int
     end_step: int  # last step of the warm-up
 
@@ -85,7 +85,7 @@ class Series:
     count: np.ndarray  # finite values
     nonfinite: np.ndarray  # NaN / inf values
     first_bad: np.ndarray  # first step with a non-finite value in the block (-1 if none)
-    sd: np.ndarray  # standard deviation of the finite values inside the block
+    raw: np.ndarray  # the block records (rows as in span_sd), for the rarer statistics
     baseline: Baseline | None
     peak: float | None  # highest block mean so far (whole run)
     peak_step: int | None
@@ -98,19 +98,63 @@ class Series:
 
 
 # ----------------------------------------------------------------------------- helpers
+SPAN = 3  # blocks pooled for the residual spread (catches swings slower than one block)
+
+
+def span_sd(blocks: np.ndarray, span: int = SPAN) -> np.ndarray:
+    """Residual sd of the raw points around one least-squares line over each run of `span`
+    consecutive blocks (nan before `span` blocks), from the blocks' running sums alone.
+
+    `blocks` rows: start, end, mean, lo, hi, n, bad, first_bad, sd, sum x, sum x^2, sum t,
+    sum t^2, sum x*t, with t counted from each block's first step. A trend across the span is
+    removed; a swing inside it is not.
+    """
+    out = np.full(len(blocks), np.nan)
+    if len(blocks) < span:
+        return out
+    start, n, sx, sxx = blocks[:, 0], blocks[:, 5], blocks[:, 9], blocks[:, 10]
+    st, stt, sxt = blocks[:, 11], blocks[:, 12], blocks[:, 13]
+    for j in range(span - 1, len(blocks)):
+        sl = slice(j - span + 1, j + 1)
+        d = start[sl] - start[j - span + 1]  # shift every block's t to the span's first step
+        nn = n[sl].sum()
+        if nn < 2 * span:
+            continue
+        Sx, Sxx = sx[sl].sum(), sxx[sl].sum()
+        St = (st[sl] + n[sl] * d).sum()
+        Stt = (stt[sl] + 2 * d * st[sl] + n[sl] * d * d).sum()
+        Sxt = (sxt[sl] + d * sx[sl]).sum()
+        vx = Sxx - Sx * Sx / nn
+        vt = Stt - St * St / nn
+        cxt = Sxt - Sx * St / nn
+        resid = vx - (cxt * cxt / vt if vt > 0 else 0.0)
+        out[j] = math.sqrt(max(0.0, resid) / nn)
+    return out
+
+
 def robust_scale(means: np.ndarray, floor: float) -> float:
     """Noise sigma of a sequence of block means, robust to outliers and to a trend.
 
-    The successive-difference estimator (median |diff| / 0.6745 / sqrt 2) ignores a smooth trend;
-    half the MAD-about-the-median guards against autocorrelated noise that the first estimator
-    underrates. `floor` keeps a constant metric (loss == 0, truncation == 1) from giving 0.
+    The second-difference estimator (median |x[t] - 2x[t-1] + x[t-2]| / 0.6745 / sqrt 6) is blind
+    to a locally linear trend, which a warm-up nearly always has (the reward rising, the entropy
+    easing down); the first-difference one (/ sqrt 2) is used when there are only three points.
+    `floor` keeps a constant metric (loss == 0, truncation == 1) from giving 0.
     """
     x = means[np.isfinite(means)]
-    if len(x) < 2:
+    if len(x) < 3:
         return floor
-    sd_diff = _MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x)))) / math.sqrt(2.0)
-    sd_mad = _MAD_TO_SIGMA * float(np.median(np.abs(x - np.median(x))))
-    return max(sd_diff, 0.5 * sd_mad, floor)
+    if len(x) < 4:
+        sd = _MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x)))) / math.sqrt(2.0)
+    else:
+        sd = _MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x, n=2)))) / math.sqrt(6.0)
+    return max(sd, floor)
+
+
+def _window_scale(s: Series) -> float:
+    """Noise sigma from the whole window (second differences), floored at 1 % of the level."""
+    ok = np.isfinite(s.mean)
+    level = float(np.median(s.mean[ok])) if ok.any() else 0.0
+    return robust_scale(s.mean, max(0.01 * abs(level), 1e-12))
 
 
 def _persistent(mask: np.ndarray, k: int, m: int) -> bool:
@@ -338,7 +382,13 @@ def shift(s: Series, p: Params) -> Evidence | None:
 
 
 def _window(s: Series, p: Params, default: int) -> int:
-    return max(0, len(s) - int(p.get("window", default)))
+    """First block index of the tested window: the last `window` blocks, or "peak": from the
+    highest block mean in the window on (a decline since the best point)."""
+    w = p.get("window", default)
+    if w == "peak":
+        ok = np.isfinite(s.mean)
+        return int(np.nanargmax(np.where(ok, s.mean, -np.inf))) if ok.any() else 0
+    return max(0, len(s) - int(w))
 
 
 def _trend_stats(y: np.ndarray) -> tuple[float, float, float]:
@@ -364,7 +414,10 @@ def trend(s: Series, p: Params) -> Evidence | None:
     y = y[ok]
     tau, pval, slope = _trend_stats(y)
     change = slope * (len(y) - 1)
-    effect = change / b.scale
+    sigma = b.scale
+    if p.get("scale") == "window":  # sparse series: see drop_from_peak
+        sigma = _window_scale(s)
+    effect = change / sigma
     up = str(p.get("direction", "up")) == "up"
     min_effect = float(p.get("min_effect", 4.0))
     if (tau > 0) != up or pval > float(p.get("max_p", 0.01)) or abs(effect) < min_effect:
@@ -382,7 +435,7 @@ def trend(s: Series, p: Params) -> Evidence | None:
         p=pval,
         slope_per_block=slope,
         change=change,
-        sigma=b.scale,
+        sigma=sigma,
     )
 
 
@@ -457,12 +510,12 @@ def no_rise(s: Series, p: Params) -> Evidence | None:
     )
 
 
-def _trailing_median(x: np.ndarray, n: int) -> np.ndarray:
+def _trailing_mean(x: np.ndarray, n: int) -> np.ndarray:
+    """Mean of the last n blocks at each block (nan until n blocks exist)."""
     out = np.full(len(x), np.nan)
-    for t in range(len(x)):
-        w = x[max(0, t - n + 1) : t + 1]
-        if np.isfinite(w).any():
-            out[t] = np.nanmedian(w)
+    if len(x) >= n:
+        c = np.convolve(x, np.ones(n) / n, mode="valid")
+        out[n - 1 :] = c
     return out
 
 
@@ -479,16 +532,24 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     min_z = float(p.get("min_z", 5.0))
     smooth = int(p.get("smooth", 1))
     if smooth > 1:
-        y = _trailing_median(s.mean, smooth)
+        y = _trailing_mean(s.mean, smooth)
         if not np.isfinite(y).any():
             return None
         top = int(np.nanargmax(y))
-        peak, peak_step = float(y[top]), int(s.end[top])
+        # The smoothed peak's last point; the decline starts about (smooth - 1) / 2 blocks
+        # before the trailing window ends.
+        top = max(0, top - (smooth - 1) // 2)
+        peak, peak_step = float(np.nanmax(y)), int(s.end[top])
     else:
         y, peak, peak_step = s.mean, s.peak, s.peak_step
+    sigma = b.scale
+    if p.get("scale") == "window":
+        # Sparse series (a validation point every eval_steps): the warm-up holds only ~3 of
+        # them; the whole window's second differences give a steadier noise estimate.
+        sigma = _window_scale(s)
     drop = peak - y
     with np.errstate(invalid="ignore"):
-        mask = drop >= min_z * b.scale
+        mask = drop >= min_z * sigma
         if "min_rel" in p:
             mask &= drop >= float(p["min_rel"]) * max(abs(peak), b.scale)
         if "min_abs" in p:
@@ -500,7 +561,11 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
         return None
     i = _onset_index(mask)
     level = float(np.nanmedian(y[i:]))
-    z = (peak - level) / b.scale
+    z = (peak - level) / sigma
+    if p.get("onset") == "peak":
+        # The decline starts right after the best point (P6: the checkpoint to publish).
+        i = int(np.searchsorted(s.end, peak_step)) if peak_step is not None else i
+        i = min(i + 1, len(s) - 1)
     return _evidence(
         s,
         "drop_from_peak",
@@ -514,7 +579,7 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
         level=level,
         drop=peak - level,
         z=z,
-        sigma=b.scale,
+        sigma=sigma,
     )
 
 
@@ -533,26 +598,30 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     k, m = _k_m(p)
     min_ratio = float(p.get("min_ratio", 3.0))
     with np.errstate(invalid="ignore", divide="ignore"):
-        fast = s.sd / b.sd
-        step = np.abs(np.diff(s.mean, prepend=np.nan)) / (b.scale * math.sqrt(2.0))
+        fast = span_sd(s.raw) / b.sd
+        # Second differences: a smooth rise or fall (a trend) has none, a swing has large ones.
+        step = np.abs(np.diff(s.mean, n=2, prepend=[np.nan, np.nan])) / (b.scale * math.sqrt(6.0))
     i = _window(s, p, 8)
     d = np.diff(s.mean[i:][np.isfinite(s.mean[i:])])
     signs = np.sign(d[d != 0])
     reversals = int(np.sum(signs[1:] != signs[:-1])) if len(signs) > 1 else 0
     slow_ok = reversals >= int(p.get("min_reversals", 3))
     fast_mask = np.nan_to_num(fast) >= min_ratio
-    slow_mask = (np.nan_to_num(step) >= min_ratio) & slow_ok
+    # Between blocks the warm-up sigma rests on a handful of block means: demand more.
+    slow_ratio = float(p.get("slow_ratio", 2 * min_ratio))
+    slow_mask = (np.nan_to_num(step) >= slow_ratio) & slow_ok
     mask = fast_mask | slow_mask
     if not _persistent(mask, k, m):
         return None
     j = _onset_index(mask, gap=1)
     use_fast = int(fast_mask[-m:].sum()) >= int(slow_mask[-m:].sum())
     ratio = float(np.nanmedian((fast if use_fast else step)[j:]))
+    min_ratio = min_ratio if use_fast else slow_ratio
     what = (
         f"the spread inside each block was {ratio:.1f} times the warm-up's {_fmt(b.sd)}"
         if use_fast
-        else f"block means jumped {ratio:.1f} warm-up sigmas ({_fmt(b.scale)}) between blocks, "
-        f"changing direction {reversals} times"
+        else f"block means swung {ratio:.1f} warm-up sigmas ({_fmt(b.scale)}) off their local "
+        f"trend, changing direction {reversals} times"
     )
     return _evidence(
         s,

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from advisor.detectors import DETECTORS, Baseline, Series, robust_scale
+from advisor.detectors import DETECTORS, Baseline, Series, robust_scale, span_sd
 from advisor.types import Evidence, Finding, InputError, RunEnding, Severity
 
 if TYPE_CHECKING:
@@ -250,12 +250,30 @@ def export_schema() -> dict[str, Any]:
 FIRE, NO, ABSENT = 1, 0, -1
 
 
+def _new_acc() -> list[float]:
+    # sum, count, non-finite, min, max, first non-finite step, sum x^2, sum t, sum t^2, sum x*t
+    return [0.0, 0, 0, math.inf, -math.inf, -1, 0.0, 0.0, 0.0, 0.0]
+
+
+def _detrended_sd(a: list[float]) -> float:
+    """Within-block sd around the block's own least-squares line: the swing inside the block,
+    not the trend across it (a rising reward is not an oscillation)."""
+    n = a[1]
+    if n < 3:
+        return math.nan
+    sxx = a[6] - a[0] * a[0] / n
+    stt = a[8] - a[7] * a[7] / n
+    sxt = a[9] - a[0] * a[7] / n
+    resid = sxx - (sxt * sxt / stt if stt > 0 else 0.0)
+    return math.sqrt(max(0.0, resid) / n)
+
+
 @dataclass(slots=True)
 class _Track:
     """One metric's state: the open block's accumulators + bounded block history."""
 
     blocks: deque[tuple[float, ...]]
-    acc: list[float] = field(default_factory=lambda: [0.0, 0, 0, math.inf, -math.inf, -1, 0.0])
+    acc: list[float] = field(default_factory=lambda: _new_acc())
     seen: bool = False
     baseline: Baseline | None = None
     peak: float | None = None
@@ -263,7 +281,7 @@ class _Track:
     trough: float | None = None
     trough_step: int | None = None
     total: int = 0
-    warm: list[tuple[float, float]] = field(default_factory=list)  # warm-up (mean, sd), bounded
+    warm: list[tuple[float, float, int]] = field(default_factory=list)  # warm-up, bounded
 
 
 @dataclass
@@ -343,6 +361,7 @@ class Monitor:
         self._block: int = -1
         self._block_first: int | None = None
         self._warm_done = False
+        self._closed_blocks = 0
         self._evaluations = 0
         self._closed = False
         self.ending: RunEnding | None = None
@@ -421,6 +440,7 @@ class Monitor:
                 new = self._close_block()
             self._block, self._block_first = block, step
         tracks = self._tracks
+        dt = float(step - self._block_first)  # position inside the block, for detrending
         for name, value in metrics.items():
             t = tracks.get(name)
             if t is None or value is None:
@@ -438,6 +458,9 @@ class Monitor:
                 if v > a[4]:
                     a[4] = v
                 a[6] += v * v
+                a[7] += dt
+                a[8] += dt * dt
+                a[9] += v * dt
             else:
                 a[2] += 1
                 if a[5] < 0:
@@ -456,8 +479,10 @@ class Monitor:
             t.seen = True
             mean = a[0] / a[1] if a[1] else math.nan
             lo, hi = (a[3], a[4]) if a[1] else (math.nan, math.nan)
-            sd = math.sqrt(max(0.0, a[6] / a[1] - mean * mean)) if a[1] >= 2 else math.nan
-            t.blocks.append((start, end, mean, lo, hi, a[1], a[2], a[5], sd))
+            sd = _detrended_sd(a)
+            t.blocks.append(
+                (start, end, mean, lo, hi, a[1], a[2], a[5], sd, a[0], a[6], a[7], a[8], a[9])
+            )
             t.total += 1
             if a[1]:
                 if t.peak is None or mean > t.peak:
@@ -465,11 +490,22 @@ class Monitor:
                 if t.trough is None or mean < t.trough:
                     t.trough, t.trough_step = mean, end
                 if not self._warm_done or t.baseline is None:
-                    t.warm.append((mean, sd))
-            t.acc = [0.0, 0, 0, math.inf, -math.inf, -1, 0.0]
+                    t.warm.append((mean, sd, len(t.blocks)))
+            t.acc = _new_acc()
+        self._closed_blocks += 1
         in_warmup = not self._warm_done
         if in_warmup and end - self._first + 1 >= self.warmup_steps:
-            self._warm_done = True
+            if self._closed_blocks >= self._st.warmup_blocks:
+                self._warm_done = True
+            elif "warmup" not in self._notes:
+                # Sparse logging (TRL logs every 10 steps by default): a baseline needs a few
+                # points, so the warm-up runs on until it has `warmup_blocks` of them.
+                self._notes["warmup"] = (
+                    f"sparse logging: the warm-up was extended past {self.warmup_steps} steps "
+                    f"to collect {self._st.warmup_blocks} logged blocks for the baseline."
+                )
+            if self._warm_done and end - self._first + 1 > self.warmup_steps:
+                self.warmup_steps = end - self._first + 1
         for t in self._tracks.values():
             if self._warm_done and t.baseline is None and len(t.warm) >= 3 - in_warmup:
                 t.baseline = self._baseline(t, end)
@@ -477,12 +513,16 @@ class Monitor:
 
     def _baseline(self, t: _Track, end: int) -> Baseline:
         arr = np.asarray(t.warm, dtype=float)
-        x, sds = arr[:, 0], arr[:, 1]
+        x = arr[:, 0]
         med = float(np.median(x))
         st = self._st
         floor = max(st.rel_scale_floor * abs(med), st.abs_scale_floor)
         start = float(np.median(x[:2]))
-        sd = float(np.median(sds[np.isfinite(sds)])) if np.isfinite(sds).any() else floor
+        # Residual sd over spans of SPAN blocks, from the warm-up blocks still in the window.
+        blocks = np.asarray(t.blocks, dtype=float)[: int(arr[-1, 2])]
+        spans = span_sd(blocks)
+        ok = np.isfinite(spans)
+        sd = float(np.median(spans[ok])) if ok.any() else floor
         t.warm = []
         return Baseline(med, robust_scale(x, floor), start, max(sd, floor), len(x), end)
 
@@ -503,7 +543,7 @@ class Monitor:
                 count=arr[:, 5].astype(np.int64),
                 nonfinite=arr[:, 6].astype(np.int64),
                 first_bad=arr[:, 7].astype(np.int64),
-                sd=arr[:, 8],
+                raw=arr,
                 baseline=t.baseline,
                 peak=t.peak,
                 peak_step=t.peak_step,
@@ -599,7 +639,8 @@ class Monitor:
 
     def _fire(self, rule: SymptomRule, evidence: list[Evidence], end: int) -> Finding:
         first = evidence[0]
-        onset = int(first.statistic.get("onset_step", first.window[0]))
+        # The symptom exists once all its conditions hold: its onset is the latest of theirs.
+        onset = max(int(e.statistic.get("onset_step", e.window[0])) for e in evidence)
         excess = float(first.statistic.get("excess", 1.0))
         strength = min(1.0, max(0.0, (excess - 1.0) / 2.0))
         f = Finding(
@@ -620,9 +661,11 @@ class Monitor:
         self.findings.append(f)
         return f
 
-    def _confidence(self, evidence: list[Evidence], excess: float) -> Literal["low", "medium", "high"]:
+    def _confidence(
+        self, evidence: list[Evidence], excess: float
+    ) -> Literal["low", "medium", "high"]:
         """Severity says how bad the symptom is; confidence how sure the evidence is."""
-        if self._evaluations < 2 or "eval_steps" in self._notes and self._evaluations < 4:
+        if self._evaluations < 2 or ("eval_steps" in self._notes and self._evaluations < 4):
             return "low"
         if len(evidence) >= 2 and excess >= 1.5:
             return "high"
