@@ -171,3 +171,13 @@ def test_cli_harness_json_and_check(corpus: Path, monkeypatch: pytest.MonkeyPatc
     assert json.loads(res.stdout)["corpus"]["per_symptom"][0]["id"] == "P1"
     res = CliRunner().invoke(app, ["harness", str(corpus), "--no-real"])
     assert res.exit_code == 0 and "## Accuracy on" in res.stdout
+
+
+def test_symptom_found_twice_is_scored_by_its_earliest_onset(corpus: Path) -> None:
+    pred = _predictor({"p3a": [("P3", "warning", 400, 420), ("P3", "error", 105, 120),
+                               ("P3", "info", 90, 90)]})
+    s = h.run_harness(corpus, predictor=pred).corpus
+    assert s is not None
+    p3 = next(p for p in s.per_symptom if p.id == "P3")
+    assert (p3.tp, p3.median_onset_error, p3.median_delay) == (1, 5.0, 20.0)
+    assert not any("p3a: P3 onset" in f for f in s.failures)
