@@ -133,6 +133,7 @@ class CorpusScore:
     onset_within_tolerance: float | None
     exact_runs: int  # runs whose alarms are exactly right (labelled ⊆ alarms ⊆ labelled+acceptable)
     failures: list[str] = field(default_factory=list)  # per-run lines explaining misses / FPs
+    runs_detail: list[dict[str, Any]] = field(default_factory=list)  # label + alarms, per run
     meets_targets: bool = False
     target_misses: list[str] = field(default_factory=list)
 
@@ -393,10 +394,25 @@ def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") 
         onset_within_tolerance=_ratio(total.ok, total.judged),
         exact_runs=exact,
         failures=failures,
+        runs_detail=[_detail(c, by_id.get(c.run_id)) for c in cases],
     )
     result.target_misses = target_misses(result)
     result.meets_targets = not result.target_misses
     return result
+
+
+def _detail(case: Case, pred: Prediction | None) -> dict[str, Any]:
+    """One run's label and what the advisor said: lets anyone re-score the corpus by hand."""
+    return {
+        "run_id": case.run_id,
+        "labelled": list(case.symptoms),
+        "acceptable": list(case.acceptable),
+        "onset_step": case.onset_step,
+        "eval_steps": case.eval_steps,
+        "alarms": sorted(pred.alarm_ids) if pred else [],
+        "findings": [asdict(a) for a in pred.alarms] if pred else [],
+        "error": pred.error if pred else "no prediction",
+    }
 
 
 def _symptom_score(sid: str, c: Mapping[str, int], t: _Timing) -> SymptomScore:

@@ -156,6 +156,9 @@ def test_markdown_and_json_render(corpus: Path) -> None:
     assert "| all symptoms | 3 | 100.0% | 33.3% |" in md
     data = json.loads(rep.to_json())
     assert data["corpus"]["runs"] == 5 and data["real"] == []
+    detail = {r["run_id"]: r for r in data["corpus"]["runs_detail"]}
+    assert detail["p3a"]["alarms"] == ["P3"] and detail["p3a"]["onset_step"] == 100
+    assert detail["p3a"]["findings"][0]["detected_step"] == 140
 
 
 def test_cli_harness_json_and_check(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
