@@ -431,6 +431,9 @@ class _Walker(_Pass):
             elif key in self.book.hyper_parameters:  # a hyperparameter at the top: use it, warn
                 self.unknown(key, key, {key: self.hp_prefix + key}, line)
                 self.hp_value(key, raw, key, line)
+            elif key in ("hyper_parameters", "resources"):  # keyword form inside the YAML layout
+                self.unknown(key, key, {key: f"training.{key}"}, line)
+                self.section(key, raw, key, line)
             else:
                 self.unknown(key, key, candidates | self._hp_candidates(), line)
 
@@ -493,6 +496,8 @@ class _Walker(_Pass):
                 self.unknown(f"{path}.{key}", key, cands, sub_line)
 
     def hyper_parameters(self, raw: Any, prefix: str, line: int | None = None) -> None:
+        if line:
+            self.lines["hyper_parameters"] = line
         m = raw if not prefix else self.mapping(raw, prefix.rstrip("."), line)
         for key, sub in (m or {}).items():
             key, sub_line = str(key), _line(m, key)
@@ -879,17 +884,13 @@ def _fill_defaults(
     for key, spec in specs.items():
         hp[key] = walker.hp.get(key, spec.default)
         origin.setdefault(key, "default")
-    if (
-        report_missing
-        and missing
-        and len(missing) == len([s for s in specs.values() if s.required])
-    ):
+    if report_missing and len(missing) > 5:  # one finding, not a wall of them
         walker.add(
             "C005",
             missing,
-            "no hyperparameters are given: the advisor assumes the "
-            "guide's example values for all 15 required ones "
-            f"({', '.join(f'{k}={fmt(specs[k].default)}' for k in missing[:4])}, ...)",
+            f"{len(missing)} required hyperparameters are missing; the advisor assumes the "
+            "guide's example values: " + ", ".join(f"{k}={fmt(specs[k].default)}" for k in missing),
+            line=walker.lines.get("hyper_parameters"),
         )
     elif report_missing:
         for key in missing:
@@ -899,6 +900,7 @@ def _fill_defaults(
                 f"{key} is missing; the advisor assumes the default "
                 f"{fmt(specs[key].default)} (the guide's example value)",
                 suggested=specs[key].default,
+                line=walker.lines.get("hyper_parameters"),
             )
     if invalid:
         notes.append(
