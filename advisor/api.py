@@ -239,8 +239,13 @@ def diagnose_many(
         return [_one(j) for j in jobs]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     ctx = multiprocessing.get_context("spawn")
     chunk = max(1, math.ceil(len(jobs) / (n * 8)))
-    with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker) as pool:
-        return list(pool.map(_one, jobs, chunksize=chunk))
+    try:
+        with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker) as pool:
+            return list(pool.map(_one, jobs, chunksize=chunk))
+    except BrokenProcessPool:
+        # A spawned worker cannot re-import a `__main__` read from stdin; run here instead.
+        return [_one(j) for j in jobs]
