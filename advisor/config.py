@@ -139,7 +139,12 @@ class LoadedConfig:
 
     def line_of(self, params: Sequence[str]) -> int | None:
         """The file line of the first param that has one."""
-        return next((self.lines[p] for p in params if p in self.lines), None)
+        for param in params:
+            while param:  # functions[0].runtime.min_capacity -> functions[0].runtime -> ...
+                if self.lines.get(param):
+                    return self.lines[param]
+                param = param.rsplit(".", 1)[0] if "." in param else ""
+        return None
 
     def merged(self) -> dict[str, Any]:
         """The merged config for --show-config: each hyperparameter with its origin."""
