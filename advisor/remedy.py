@@ -673,8 +673,20 @@ def _checkpoint_sentence(
     limit = out["save_total_limit"]
     why = f"{note}; save_total_limit={limit} kept {kept}"
     picked = f"step {pick}" + (f" (validation {val[pick]:.4g})" if pick in val else "")
+    fix = (
+        "next time save at multiples of eval_steps and keep 3 to 5 checkpoints "
+        "(save_total_limit) so the best one survives."
+    )
+    worst = min(val.values())
+    if pick in val and best > worst and (best - val[pick]) > 0.8 * (best - worst):
+        # The kept ones are far below the best (e.g. all after a collapse): do not publish them.
+        out["publish_step"] = None
+        return (
+            f"{head}, but no checkpoint of that step survives ({why}), and the best kept one, "
+            f"{picked}, has lost most of the gain: none is worth publishing. Re-run "
+            f"(the fix above) and {fix}"
+        )
     return (
         f"{head}, but no checkpoint of that step survives ({why}). Publish {picked}, the best "
-        "kept one; next time save at multiples of eval_steps and keep 3 to 5 checkpoints "
-        "(save_total_limit) so the best one survives."
+        f"kept one; {fix}"
     )

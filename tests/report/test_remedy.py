@@ -182,3 +182,11 @@ def test_one_next_step_per_rule(rules, hp) -> None:
     ]
     res = plan(fs, hp, rules)
     assert sum(s.startswith("Then P9") for s in res.next_steps) == 1
+
+
+def test_no_publish_when_every_kept_checkpoint_collapsed(hp) -> None:
+    hp.update(save_steps=40, save_total_limit=3)
+    val = [(20, 0.4), (40, 0.5), (60, 0.56), (80, 0.3), (120, 0.12), (160, 0.11), (200, 0.12)]
+    out = remedy.checkpoint_advice(val, hp, last_step=200)
+    assert out["best_step"] == 60 and out["publish_step"] is None
+    assert "none is worth publishing" in out["advice"]
