@@ -73,6 +73,10 @@ _VERL_ONLY_FAMILIES = ("SLOW", "OOM")
 _FORMATS = {"verl": ("verl-console", "verl-jsonl", "wandb-csv"), "trl": ("trl-state", "wandb-csv")}
 _NICE_EVAL = (5, 10, 20, 25, 50, 100, 200, 250)
 
+Series = dict[str, np.ndarray]  # canonical metric -> values, one per step
+Knobs = dict[str, Any]
+Rng = np.random.Generator
+
 
 @dataclass
 class GeneratedRun:
@@ -319,7 +323,7 @@ def _inject(family: str, variant: str, s: dict[str, np.ndarray], k: dict[str, An
     return fn(variant, s, k, hp, rng, steps) if fn else {"onset_step": None}
 
 
-def _p1(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
+def _p1(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarray) -> Knobs:
     n = len(steps)
     if variant == "stall":
         # Learns visibly (+0.1..0.25, well above the noise), then stops: onset is unambiguous.
@@ -351,7 +355,7 @@ def _p1(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
     return {"onset_step": o}
 
 
-def _p2(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
+def _p2(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarray) -> Knobs:
     n = len(steps)
     o = _onset(rng, steps, 0.2, 0.5)
     i = int(np.searchsorted(steps, o))
@@ -371,7 +375,7 @@ def _p2(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
     return {"onset_step": o}
 
 
-def _p3(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
+def _p3(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarray) -> Knobs:
     n = len(steps)
     o = _onset(rng, steps, 0.25, 0.6)
     i = int(np.searchsorted(steps, o))
@@ -389,7 +393,7 @@ def _p3(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
     return {"onset_step": o}
 
 
-def _kl0(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
+def _kl0(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarray) -> Knobs:
     n = len(steps)
     level = float(rng.uniform(0.05, 0.4))
     s["reward_mean"] = np.full(n, level)
@@ -403,7 +407,7 @@ def _kl0(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
     return {"onset_step": int(steps[0])}
 
 
-def _p4(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
+def _p4(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarray) -> Knobs:
     n = len(steps)
     o = _onset(rng, steps, 0.15, 0.5)
     i = int(np.searchsorted(steps, o))
@@ -421,7 +425,7 @@ def _p4(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
     return {"onset_step": o}
 
 
-def _slow(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
+def _slow(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarray) -> Knobs:
     n = len(steps)
     o = _onset(rng, steps, 0.2, 0.6)
     i = int(np.searchsorted(steps, o))
@@ -436,7 +440,7 @@ def _slow(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
     return {"onset_step": o}
 
 
-def _oom(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
+def _oom(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarray) -> Knobs:
     n = len(steps)
     last_i = int(rng.uniform(0.4, 0.95) * (n - 1))
     if variant == "memory-climb":
@@ -451,7 +455,7 @@ def _oom(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
             "ending": {"kind": "oom", "step": crash + 1}}
 
 
-def _p9(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
+def _p9(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarray) -> Knobs:
     n = len(steps)
     cap = hp["max_length"] - hp["max_prompt_length"]
     if variant == "from-start":
@@ -471,7 +475,7 @@ def _p9(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
     return {"onset_step": o}
 
 
-def _p6(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
+def _p6(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarray) -> Knobs:
     n = len(steps)
     o = _onset(rng, steps, 0.35, 0.6)
     i = int(np.searchsorted(steps, o))
@@ -489,7 +493,7 @@ def _p6(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
     return {"onset_step": o}
 
 
-def _nan(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
+def _nan(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarray) -> Knobs:
     n = len(steps)
     o = _onset(rng, steps, 0.2, 0.7) if n >= 150 else _onset(rng, steps, 0.3, 0.7)
     i = int(np.searchsorted(steps, o))
@@ -519,7 +523,7 @@ def _nan(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
     return out
 
 
-def _div(variant, s, k, hp, rng, steps):  # type: ignore[no-untyped-def]
+def _div(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarray) -> Knobs:
     n = len(steps)
     o = _onset(rng, steps, 0.2, 0.6)
     i = int(np.searchsorted(steps, o))
