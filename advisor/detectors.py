@@ -31,6 +31,7 @@ symptom, not the step at which it became conclusive.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -103,7 +104,8 @@ SPAN = 3  # blocks pooled for the residual spread (catches swings slower than on
 
 def span_sd(blocks: np.ndarray, span: int = SPAN) -> np.ndarray:
     """Residual sd of the raw points around one least-squares line over each run of `span`
-    consecutive blocks (nan before `span` blocks), from the blocks' running sums alone.
+    consecutive blocks (nan before `span` blocks or with fewer than 2 x span points), computed
+    from the blocks' running sums alone (no raw history is kept).
 
     `blocks` rows: start, end, mean, lo, hi, n, bad, first_bad, sd, sum x, sum x^2, sum t,
     sum t^2, sum x*t, with t counted from each block's first step. A trend across the span is
@@ -112,24 +114,50 @@ def span_sd(blocks: np.ndarray, span: int = SPAN) -> np.ndarray:
     out = np.full(len(blocks), np.nan)
     if len(blocks) < span:
         return out
-    start, n, sx, sxx = blocks[:, 0], blocks[:, 5], blocks[:, 9], blocks[:, 10]
+    b0 = blocks[:, 0] - blocks[0, 0]  # block starts, from the window's first step
+    n, sx, sxx = blocks[:, 5], blocks[:, 9], blocks[:, 10]
     st, stt, sxt = blocks[:, 11], blocks[:, 12], blocks[:, 13]
-    for j in range(span - 1, len(blocks)):
-        sl = slice(j - span + 1, j + 1)
-        d = start[sl] - start[j - span + 1]  # shift every block's t to the span's first step
-        nn = n[sl].sum()
-        if nn < 2 * span:
-            continue
-        Sx, Sxx = sx[sl].sum(), sxx[sl].sum()
-        St = (st[sl] + n[sl] * d).sum()
-        Stt = (stt[sl] + 2 * d * st[sl] + n[sl] * d * d).sum()
-        Sxt = (sxt[sl] + d * sx[sl]).sum()
+    # Move each block's t origin to the window's first step, then sum over spans.
+    st_a = st + n * b0
+    stt_a = stt + 2 * b0 * st + n * b0 * b0
+    sxt_a = sxt + b0 * sx
+    k = np.ones(span)
+
+    def win(x: np.ndarray) -> np.ndarray:
+        return np.convolve(x, k, mode="valid")
+
+    nn, Sx, Sxx, St, Stt, Sxt = (win(x) for x in (n, sx, sxx, st_a, stt_a, sxt_a))
+    with np.errstate(invalid="ignore", divide="ignore"):
         vx = Sxx - Sx * Sx / nn
         vt = Stt - St * St / nn
         cxt = Sxt - Sx * St / nn
-        resid = vx - (cxt * cxt / vt if vt > 0 else 0.0)
-        out[j] = math.sqrt(max(0.0, resid) / nn)
+        resid = vx - np.where(vt > 0, cxt * cxt / np.where(vt > 0, vt, 1.0), 0.0)
+        sd = np.sqrt(np.maximum(resid, 0.0) / nn)
+    out[span - 1 :] = np.where(nn >= 2 * span, sd, np.nan)
     return out
+
+
+def _span_sd_last(blocks: np.ndarray, span: int = SPAN) -> float:
+    """span_sd of the latest span only, in plain floats (the per-evaluation gate)."""
+    if len(blocks) < span:
+        return math.nan
+    rows = blocks[-span:].tolist()
+    c = rows[0][0]
+    nn = sx = sxx = st = stt = sxt = 0.0
+    for r in rows:
+        d, n = r[0] - c, r[5]
+        nn += n
+        sx += r[9]
+        sxx += r[10]
+        st += r[11] + n * d
+        stt += r[12] + 2 * d * r[11] + n * d * d
+        sxt += r[13] + d * r[9]
+    if nn < 2 * span:
+        return math.nan
+    vt = stt - st * st / nn
+    cxt = sxt - sx * st / nn
+    resid = sxx - sx * sx / nn - (cxt * cxt / vt if vt > 0 else 0.0)
+    return math.sqrt(max(resid, 0.0) / nn)
 
 
 def robust_scale(means: np.ndarray, floor: float) -> float:
@@ -237,6 +265,8 @@ def _steps(s: Series, i: int) -> str:
 @detector("nonfinite")
 def nonfinite(s: Series, p: Params) -> Evidence | None:
     """NaN/inf values: skipped updates (verl) or a numerically broken run. Not a trend."""
+    if s.nonfinite[-1] == 0:  # gate: the latest block must show it (cheap, no arrays)
+        return None
     k, m = _k_m(p, 1, 1)
     mask = s.nonfinite > 0
     if not _persistent(mask, k, m):
@@ -269,6 +299,9 @@ def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
     value = float(p["value"])
     stat = str(p.get("stat", "mean"))
     x = {"mean": s.mean, "max": s.hi, "min": s.lo}[stat]
+    last = float(x[-1])
+    if not (last >= value if above else last <= value):  # gate on the latest block (nan: no)
+        return None
     with np.errstate(invalid="ignore"):
         mask = (x >= value) if above else (x <= value)
     mask = mask & np.isfinite(x)
@@ -309,6 +342,9 @@ def near_zero(s: Series, p: Params) -> Evidence | None:
     metrics such as ppo_kl can average to 0 while moving), k of m blocks."""
     k, m = _k_m(p)
     value = float(p["value"])
+    last = max(abs(float(s.lo[-1])), abs(float(s.hi[-1])))
+    if not last <= value or (last == 0 and not p.get("exact_zero", False)):
+        return None
     with np.errstate(invalid="ignore"):
         mag = np.maximum(np.abs(s.lo), np.abs(s.hi))
         mask = (mag <= value) & np.isfinite(mag)
@@ -347,6 +383,8 @@ def shift(s: Series, p: Params) -> Evidence | None:
     up = str(p.get("direction", "up")) == "up"
     min_z = float(p.get("min_z", 4.0))
     sign = 1.0 if up else -1.0
+    if not sign * (float(s.mean[-1]) - b.median) / b.scale >= min_z:  # gate: latest block
+        return None
     with np.errstate(invalid="ignore", divide="ignore"):
         z = sign * (s.mean - b.median) / b.scale
         mask = z >= min_z
@@ -531,6 +569,16 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     k, m = _k_m(p)
     min_z = float(p.get("min_z", 5.0))
     smooth = int(p.get("smooth", 1))
+    # Gate on the latest (smoothed) block: the cheap absolute and relative conditions.
+    last = float(np.mean(s.mean[-smooth:])) if len(s) >= smooth else math.nan
+    top = s.peak if smooth <= 1 else float(np.nanmax(s.mean))
+    if top is None or not math.isfinite(last):
+        return None
+    gap = top - last
+    if gap < float(p.get("min_abs", 0.0)) or gap < float(p.get("min_rel", 0.0)) * abs(top):
+        return None
+    if p.get("scale") != "window" and gap < min_z * b.scale:
+        return None
     if smooth > 1:
         y = _trailing_mean(s.mean, smooth)
         if not np.isfinite(y).any():
@@ -597,6 +645,16 @@ def volatility(s: Series, p: Params) -> Evidence | None:
         return None
     k, m = _k_m(p)
     min_ratio = float(p.get("min_ratio", 3.0))
+    slow_ratio = float(p.get("slow_ratio", 2 * min_ratio))
+    # Gate on the latest block: neither view shows a swing there -> nothing to test.
+    fast_last = _span_sd_last(s.raw) / b.sd
+    slow_last = (
+        abs(float(s.mean[-1] - 2 * s.mean[-2] + s.mean[-3])) / (b.scale * math.sqrt(6.0))
+        if len(s) >= 3
+        else math.nan
+    )
+    if not (fast_last >= min_ratio or slow_last >= slow_ratio):
+        return None
     with np.errstate(invalid="ignore", divide="ignore"):
         fast = span_sd(s.raw) / b.sd
         # Second differences: a smooth rise or fall (a trend) has none, a swing has large ones.
@@ -607,8 +665,8 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     reversals = int(np.sum(signs[1:] != signs[:-1])) if len(signs) > 1 else 0
     slow_ok = reversals >= int(p.get("min_reversals", 3))
     fast_mask = np.nan_to_num(fast) >= min_ratio
-    # Between blocks the warm-up sigma rests on a handful of block means: demand more.
-    slow_ratio = float(p.get("slow_ratio", 2 * min_ratio))
+    # (Between blocks the warm-up sigma rests on a handful of block means: slow_ratio is
+    # twice min_ratio by default.)
     slow_mask = (np.nan_to_num(step) >= slow_ratio) & slow_ok
     mask = fast_mask | slow_mask
     if not _persistent(mask, k, m):
@@ -646,13 +704,24 @@ def jump(s: Series, p: Params) -> Evidence | None:
     an explosion does."""
     lag = int(p.get("lag", 6))
     k, m = _k_m(p)
-    if len(s) <= lag:
+    if len(s) <= lag + 1:
         return None
-    ref = np.full(len(s), np.nan)
-    # The reference is the median of three blocks around `lag` back: robust to one spike.
-    for t in range(lag, len(s)):
-        ref[t] = np.nanmedian(s.mean[max(0, t - lag - 1) : t - lag + 2])
     floor = float(p.get("min_level", 0.0))
+    n = len(s)
+    last, ref_last = float(s.mean[-1]), float(np.median(s.mean[n - lag - 2 : n - lag + 1]))
+    if not (last >= floor and last >= float(p.get("min_ratio", 5.0)) * max(ref_last, 1e-12)):
+        return None  # gate on the latest block
+    # The reference is the median of three blocks around `lag` back: robust to one spike.
+    ref = np.full(len(s), np.nan)
+    padded = np.concatenate([[np.nan], s.mean])
+    win3 = np.lib.stride_tricks.sliding_window_view(padded, 3)  # win3[i] = mean[i-1 .. i+1]
+    med = np.median(win3, axis=1)  # fast path; rows with a nan fall back to their nanmean
+    bad = np.isnan(med)
+    if bad.any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-nan rows stay nan
+            med[bad] = np.nanmean(win3[bad], axis=1)
+    ref[lag:] = med[: len(s) - lag]
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = s.mean / np.maximum(ref, 1e-12)
         mask = (ratio >= float(p.get("min_ratio", 5.0))) & (s.mean >= floor)

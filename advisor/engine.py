@@ -29,7 +29,6 @@ False-alarm budget: ~1 % of healthy runs per warning/error symptom; see `advisor
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -272,8 +271,9 @@ def _detrended_sd(a: list[float]) -> float:
 class _Track:
     """One metric's state: the open block's accumulators + bounded block history."""
 
-    blocks: deque[tuple[float, ...]]
+    buf: np.ndarray  # the last `window_blocks` block records, oldest first (rows of span_sd)
     acc: list[float] = field(default_factory=lambda: _new_acc())
+    nb: int = 0  # rows of buf in use
     seen: bool = False
     baseline: Baseline | None = None
     peak: float | None = None
@@ -350,8 +350,14 @@ class Monitor:
         self.block_steps = max(1, self.warmup_steps // st.warmup_blocks)
         self._pred = _predicates(self.hp)
         self._rules = self._compile()
+        self._leaf_keys = {
+            id(leaf): (leaf.detector, repr(leaf.metric), repr(sorted(leaf.params.items())),
+                       repr(leaf.skip_if))
+            for r in self._rules
+            for leaf in _leaves(r.when)
+        }
         metrics = {m for r in self._rules for leaf in _leaves(r.when) for m in leaf.metrics}
-        self._tracks = {m: _Track(blocks=deque(maxlen=st.window_blocks)) for m in metrics}
+        self._tracks = {m: _Track(buf=np.empty((st.window_blocks, 14))) for m in metrics}
         self.findings: list[Finding] = []
         self._active: dict[str, Finding] = {}
         self._misses: dict[str, int] = {}
@@ -480,9 +486,13 @@ class Monitor:
             mean = a[0] / a[1] if a[1] else math.nan
             lo, hi = (a[3], a[4]) if a[1] else (math.nan, math.nan)
             sd = _detrended_sd(a)
-            t.blocks.append(
-                (start, end, mean, lo, hi, a[1], a[2], a[5], sd, a[0], a[6], a[7], a[8], a[9])
-            )
+            row = (start, end, mean, lo, hi, a[1], a[2], a[5], sd, a[0], a[6], a[7], a[8], a[9])
+            if t.nb < len(t.buf):
+                t.buf[t.nb] = row
+                t.nb += 1
+            else:  # bounded: drop the oldest block (a 32-row shift, cheaper than a deque->array)
+                t.buf[:-1] = t.buf[1:]
+                t.buf[-1] = row
             t.total += 1
             if a[1]:
                 if t.peak is None or mean > t.peak:
@@ -490,7 +500,7 @@ class Monitor:
                 if t.trough is None or mean < t.trough:
                     t.trough, t.trough_step = mean, end
                 if not self._warm_done or t.baseline is None:
-                    t.warm.append((mean, sd, len(t.blocks)))
+                    t.warm.append((mean, sd, t.nb))
             t.acc = _new_acc()
         self._closed_blocks += 1
         in_warmup = not self._warm_done
@@ -519,7 +529,7 @@ class Monitor:
         floor = max(st.rel_scale_floor * abs(med), st.abs_scale_floor)
         start = float(np.median(x[:2]))
         # Residual sd over spans of SPAN blocks, from the warm-up blocks still in the window.
-        blocks = np.asarray(t.blocks, dtype=float)[: int(arr[-1, 2])]
+        blocks = t.buf[: int(arr[-1, 2])]
         spans = span_sd(blocks)
         ok = np.isfinite(spans)
         sd = float(np.median(spans[ok])) if ok.any() else floor
@@ -531,8 +541,8 @@ class Monitor:
             return cache[name]
         t = self._tracks[name]
         s = None
-        if t.blocks:
-            arr = np.asarray(t.blocks, dtype=float)
+        if t.nb:
+            arr = t.buf[: t.nb]
             s = Series(
                 metric=name,
                 start=arr[:, 0].astype(np.int64),
@@ -559,7 +569,7 @@ class Monitor:
         if full:
             self._evaluations += 1
         cache: dict[str, Series | None] = {}
-        leaf_cache: dict[int, tuple[int, list[Evidence]]] = {}
+        leaf_cache: dict[tuple[str, ...], tuple[int, list[Evidence]]] = {}
         new: list[Finding] = []
         for rule in self._rules:
             if rule.when is None or (rule.warmup and not full):
@@ -584,11 +594,11 @@ class Monitor:
         self,
         node: Node,
         cache: dict[str, Series | None],
-        leaf_cache: dict[int, tuple[int, list[Evidence]]],
+        leaf_cache: dict[tuple[str, ...], tuple[int, list[Evidence]]],
         missing: set[str],
     ) -> tuple[int, list[Evidence]]:
         if isinstance(node, Leaf):
-            key = id(node)
+            key = self._leaf_keys[id(node)]  # equal leaves of different rules share a result
             if key not in leaf_cache:
                 leaf_cache[key] = self._leaf(node, cache, missing)
             return leaf_cache[key]
