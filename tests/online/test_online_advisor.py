@@ -199,7 +199,7 @@ def test_thinned_history_is_bounded_and_spans_the_run(gaps: list[int], cap: int)
 
 def test_memory_stays_bounded_over_a_long_run() -> None:
     adv = Advisor(hyper_parameters={"eval_steps": 10})
-    for s in range(1, 6001):
+    for s in range(1, 3001):
         adv.observe(s, {"reward": math.sin(s / 50), "entropy": 0.5, f"noise/{s % 7}": 1.0})
     assert all(len(v.steps) <= 1024 for v in adv._series.values())
     assert len(adv._seen) <= len(CANONICAL_METRICS) + 1

@@ -76,7 +76,7 @@ def test_jsonl_records_nested_and_flat() -> None:
     assert parse_json_line('{"step": 1, "broken": ') is None
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     step=st.integers(0, 10**7),
     values=st.dictionaries(

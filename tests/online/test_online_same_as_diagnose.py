@@ -58,7 +58,7 @@ def _log_of(path: Path) -> Path | None:
 LOG_RUNS = [p for p in one_per_symptom() + corpus_runs()[:30] if _log_of(p) is not None]
 
 
-@pytest.mark.parametrize("path", list(dict.fromkeys(LOG_RUNS))[:10], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", list(dict.fromkeys(LOG_RUNS))[:6], ids=lambda p: p.name)
 def test_the_sidecar_line_parser_judges_as_the_reader(path: Path) -> None:
     """watch's own line parsing, fed line by line, gives what load_run + diagnose give."""
     log = _log_of(path)
