@@ -65,4 +65,5 @@ def harness(
     else:
         typer.echo(text, nl=False)
     if check and rep.corpus is not None and not rep.corpus.meets_targets:
-        raise typer.Exit(Exit.FINDINGS)
+        # SystemExit, not typer.Exit: click swallows Exit's code when not in standalone mode.
+        raise SystemExit(int(Exit.FINDINGS))

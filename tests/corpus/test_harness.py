@@ -174,6 +174,11 @@ def test_cli_harness_json_and_check(corpus: Path, monkeypatch: pytest.MonkeyPatc
     assert json.loads(res.stdout)["corpus"]["per_symptom"][0]["id"] == "P1"
     res = CliRunner().invoke(app, ["harness", str(corpus), "--no-real"])
     assert res.exit_code == 0 and "## Accuracy on" in res.stdout
+    from advisor.cli import main  # the console script's entry point, as CI calls it
+
+    assert main(["harness", str(corpus), "--no-real", "--check"]) == 1
+    assert main(["harness", str(corpus), "--no-real", "--table"]) == 0
+    assert main(["harness", str(corpus / "missing"), "--no-real"]) == 2
 
 
 def test_symptom_found_twice_is_scored_by_its_earliest_onset(corpus: Path) -> None:
