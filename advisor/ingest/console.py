@@ -39,8 +39,10 @@ _CHUNK = 8 << 20
 @dataclass
 class _State:
     source: str
-    verl_rows: list[int] = field(default_factory=list)
+    verl_rows: list[int] = field(default_factory=list)  # step lines found line by line
     verl_payloads: list[str] = field(default_factory=list)
+    verl_lines: list[int] = field(default_factory=list)
+    verl_chunks: list[Any] = field(default_factory=list)  # (line, step, payload) polars frames
     dict_rows: list[dict[str, Any]] = field(default_factory=list)  # with '_kind', '_step', '_tqdm'
     config_lines: list[str] | None = None
     config_prefix: str = ""
@@ -90,17 +92,38 @@ def _decode(data: bytes, lineno: int, state: _State | None) -> str:
         return data.decode("utf-8", errors="replace")
 
 
+def iter_chunks(path: Path, state: _State | None = None) -> Iterator[tuple[int, str, bool]]:
+    """(number of lines before, text of whole lines, is the final piece without newline)."""
+    lineno = 0
+    carry = b""
+    with path.open("rb") as fh:
+        while True:
+            chunk = fh.read(_CHUNK)
+            if not chunk:
+                break
+            data = carry + chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                carry = data
+                continue
+            carry, data = data[cut + 1 :], data[: cut + 1]
+            yield lineno, _decode(data, lineno, state), False
+            lineno += data.count(b"\n")
+    if carry:
+        yield lineno, _decode(carry, lineno, state), True
+
+
 def read_console(path: Path, source: str) -> Run:
     st = _State(source=source)
-    for lineno, line, last in iter_lines(path, st):
-        _line(st, lineno, line, last)
+    for before, text, final in iter_chunks(path, st):
+        _chunk(st, before, text, final)
     if st.bad_bytes_line is not None:
         st.warnings.append(
             f"{source}:{st.bad_bytes_line}: bytes that are not UTF-8 were replaced (U+FFFD)"
         )
     if st.truncated:
         st.warnings.append(f"{source}: dropped {st.truncated} truncated metric line(s)")
-    if st.verl_payloads:
+    if st.verl_payloads or st.verl_chunks:
         return _finish_verl(st)
     if st.dict_rows:
         return _finish_dicts(st)
@@ -108,6 +131,66 @@ def read_console(path: Path, source: str) -> Run:
         f"{source}:1: expected training metrics (verl 'step:N - key:value' lines, TRL "
         "{'loss': ...} dicts, 'metrics_tag:' lines ...), found none"
     )
+
+
+# a verl metric line, matched by polars (Rust regex) over a whole chunk at once
+_STEP_LINE = r"(?:^|[\s)\]>|`*])step:[ \t]*\d+ - "
+
+
+def _chunk(st: _State, before: int, text: str, final: bool) -> None:
+    """verl step lines of a chunk are found and cut out in polars; the other lines (config
+    dump, dicts, tracebacks, progress bars) go through `_line` one by one."""
+    import numpy as np
+    import polars as pl
+
+    lines = pl.Series("line", [text]).str.split("\n").explode()
+    if not final:
+        lines = lines.head(lines.len() - 1)  # the empty piece after the last newline
+    n = lines.len()
+    hit = lines.str.contains("step:", literal=True) & ~lines.str.contains("\r", literal=True)
+    # str.find counts bytes and str.slice characters: non-ASCII lines go line by line
+    hit = hit & (lines.str.len_bytes() == lines.str.len_chars())
+    if final and n:
+        hit[n - 1] = False  # a cut last line is checked line by line (_trim_cut)
+    cand = pl.DataFrame({"i": np.arange(n), "line": lines}).filter(hit)
+    # capture groups over 5 kB lines are slow in any regex engine: find where the match
+    # starts (no captures), then read the step from a short slice and cut the payload
+    line = pl.col("line")
+    at = line.str.find(_STEP_LINE)
+    head = line.str.slice(at, 48)
+    found = (
+        cand.with_columns(at=at)
+        .filter(pl.col("at").is_not_null())
+        .with_columns(head=head)
+        .select(
+            "i",
+            pl.col("head").str.extract(r"step:[ \t]*(\d+) - ", 1).alias("1"),
+            line.str.slice(pl.col("at") + pl.col("head").str.find(" - ", literal=True) + 3)
+            .str.strip_chars()
+            .alias("2"),
+        )
+        .filter(pl.col("1").is_not_null() & (pl.col("2").str.len_chars() > 0))
+    )
+    is_step = np.zeros(n, dtype=bool)
+    ctx = np.full(n, np.nan)
+    if found.height:
+        idx = found["i"].to_numpy()
+        steps = found["1"].cast(pl.Int64)
+        is_step[idx] = True
+        ctx[idx] = steps.to_numpy()
+        st.verl_chunks.append(
+            pl.DataFrame({"line": idx + before + 1, "step": steps, "payload": found["2"]})
+        )
+        st.last_metric_line = max(st.last_metric_line, int(idx[-1]) + before + 1)
+    prev = np.nan if st.last_step is None else float(st.last_step)
+    ctx = np.fmax.accumulate(np.concatenate(([prev], ctx)))[1:]  # the last step seen so far
+    rest = np.flatnonzero(~is_step)
+    for i, line in zip(rest.tolist(), lines.gather(rest).to_list(), strict=True):
+        step_here = ctx[i]
+        st.last_step = None if step_here != step_here else int(step_here)
+        _line(st, before + i + 1, line, final and i == n - 1)
+    if n and ctx[-1] == ctx[-1]:
+        st.last_step = max(int(ctx[-1]), st.last_step or int(ctx[-1]))
 
 
 def _strip_ansi(line: str) -> str:
@@ -121,6 +204,8 @@ def _strip_ansi(line: str) -> str:
 def _line(st: _State, lineno: int, line: str, last: bool) -> None:
     if "\x1b" in line:
         line = _strip_ansi(line)
+    if line.endswith("\r"):  # Windows line ends
+        line = line[:-1]
     if "\r" in line:  # tqdm redraws: keep the progress counter, then the last segment
         if "/" in line:
             _tqdm(st, line)
@@ -142,12 +227,16 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
                 payload = _trim_cut(payload)
             st.verl_rows.append(step)
             st.verl_payloads.append(payload)
+            st.verl_lines.append(lineno)
             st.last_step = step if st.last_step is None else max(st.last_step, step)
             st.last_metric_line = lineno
             return
     brace = line.find("{")
-    if brace >= 0 and _dict_line(st, lineno, line, brace, prefix, last):
-        return
+    if brace >= 0:
+        if "it/s]" in line[:brace] or "s/it]" in line[:brace]:  # a bar glued before a dict
+            _tqdm(st, line[:brace])
+        if _dict_line(st, lineno, line, brace, prefix, last):
+            return
     if "it/s]" in line or "s/it]" in line:
         _tqdm(st, line)
     elif "Total optimization steps" in line:
@@ -332,10 +421,24 @@ def _config_hints(st: _State) -> dict[str, Any]:
 
 
 def _finish_verl(st: _State) -> Run:
-    wide = _payloads_as_ndjson(st.verl_payloads, st.verl_rows)
+    import polars as pl
+
+    parts = list(st.verl_chunks)
+    if st.verl_rows:
+        parts.append(
+            pl.DataFrame(
+                {"line": st.verl_lines, "step": st.verl_rows, "payload": st.verl_payloads},
+                schema={"line": pl.Int64, "step": pl.Int64, "payload": pl.String},
+            )
+        )
+    rows = pl.concat([p.cast({"line": pl.Int64, "step": pl.Int64}) for p in parts])
+    if len(parts) > 1:
+        rows = rows.sort("line")  # file order: a later rewrite of a step wins
+    payloads, steps = rows["payload"], rows["step"]
+    wide = _payloads_as_ndjson(payloads, steps)
     if wide is None:
-        wide = _payloads_to_frame(st.verl_payloads, st.verl_rows, st.source)
-    three_decimals = _three_decimals(max(st.verl_payloads[:5], key=len))
+        wide = _payloads_to_frame(payloads.to_list(), steps.to_list(), st.source)
+    three_decimals = _three_decimals(max(payloads.head(5).to_list(), key=len))
     return build_run(
         wide,
         source=st.source,
@@ -347,18 +450,25 @@ def _finish_verl(st: _State) -> Run:
     )
 
 
-def _payloads_as_ndjson(payloads: list[str], steps: list[int]) -> Any:
+def _payloads_as_ndjson(payloads: Any, steps: Any) -> Any:
     """Fast path: 'k:v - k:v' is JSON but for quotes and braces, so rewrite the payloads as
     NDJSON and let polars' JSON reader parse them. None when a payload is not plain
     (np.float64(...), nan, quotes, an odd colon): the general path handles those."""
+    import polars as pl
+
     from advisor.ingest.jsonfiles import read_ndjson_complete
 
-    joined = "\n".join(payloads)
-    if '"' in joined or "\\" in joined or "(" in joined:
-        return None
-    body = joined.replace(":", '":').replace(" - ", ',"').split("\n")
-    text = "\n".join([f'{{"step":{s},"{b}}}' for s, b in zip(steps, body, strict=True)])
-    fields = joined.count(":") + len(steps)
+    for bad in ('"', "\\", "("):  # literal searches: a regex class here costs more than the parse
+        if payloads.str.contains(bad, literal=True).any():
+            return None
+    body = payloads.str.replace_all(":", '":', literal=True).str.replace_all(
+        " - ", ',"', literal=True
+    )
+    lines = pl.concat_str(
+        [pl.lit('{"step":'), steps.cast(pl.String), pl.lit(',"'), body, pl.lit("}")]
+    )
+    text = pl.select(lines.str.join("\n")).item()
+    fields = int(payloads.str.count_matches(":", literal=True).sum()) + steps.len()
     df = read_ndjson_complete(text.encode(), fields)
     if df is None or "step" not in df.columns or df.height != len(steps):
         return None
