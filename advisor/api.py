@@ -140,23 +140,51 @@ def assemble(
     findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
     planned = remedy.plan(findings, hp, rules if rules is not None else _rules(), previous)
     info = run.info()
+    checkpoint = remedy.checkpoint_advice(
+        _points(run, "val_reward"), hp, info.last_step, training_samples
+    )
+    status = judgement.status
+    if status == "issues" and not findings:  # everything that fired was silenced
+        status = "healthy"
     return Diagnosis(
         tool={"name": "rl-advisor", "version": __version__},
         run=info,
-        status=judgement.status,
+        status=status,
         warmup_steps=judgement.warmup_steps,
         findings=planned.findings,
         config_findings=list(config_findings),
         patch=planned.patch,
         assumptions=_assumptions(judgement, hp, origin, planned.patch, config_given)
         + ([f"Silenced with --ignore: {', '.join(sorted(silenced))}."] if silenced else []),
-        next_steps=planned.next_steps,
-        checkpoint=remedy.checkpoint_advice(
-            _points(run, "val_reward"), hp, info.last_step, training_samples
-        ),
+        next_steps=_restart_step(planned.findings, checkpoint) + planned.next_steps,
+        checkpoint=checkpoint,
         hyper_parameters=dict(hp),
         series=_series(run, planned.findings),
     )
+
+
+def _restart_step(findings: Sequence[Finding], checkpoint: Mapping[str, Any] | None) -> list[str]:
+    """After a divergence, where to restart from (knowledge.md §4, DIV: restart from the best
+    checkpoint before the onset)."""
+    div = next((f for f in findings if f.id == "DIV" and f.onset_step is not None), None)
+    if div is None:
+        return []
+    kept = (checkpoint or {}).get("kept_steps")
+    if kept is None:
+        return [
+            f"Restart from the last checkpoint saved before step {div.onset_step} (DIV onset); "
+            "the save settings do not tell which one survived."
+        ]
+    before = [s for s in kept if s < div.onset_step]  # type: ignore[operator]
+    if before:
+        return [
+            f"Restart from the checkpoint of step {before[-1]}, the last kept one before the "
+            f"divergence at step {div.onset_step}."
+        ]
+    return [
+        f"No kept checkpoint precedes the divergence at step {div.onset_step}: restart from "
+        "the base model (or the previous run's output)."
+    ]
 
 
 def _points(run: Run, metric: str) -> list[tuple[int, float]]:

@@ -118,3 +118,16 @@ def test_sparkline(values, expected) -> None:
 
 def test_sparkline_width_is_bounded() -> None:
     assert len(sparkline(list(range(5000)), width=40)) == 40
+
+
+def test_divergence_says_where_to_restart() -> None:
+    d = diag([finding("DIV", onset=250)])
+    assert d.next_steps[0].startswith("Restart from the checkpoint of step 200")
+    early = diag([finding("DIV", onset=150)])
+    assert "No kept checkpoint precedes the divergence at step 150" in early.next_steps[0]
+
+
+def test_all_silenced_is_healthy() -> None:
+    d = assemble(make_run(), HP, Judgement([finding("P1")]), silenced={"P1"}, rules=make_rules())
+    assert d.status == "healthy" and d.findings == []
+    assert "Silenced with --ignore: P1." in d.assumptions
