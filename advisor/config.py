@@ -232,9 +232,19 @@ def detect_layout(doc: Mapping[str, Any]) -> Layout:
     keys = set(map(str, doc))
     if "training" in keys or keys & {"datasets", "mode", "workspace_dir"}:
         return "yaml"
+    if "hyper_parameters" in keys:
+        return "keyword"
+    if keys & set(_hp_names()):  # a hyperparameter dict, perhaps with model / job_name beside
+        return "flat"
     if keys & set(_KEYWORD_TOP):
         return "keyword"
     return "flat"
+
+
+def _hp_names() -> list[str]:
+    from advisor.static import rulebook
+
+    return list(rulebook().hyper_parameters)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -424,10 +434,15 @@ class _Walker(_Pass):
         self.hp_prefix = hp_at.get(layout, "")
 
     def walk(self, doc: Mapping[str, Any]) -> None:
+        top = {"yaml": _YAML_TOP, "keyword": _KEYWORD_TOP}.get(self.layout, _KEYWORD_TOP)
         if self.layout == "flat":
-            self.hyper_parameters(doc, "")
+            self.lines["hyper_parameters"] = 1
+            hp = {k: v for k, v in doc.items() if str(k) not in top}
+            self.hyper_parameters(_Sub(doc, hp), "")
+            for key, raw in doc.items():
+                if str(key) in top:
+                    self.section(str(key), raw, str(key), _line(doc, key))
             return
-        top = _YAML_TOP if self.layout == "yaml" else _KEYWORD_TOP
         candidates = {k: k for k in top}
         for key, raw in doc.items():
             key, line = str(key), _line(doc, key)
@@ -665,6 +680,14 @@ class _Walker(_Pass):
                 )
                 continue
             self.out["datasets"].append({"type": key.split("_")[0], "file_id": fid})
+
+
+class _Sub(dict):  # type: ignore[type-arg]
+    """Some keys of a ruamel mapping, keeping its line information."""
+
+    def __init__(self, parent: Any, items: Mapping[str, Any]) -> None:
+        super().__init__(items)
+        self.lc = getattr(parent, "lc", None)
 
 
 def _infer_type(fn: Mapping[str, Any]) -> str | None:
