@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import BASES, load_cases, merge, read_yaml, write_yaml
+from config_helpers import BASES, load_cases, merge, read_yaml, write_yaml
 
 from advisor.static import LoadCheck, rulebook, validate_job
 

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import JOBS
+from config_helpers import JOBS
 
 from advisor.cli import main
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import BASES, JOBS, read_yaml, write_yaml
+from config_helpers import BASES, JOBS, read_yaml, write_yaml
 
 from advisor.config import load_config, parse_set
 from advisor.static import validate_job

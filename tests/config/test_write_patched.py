@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import JOBS
+from config_helpers import JOBS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
