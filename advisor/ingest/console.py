@@ -143,6 +143,8 @@ def _chunk(st: _State, before: int, text: str, final: bool) -> None:
     import numpy as np
     import polars as pl
 
+    if "\r\n" in text:  # Windows line ends (a bare \r is a progress-bar redraw: kept)
+        text = text.replace("\r\n", "\n")
     lines = pl.Series("line", [text]).str.split("\n").explode()
     if not final:
         lines = lines.head(lines.len() - 1)  # the empty piece after the last newline
@@ -341,6 +343,8 @@ def _dict_line(st: _State, lineno: int, line: str, brace: int, prefix: str, last
         return True
     if "metrics_tag" in lead:
         return _roll_line(st, lineno, body)
+    if "validation metrics" in lead and _depth(body) <= 0:
+        return _verl_val_dict(st, lineno, lead, body)
     if not body.startswith(("{'", '{"')):
         return False
     if _depth(body) > 0:  # a dict that does not close on its line: cut off, or wrapped text
@@ -367,6 +371,20 @@ def _dict_line(st: _State, lineno: int, line: str, brace: int, prefix: str, last
         st.last_metric_line = lineno
     else:
         st.ending.feed("'train_runtime'", lineno, st.last_step)
+    return True
+
+
+def _verl_val_dict(st: _State, lineno: int, lead: str, body: str) -> bool:
+    """verl's "Initial validation metrics: {...}" (step 0) and "Final validation metrics:
+    {...}" (the last step): merged into the step's row like a validation line."""
+    pairs = {k: _number(v) for _, k, v in _PAIR.findall(body)}
+    pairs = {k: v for k, v in pairs.items() if v is not None}
+    step = 0 if "Initial" in lead else st.last_step
+    if not pairs or step is None:
+        return False
+    st.verl_rows.append(step)
+    st.verl_payloads.append(" - ".join(f"{k}:{v!r}" for k, v in pairs.items()))
+    st.verl_lines.append(lineno)
     return True
 
 

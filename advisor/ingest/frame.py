@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 _EVAL_PREFIXES = ("val-core/", "val-aux/", "val/", "validation/", "eval_", "eval/", "eval-")
 
 
+# bookkeeping columns that every record carries: they do not make a row a training row
+_BOOKKEEPING = frozenset(
+    {"epoch", "_runtime", "_timestamp", "_step", "global_step", "train/global_step",
+     "train/epoch", "step_original", "timestamp", "training/epoch", "training/global_step"}
+)  # fmt: skip
+
+
 def is_eval_key(key: str) -> bool:
     """True for validation/evaluation metrics (logged at their own cadence, merged by step)."""
     return key.startswith(_EVAL_PREFIXES) or names.val_rank(key) is not None
@@ -71,7 +78,9 @@ def _resume_warnings(df: pl.DataFrame) -> list[str]:
     """Describe steps logged more than once by training rows (evaluation rows merge silently)."""
     import polars as pl
 
-    train_cols = [c for c in df.columns if c != "step" and not is_eval_key(c)]
+    train_cols = [
+        c for c in df.columns if c != "step" and c not in _BOOKKEEPING and not is_eval_key(c)
+    ]
     train = df if not train_cols else df.filter(pl.any_horizontal(pl.col(train_cols).is_not_null()))
     counts = Counter(train["step"].to_list())
     repeated = sorted(s for s, n in counts.items() if n > 1)

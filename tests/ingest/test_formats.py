@@ -163,3 +163,21 @@ def test_verl_jsonl_key_first_seen_late_is_not_lost(tmp_path: Path) -> None:
     run = load_run(p)
     assert run.steps == 300
     assert run.frame.filter(pl.col("step") == 251)["val_reward"].item() == pytest.approx(0.7)
+
+
+def test_verl_v05_numpy_values_crlf_and_validation_dicts() -> None:
+    run = load_run(FIX / "verl_v05_crlf.log")
+    assert run.frame["step"].to_list() == [0, 1, 2, 3]
+    assert run.frame["reward_mean"].to_list()[1:] == pytest.approx([0.1, 0.2, 0.3])
+    assert run.frame["lr"].to_list()[1:] == pytest.approx([1e-6] * 3)  # full precision: kept
+    # "Initial validation metrics" at step 0, "Final validation metrics" at the last step
+    assert run.frame["val_reward"].to_list() == pytest.approx([0.12, None, None, 0.3])
+
+
+def test_trl_tty_log_steps_from_bar_and_eval_merged() -> None:
+    run = load_run(FIX / "trl_tty.log")
+    assert run.frame["step"].to_list() == [10, 20, 30]
+    assert run.frame["val_reward"].to_list() == [None, 0.5, None]
+    assert run.frame["kl_ref"].to_list() == pytest.approx([0.001] * 3)
+    assert len(run.warnings) == 1  # the derived-step note, no false "resumed" warning
+    assert run.ending is not None and run.ending.kind == "completed" and run.ending.step == 30
