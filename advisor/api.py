@@ -227,7 +227,12 @@ def _assumptions(
         elif where == "default" and (param in patched or param in ("eval_steps", "algorithm")):
             line = (
                 f"{param} is not in the job file nor the log: the platform default {value!r} was "
-                f"assumed, which weakens {weighs}. Pass --config JOB.yaml or --set {param}=..."
+                f"assumed, which weakens {weighs}. "
+                + (
+                    f"Add it to the job file or pass --set {param}=..."
+                    if config_given
+                    else f"Pass --config JOB.yaml or --set {param}=..."
+                )
             )
         else:
             continue
