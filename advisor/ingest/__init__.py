@@ -153,10 +153,39 @@ def _candidates(d: Path) -> list[Path]:
     def by_size(fs: list[Path]) -> list[Path]:
         return sorted(fs, key=lambda f: f.stat().st_size, reverse=True)
 
-    for suffixes in ((".jsonl", ".ndjson"), (".parquet",), (".csv",), (".json",), _TEXT_SUFFIXES):
+    classes = ((".jsonl", ".ndjson"), (".parquet",), (".csv",), (".json",), _TEXT_SUFFIXES)
+    for suffixes in classes:
         out += by_size([f for f in files if f.suffix.lower() in suffixes and f not in out])
     out += by_size([f for f in files if f not in out and f.suffix == ""])
+    # then sub-folders a few levels down (wandb/run-*/files/output.log, logs/, outputs/ ...)
+    nested = [f for f in _walk(d, 3) if f.parent != d and f not in out]
+    for suffixes in classes:
+        out += by_size([f for f in nested if f.suffix.lower() in suffixes])
     return out
+
+
+def _walk(d: Path, depth: int, limit: int = 500) -> list[Path]:
+    """Files under `d` at most `depth` levels down, hidden folders skipped, at most `limit`."""
+    found: list[Path] = []
+    level = [d]
+    for _ in range(depth):
+        nxt: list[Path] = []
+        for folder in level:
+            try:
+                entries = sorted(folder.iterdir())
+            except OSError:
+                continue
+            for e in entries:
+                if e.name.startswith("."):
+                    continue
+                if e.is_dir():
+                    nxt.append(e)
+                elif e.is_file():
+                    found.append(e)
+                if len(found) >= limit:
+                    return found
+        level = nxt
+    return found
 
 
 def _load_dir(d: Path) -> Run:

@@ -136,7 +136,8 @@ def _canonical_exprs(cols: list[str], skip: set[str]) -> dict[str, pl.Expr]:
             rate = pl.col(names.ROLL_TRUNCATION_COUNT) / pl.when(batch != 0).then(batch)
             exprs.append(rate)
         if canon == "zero_std_frac" and set(names.ROLL_ZERO_STD_PARTS) <= present:
-            exprs.append(pl.sum_horizontal([pl.col(p) for p in names.ROLL_ZERO_STD_PARTS]))
+            a, b = names.ROLL_ZERO_STD_PARTS
+            exprs.append(pl.col(a) + pl.col(b))  # null unless both parts were logged
         if exprs:
             out[canon] = exprs[0] if len(exprs) == 1 else pl.coalesce(exprs)
     if "val_reward" not in skip:

@@ -181,3 +181,12 @@ def test_trl_tty_log_steps_from_bar_and_eval_merged() -> None:
     assert run.frame["kl_ref"].to_list() == pytest.approx([0.001] * 3)
     assert len(run.warnings) == 1  # the derived-step note, no false "resumed" warning
     assert run.ending is not None and run.ending.kind == "completed" and run.ending.step == 30
+
+
+def test_folder_search_goes_into_subfolders(tmp_path: Path) -> None:
+    logs = tmp_path / "wandb" / "run-20250101_000000-abc" / "files"
+    logs.mkdir(parents=True)
+    (logs / "output.log").write_bytes((FIX / "verl_console.log").read_bytes())
+    (tmp_path / "notes.txt").write_text("no metrics here\n")
+    run = load_run(tmp_path)
+    assert run.steps == 4 and run.format == "verl-console"
