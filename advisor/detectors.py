@@ -302,9 +302,13 @@ def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
     last = float(x[-1])
     if not (last >= value if above else last <= value):  # gate on the latest block (nan: no)
         return None
+    if p.get("nonzero") and s.lo[-1] == 0 and s.hi[-1] == 0:
+        return None
     with np.errstate(invalid="ignore"):
         mask = (x >= value) if above else (x <= value)
     mask = mask & np.isfinite(x)
+    if p.get("nonzero"):  # blocks of exact zeros say nothing (a logging artefact)
+        mask &= ~((s.lo == 0) & (s.hi == 0))
     if not _persistent(mask, k, m):
         return None
     i = _onset_index(mask)
@@ -631,42 +635,68 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     )
 
 
+def _norm_factor(s: Series, comp: Series | None) -> np.ndarray:
+    """Per-block factor (companion's warm-up level / its level over the span) that expresses a
+    spread in units of the companion's own level; 1 without a usable companion.
+
+    A reward's step-to-step noise grows with its within-group spread (binary rewards: sqrt(p(1-p))
+    rises as p leaves 0), so a reward that learns looks "noisier" than in the warm-up. Dividing
+    by reward_std keeps the comparison level-independent.
+    """
+    ones = np.ones(len(s))
+    if comp is None or comp.baseline is None or len(comp) == 0:
+        return ones
+    base = comp.baseline.median
+    if not base > 0:
+        return ones
+    idx = np.searchsorted(comp.start, s.start)
+    idx = np.clip(idx, 0, len(comp) - 1)
+    aligned = np.where(comp.start[idx] == s.start, comp.mean[idx], np.nan)
+    level = _trailing_mean(aligned, SPAN)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = base / np.maximum(level, 0.25 * base)  # a collapsed spread does not amplify 4x+
+    return np.where(np.isfinite(f), f, 1.0)
+
+
 @detector("volatility")
 def volatility(s: Series, p: Params) -> Evidence | None:
     """Swings larger than the warm-up's noise, k of the last m blocks.
 
-    Two views, because an oscillation may be faster or slower than a block: the within-block
-    standard deviation against the warm-up's (fast swings), and the block-to-block change of the
-    mean against the warm-up sigma (slow swings, which must also reverse direction at least
-    `min_reversals` times over the last `window` blocks: an oscillation, not a one-way move).
+    Two views, because an oscillation may be faster or slower than a block: the residual spread
+    of the raw points around a line over SPAN blocks against the warm-up's (fast swings), and the
+    second difference of the block means against the warm-up sigma (slow swings, which must also
+    reverse direction at least `min_reversals` times over the last `window` blocks: an
+    oscillation, not a one-way move). With a companion `per` (reward_std) both are measured in
+    units of the companion's level (see _norm_factor).
     """
     b = s.baseline
-    if b is None or len(s) < 2:
+    if b is None or len(s) < 3:
         return None
     k, m = _k_m(p)
     min_ratio = float(p.get("min_ratio", 3.0))
     slow_ratio = float(p.get("slow_ratio", 2 * min_ratio))
-    # Gate on the latest block: neither view shows a swing there -> nothing to test.
+    comp = p.get("_per")
+    # Gate on the latest block, unnormalised first (the factor is <= 4): no swing -> no test.
     fast_last = _span_sd_last(s.raw) / b.sd
-    slow_last = (
-        abs(float(s.mean[-1] - 2 * s.mean[-2] + s.mean[-3])) / (b.scale * math.sqrt(6.0))
-        if len(s) >= 3
-        else math.nan
-    )
-    if not (fast_last >= min_ratio or slow_last >= slow_ratio):
+    slow_last = abs(float(s.mean[-1] - 2 * s.mean[-2] + s.mean[-3])) / (b.scale * math.sqrt(6.0))
+    if not (fast_last * 4 >= min_ratio or slow_last * 4 >= slow_ratio):
+        return None
+    norm = _norm_factor(s, comp)
+    if not (fast_last * norm[-1] >= min_ratio or slow_last * norm[-1] >= slow_ratio):
         return None
     with np.errstate(invalid="ignore", divide="ignore"):
-        fast = span_sd(s.raw) / b.sd
+        fast = span_sd(s.raw) / b.sd * norm
         # Second differences: a smooth rise or fall (a trend) has none, a swing has large ones.
-        step = np.abs(np.diff(s.mean, n=2, prepend=[np.nan, np.nan])) / (b.scale * math.sqrt(6.0))
+        d2 = np.abs(np.diff(s.mean, n=2, prepend=[np.nan, np.nan]))
+        step = d2 / (b.scale * math.sqrt(6.0)) * norm
     i = _window(s, p, 8)
     d = np.diff(s.mean[i:][np.isfinite(s.mean[i:])])
     signs = np.sign(d[d != 0])
     reversals = int(np.sum(signs[1:] != signs[:-1])) if len(signs) > 1 else 0
     slow_ok = reversals >= int(p.get("min_reversals", 3))
     fast_mask = np.nan_to_num(fast) >= min_ratio
-    # (Between blocks the warm-up sigma rests on a handful of block means: slow_ratio is
-    # twice min_ratio by default.)
+    # Between blocks the warm-up sigma rests on a handful of block means: slow_ratio is twice
+    # min_ratio by default.
     slow_mask = (np.nan_to_num(step) >= slow_ratio) & slow_ok
     mask = fast_mask | slow_mask
     if not _persistent(mask, k, m):
@@ -674,12 +704,13 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     j = _onset_index(mask, gap=1)
     use_fast = int(fast_mask[-m:].sum()) >= int(slow_mask[-m:].sum())
     ratio = float(np.nanmedian((fast if use_fast else step)[j:]))
-    min_ratio = min_ratio if use_fast else slow_ratio
+    threshold = min_ratio if use_fast else slow_ratio
+    unit = f" (in units of {comp.metric})" if comp is not None and comp.baseline else ""
     what = (
-        f"the spread inside each block was {ratio:.1f} times the warm-up's {_fmt(b.sd)}"
+        f"the spread around the local trend was {ratio:.1f} times the warm-up's{unit}"
         if use_fast
-        else f"block means swung {ratio:.1f} warm-up sigmas ({_fmt(b.scale)}) off their local "
-        f"trend, changing direction {reversals} times"
+        else f"block means swung {ratio:.1f} warm-up sigmas off their local trend{unit}, "
+        f"changing direction {reversals} times"
     )
     return _evidence(
         s,
@@ -687,12 +718,13 @@ def volatility(s: Series, p: Params) -> Evidence | None:
         j,
         f"{s.metric} oscillated over steps {_steps(s, j)}: {what}.",
         effect=ratio,
-        excess=_excess(ratio, min_ratio),
+        excess=_excess(ratio, threshold),
         ratio=ratio,
-        view="within-block" if use_fast else "between-blocks",
+        view="within-span" if use_fast else "between-blocks",
         reversals=reversals,
         warmup_sd=b.sd,
         sigma=b.scale,
+        normalised_by=comp.metric if comp is not None and comp.baseline else None,
     )
 
 

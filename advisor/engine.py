@@ -136,6 +136,10 @@ class SymptomRule(_M):
     warmup: bool = Field(True, description="judged only after the warm-up (false: events)")
     unless: list[Predicate] = Field(default_factory=list, description="not judged when true")
     unless_note: str = ""
+    suppressed_by: list[str] = Field(
+        default_factory=list,
+        description="rule ids that, while active, explain this symptom away (P1 after a DIV)",
+    )
     on_ending: list[str] = Field(default_factory=list, description="RunEnding kinds that fire it")
     when: Node | None = None
     absent_note: str = Field("", description="said when its metrics were not logged")
@@ -357,6 +361,12 @@ class Monitor:
             for leaf in _leaves(r.when)
         }
         metrics = {m for r in self._rules for leaf in _leaves(r.when) for m in leaf.metrics}
+        metrics |= {
+            str(leaf.params["per"])
+            for r in self._rules
+            for leaf in _leaves(r.when)
+            if isinstance(leaf.params.get("per"), str)
+        }
         self._tracks = {m: _Track(buf=np.empty((st.window_blocks, 14))) for m in metrics}
         self.findings: list[Finding] = []
         self._active: dict[str, Finding] = {}
@@ -574,6 +584,8 @@ class Monitor:
         for rule in self._rules:
             if rule.when is None or (rule.warmup and not full):
                 continue
+            if rule.id not in self._active and any(x in self._active for x in rule.suppressed_by):
+                continue  # a more severe active symptom explains this one
             missing: set[str] = set()
             state, evidence = self._node(rule.when, cache, leaf_cache, missing)
             if state == ABSENT:
@@ -613,12 +625,13 @@ class Monitor:
                 ev += e
             return (ABSENT, []) if absent else (FIRE, ev)
         if isinstance(node, AnyOf):
-            states = []
-            for n in node.any:
+            states, ev = [], []
+            for n in node.any:  # all branches: every alternative that holds is evidence
                 state, e = self._node(n, cache, leaf_cache, missing)
-                if state == FIRE:
-                    return FIRE, e
                 states.append(state)
+                ev += e
+            if FIRE in states:
+                return FIRE, ev
             return (NO, []) if NO in states else (ABSENT, [])
         state, _ = self._node(node.not_, cache, leaf_cache, set())
         # "not X" where X cannot be judged does not block: absence is not evidence either way.
@@ -633,13 +646,17 @@ class Monitor:
                 self._notes[f"skip:{leaf.detector}:{leaf.metric}"] = leaf.skip_note
             return ABSENT, []
         fn = DETECTORS[leaf.detector]
+        params: Mapping[str, Any] = leaf.params
+        per = params.get("per")
+        if isinstance(per, str):  # a companion series the detector normalises by
+            params = {**params, "_per": self._series(per, cache) if per in self._tracks else None}
         seen = False
         for name in leaf.metrics:
             s = self._series(name, cache)
             if s is None:
                 continue
             seen = True
-            ev = fn(s, leaf.params)
+            ev = fn(s, params)
             if ev is not None:
                 return FIRE, [ev]
         if not seen:
