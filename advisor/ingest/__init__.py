@@ -158,7 +158,7 @@ def _candidates(d: Path) -> list[Path]:
         out += by_size([f for f in files if f.suffix.lower() in suffixes and f not in out])
     out += by_size([f for f in files if f not in out and f.suffix == ""])
     # then sub-folders a few levels down (wandb/run-*/files/output.log, logs/, outputs/ ...)
-    nested = [f for f in _walk(d, 3) if f.parent != d and f not in out]
+    nested = [f for f in _walk(d, 4) if f.parent != d and f not in out]
     for suffixes in classes:
         out += by_size([f for f in nested if f.suffix.lower() in suffixes])
     return out
