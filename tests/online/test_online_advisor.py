@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.ingest import load_run
-from advisor.ingest.names import canonical_name
+from advisor.ingest.names import ALIASES, canonical_name, canonicalize
 from advisor.online import Advisor, _Thinned
 from advisor.types import CANONICAL_METRICS, Finding, InputError, RunEnding
 
@@ -203,3 +203,36 @@ def test_memory_stays_bounded_over_a_long_run() -> None:
         adv.observe(s, {"reward": math.sin(s / 50), "entropy": 0.5, f"noise/{s % 7}": 1.0})
     assert all(len(v.steps) <= 1024 for v in adv._series.values())
     assert len(adv._seen) <= len(CANONICAL_METRICS) + 1
+
+
+_KEYS = sorted(
+    {k for raws in ALIASES.values() for k in raws}
+    | set(CANONICAL_METRICS)
+    | {"val-core/gsm8k/reward/mean@1", "val-core/math/acc/mean@4", "eval_reward"}
+    | {"critic/entropy/mean", "token/total_response_length/clip", "system/batch_size"}
+    | {"perf/mfu/actor", "global_seqlen/mean"}
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(_KEYS),
+            st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)),
+            max_size=20,
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_cached_name_mapping_equals_canonicalize(records: list[dict[str, float | None]]) -> None:
+    """The per-key-set cache maps exactly as helper I's canonicalize (the readers' mapping)."""
+    adv = Advisor()
+    adv.observe(0, {})
+    for rec in records + records:  # the second pass goes through the cache
+        got = adv._row(rec)
+        want = canonicalize(rec)
+        assert got.keys() == want.keys()
+        for k, v in want.items():
+            assert got[k] == v or (v != v and got[k] != got[k])  # NaN == NaN here
