@@ -124,19 +124,38 @@ def verdict(d: Diagnosis) -> str:
     return f"{n} issue{'s' if n > 1 else ''} ({tally}); {todo} ({top.id} {top.name})."
 
 
-def _finding_view(f: Finding, d: Diagnosis, plots: dict[str, str]) -> dict[str, Any]:
-    evidence = []
+def _episodes(findings: Sequence[Finding]) -> list[list[Finding]]:
+    """Findings grouped by rule id, in the ranked order of each id's first episode: a rule that
+    fired, cleared and fired again is one section with its episodes listed."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.id, []).append(f)
+    for eps in groups.values():
+        eps.sort(key=lambda f: f.onset_step if f.onset_step is not None else -1)
+    return list(groups.values())
+
+
+def _finding_view(episodes: list[Finding], d: Diagnosis, plots: dict[str, str]) -> dict[str, Any]:
+    f = episodes[-1]  # the latest episode carries the most complete evidence
+    evidence, drawn = [], set()
     for e in f.evidence:
         _steps, values = d.series.get(e.metric, ([], []))
+        plot = plots.get(f"{f.id}:{e.metric}")
         evidence.append(
             {
                 "e": e,
                 "spark": sparkline(values),
                 "stats": ", ".join(f"{k}={fmt(v)}" for k, v in e.statistic.items()),
-                "plot": plots.get(f"{f.id}:{e.metric}"),
+                "plot": None if plot in drawn else plot,  # one picture per metric
             }
         )
-    return {"f": f, "evidence": evidence}
+        drawn.add(plot)
+    spans = [
+        f"from step {fmt(g.onset_step)}"
+        + (f" to {g.cleared_step} (cleared)" if g.cleared_step is not None else " (active)")
+        for g in episodes
+    ]
+    return {"f": f, "first": episodes[0], "episodes": spans, "evidence": evidence}
 
 
 @lru_cache(maxsize=1)
@@ -164,7 +183,7 @@ def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "repo
     view = {
         "d": d,
         "verdict": verdict(d),
-        "findings": [_finding_view(f, d, plots) for f in d.findings],
+        "findings": [_finding_view(eps, d, plots) for eps in _episodes(d.findings)],
         "diff": diff_lines(d.patch.changes) if d.patch else [],
         "ckpt": d.checkpoint,
     }

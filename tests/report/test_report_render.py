@@ -131,3 +131,13 @@ def test_all_silenced_is_healthy() -> None:
     d = assemble(make_run(), HP, Judgement([finding("P1")]), silenced={"P1"}, rules=make_rules())
     assert d.status == "healthy" and d.findings == []
     assert "Silenced with --ignore: P1." in d.assumptions
+
+
+def test_episodes_of_one_rule_are_one_section() -> None:
+    a = finding("P2", "warning", 30, onset=160).model_copy(update={"cleared_step": 220})
+    b = finding("P2", "warning", 30, onset=300)
+    md = render(diag([a, b]), "markdown")
+    assert md.count("### P2 ") == 1
+    assert "Seen 2 times: from step 160 to 220 (cleared); from step 300 (active)" in md
+    row = next(line for line in md.splitlines() if line.startswith("| [P2]"))
+    assert "| 160 | active (2 episodes) |" in row
