@@ -135,20 +135,6 @@ def test_validation_line_at_same_step_is_merged_silently(tmp_path: Path) -> None
     assert run.warnings == []
 
 
-def test_tensorboard_without_extra_says_how_to_install(tmp_path: Path) -> None:
-    pytest.importorskip("polars")
-    try:
-        import tensorboard  # noqa: F401
-
-        pytest.skip("tensorboard installed")
-    except ImportError:
-        pass
-    p = tmp_path / "events.out.tfevents.1.host"
-    p.write_bytes(b"\x00" * 32)
-    with pytest.raises(InputError, match=r"rl-advisor\[tensorboard\]"):
-        load_run(p)
-
-
 _FIXTURES = sorted(p.name for p in FIX.iterdir())
 
 
