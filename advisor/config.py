@@ -69,7 +69,10 @@ _FUNCTION_KEYS = (
 _DATASET_KEYS = ("type", "data_source_type", "file_name", "file_id")
 _KEYWORD_DATASET_KEYS = ("data_source_type", "file_name", "file_id")
 # Advisor-only settings accepted by --set and run hints (not platform fields).
-_EXTRAS = {"expected_step_seconds": "float", "training_samples": "int"}
+_EXTRAS: dict[str, Literal["float", "int"]] = {
+    "expected_step_seconds": "float",
+    "training_samples": "int",
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -850,9 +853,8 @@ def _layer_hints(
             value = _coerce(raw, specs[key])
         except _Bad:
             continue
-        if not _in_range(value, specs[key]) or (
-            specs[key].choices and value not in specs[key].choices
-        ):
+        choices = specs[key].choices
+        if not _in_range(value, specs[key]) or (choices and value not in choices):
             continue
         old = walker.hp.get(key)
         if have_file and old is not None and old != value:

@@ -70,3 +70,15 @@ def test_any_text_gives_findings_or_input_error(text: str, tmp_path: Path) -> No
     path = tmp_path / "job.yaml"
     path.write_text(text, encoding="utf-8")
     assert all(isinstance(f, ConfigFinding) for f in _judge(path))
+
+
+@settings(max_examples=60, deadline=None)
+@given(items=st.lists(st.text(max_size=30), max_size=3))
+def test_any_set_strings_give_findings_or_input_error(items: list[str]) -> None:
+    from config_helpers import JOBS
+
+    try:
+        loaded = load_config(JOBS / "guide_hyper_parameters.yaml", sets=items)
+    except InputError:
+        return
+    assert all(isinstance(f, ConfigFinding) for f in loaded.findings + check(loaded))
