@@ -59,6 +59,10 @@ def _figure(plt: Any, d: Diagnosis, f: Finding, e: Evidence) -> Any:
     ax.axvspan(lo, hi, color="#d62728", alpha=0.15, label=f"{f.id} window {lo}-{hi}")
     if f.onset_step is not None:
         ax.axvline(f.onset_step, color="#d62728", lw=1.0, ls="--", label=f"onset {f.onset_step}")
+    if f.cleared_step is not None:
+        ax.axvline(
+            f.cleared_step, color="#2ca02c", lw=1.0, ls="--", label=f"cleared {f.cleared_step}"
+        )
     bad = [s for s, v in zip(steps, values, strict=True) if v is not None and v != v]
     if bad:  # NaN points: the curve has gaps there, so mark them
         ax.plot(bad, [ax.get_ylim()[0]] * len(bad), "x", color="#d62728", ms=4, label="NaN")
