@@ -13,6 +13,7 @@ import io
 import json
 import math
 import pprint
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -269,6 +270,13 @@ def _trl_wandb_rows(run: GeneratedRun) -> list[dict[str, Any]]:
 def write_trl_state(run: GeneratedRun, path: Path) -> None:
     hist = trl_entries(run)
     last = int(run.steps[-1])
+    if run.ending is None and zlib.crc32(run.run_id.encode()) % 2:
+        # The output dir's own trainer_state.json ends with the Trainer's run summary.
+        losses = [e["loss"] for e in hist if "loss" in e and not math.isnan(e["loss"])]
+        hist.append({"epoch": hist[-1]["epoch"], "step": last, "total_flos": 0.0,
+                     "train_loss": float(np.mean(losses)) if losses else 0.0,
+                     "train_runtime": round(12.5 * last, 3),
+                     "train_samples_per_second": 2.56, "train_steps_per_second": 0.08})
     state = {
         "best_metric": None,
         "best_model_checkpoint": None,
