@@ -1,0 +1,85 @@
+"""Data-driven rule cases (as semgrep / sqlfluff do): every symptom rule has a series that must
+fire it, with its onset, and healthy series that must not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from advisor.engine import Monitor, load_symptom_rules
+from advisor.types import RunEnding, Severity
+
+from engine_series import CASES, HP, ONSET, base, rows, with_val
+
+
+def _judge(s: dict[str, np.ndarray], hp: dict[str, Any] | None = None,
+           ending: RunEnding | None = None) -> Monitor:
+    mon = Monitor({**HP, **(hp or {})})
+    for step, row in rows(s):
+        mon.push(step, row)
+    mon.close(ending)
+    return mon
+
+
+def test_every_rule_has_cases() -> None:
+    ids = {r.id for r in load_symptom_rules().rules}
+    assert ids - {"OOM"} == set(CASES), "a rule without a firing/non-firing case"
+
+
+@pytest.mark.parametrize("rule_id", sorted(CASES))
+def test_fires_with_its_onset(rule_id: str) -> None:
+    modify, hp, tol = CASES[rule_id]
+    s = base()
+    modify(s)
+    mon = _judge(s, hp)
+    found = [f for f in mon.findings if f.id == rule_id]
+    assert found, f"{rule_id} did not fire: {[f.id for f in mon.findings]}"
+    f = found[0]
+    assert f.onset_step is not None and f.detected_step is not None
+    assert f.onset_step <= f.detected_step
+    if tol is not None:
+        assert abs(f.onset_step - ONSET) <= tol, (f.onset_step, f.evidence[0].summary)
+    assert f.evidence and all(e.summary for e in f.evidence)
+    assert 0.0 <= f.strength <= 1.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("rule_id", sorted(CASES))
+def test_does_not_fire_on_healthy(rule_id: str, seed: int) -> None:
+    s = base(seed=seed)
+    with_val(s, 20)
+    mon = _judge(s, CASES[rule_id][1], RunEnding(kind="completed"))
+    assert rule_id not in {f.id for f in mon.findings}
+
+
+def _alarming_healthy(kind: str, seed: int) -> dict[str, np.ndarray]:
+    """Healthy runs that look alarming (the issue's list)."""
+    n = 400
+    rng = np.random.default_rng(seed)
+    t = np.arange(n, dtype=float)
+    s = base(n, seed, noise=0.07 if kind == "noisy" else 0.02)
+    if kind == "early-plateau":
+        s["reward_mean"] = 0.92 - 0.7 * np.exp(-t / 20) + rng.normal(0, 0.015, n)
+    elif kind == "slow-gain":
+        s["reward_mean"] = 0.3 + 0.12 * t / n + rng.normal(0, 0.02, n)
+    with_val(s, 20)
+    return s
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("kind", ["noisy", "early-plateau", "slow-gain"])
+def test_alarming_healthy_runs_raise_no_warning(kind: str, seed: int) -> None:
+    mon = _judge(_alarming_healthy(kind, seed), ending=RunEnding(kind="completed"))
+    bad = [(f.id, f.evidence[0].summary) for f in mon.findings if f.severity.rank >= 1]
+    assert not bad
+    assert mon.status == "healthy"
+
+
+def test_oom_fires_from_the_ending_only() -> None:
+    s = base(150)
+    mon = _judge(s, ending=RunEnding(kind="oom", step=151, message="CUDA out of memory"))
+    oom = [f for f in mon.findings if f.id == "OOM"]
+    assert len(oom) == 1 and oom[0].severity is Severity.error and oom[0].onset_step == 151
+    assert "OOM" not in {f.id for f in _judge(base(150), ending=RunEnding(kind="completed")).findings}
