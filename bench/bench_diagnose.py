@@ -87,7 +87,35 @@ def bench_end_to_end(tmp: Path, repeats: int) -> float:
     print(f"  polars.read_ndjson         {base:7.3f} s")
     print(f"  rl-advisor diagnose        {ours:7.3f} s  ratio {ratio:.2f} (target <= 2), exit {rc}")
     print(f"  rl-advisor diagnose --json {ours_json:7.3f} s  ratio {ours_json / base:.2f}")
+    breakdown(path)
     return ratio
+
+
+BREAKDOWN = """
+import sys, time
+t = time.perf_counter()
+def lap(name):
+    global t
+    now = time.perf_counter(); print(f"    {name:<34}{now - t:7.3f} s"); t = now
+import advisor.cli, advisor.cli.diagnose; lap("import CLI (typer, pydantic types)")
+import polars; lap("import polars")
+from advisor.ingest import load_run; run = load_run(sys.argv[1]); lap("ingest.load_run")
+from advisor.config import load_config; from advisor.static import check
+loaded = load_config(None, hints=run.config_hints); cf = check(loaded); lap("config + static rules")
+from advisor.engine import judge_run, load_symptom_rules
+load_symptom_rules(); lap("engine import + rulebook")
+import scipy.stats; lap("import scipy.stats")
+j = judge_run(run, loaded.hyper_parameters, origin=loaded.origin); lap("engine.judge_run")
+from advisor.api import assemble; d = assemble(run, loaded.hyper_parameters, j, cf, loaded.origin)
+lap("remedy + assemble")
+from advisor.report import render; render(d); lap("render markdown (jinja2)")
+"""
+
+
+def breakdown(path: Path) -> None:
+    """Where the end-to-end time goes, stage by stage, in a fresh process."""
+    print("  breakdown (one fresh process):")
+    subprocess.run([sys.executable, "-c", BREAKDOWN, str(path)], check=False)
 
 
 def bench_batch(tmp: Path, runs: int, workers: int, repeats: int) -> float:
