@@ -160,6 +160,10 @@ class ConfigRulebook(_Strict):
     models: dict[str, ModelInfo]
     scales: dict[str, ScaleAdvice]
     mtu_specs: dict[str, MtuSpec]
+    change_groups: dict[str, list[str]] = Field(
+        default_factory=dict, description="coupled parameters counted as one change (C801)"
+    )
+    change_ignored: list[str] = Field(default_factory=list, description="not counted by C801")
     rules: list[ConfigRule]
 
     @model_validator(mode="after")
@@ -725,12 +729,38 @@ def _profile_finding(profile: str, param: str, have: Any, want: Any, loaded: Any
     )
 
 
+def compare_previous(loaded: LoadedConfig, previous: LoadedConfig) -> list[ConfigFinding]:
+    """C801: more than one hyperparameter changed against the previous job."""
+    changed = [
+        k for k, v in loaded.hyper_parameters.items() if previous.hyper_parameters.get(k) != v
+    ]
+    book = rulebook()
+    changed = [k for k in changed if k not in book.change_ignored]
+    group_of = {p: g for g, params in book.change_groups.items() for p in params}
+    if len({group_of.get(k, k) for k in changed}) < 2:
+        return []
+    rule = book.rule("C801")
+    what = ", ".join(
+        f"{k} {fmt(previous.hyper_parameters.get(k))} -> {fmt(loaded.hyper_parameters[k])}"
+        for k in changed
+    )
+    return [
+        ConfigFinding(
+            id=rule.id, name=rule.name, severity=rule.severity, confidence=rule.confidence,
+            params=changed, message=f"{len(changed)} hyperparameters changed at once ({what}); "
+            "change one at a time so the effect can be attributed",
+            why=rule.why, line=loaded.line_of(changed),
+        )
+    ]  # fmt: skip
+
+
 def validate_job(
     path: Path | None,
     sets: Sequence[str] = (),
     training_samples: int | None = None,
     profile: str | None = None,
     hints: Mapping[str, Any] | None = None,
+    previous: Path | None = None,
 ) -> tuple[LoadedConfig, Diagnosis]:
     """Load, check and wrap as a Diagnosis (run null, findings empty): what `validate` prints."""
     from advisor import __version__
@@ -741,6 +771,8 @@ def validate_job(
     found = loaded.findings + check(loaded)
     if profile:
         found += compare_profile(loaded, profile)
+    if previous is not None:
+        found += compare_previous(loaded, load_config(previous))
     found = sort_findings(found)
     worst = max((f.severity.rank for f in found), default=-1)
     diag = Diagnosis(

@@ -36,11 +36,16 @@ def validate(
         int | None, typer.Option("--training-samples", min=1, help=_SAMPLES_HELP)
     ] = None,
     profile: Annotated[str | None, typer.Option("--profile", help=_PROFILE_HELP)] = None,
+    previous: Annotated[
+        Path | None, typer.Option("--previous", help="The previous job file: flag several changes.")
+    ] = None,
 ) -> None:
     """Check a job config against the platform guide's rules (exit 0/1/2 like a linter)."""
     from advisor.static import rulebook, validate_job
 
-    loaded, diag = validate_job(job, set_ or (), training_samples=training_samples, profile=profile)
+    loaded, diag = validate_job(
+        job, set_ or (), training_samples=training_samples, profile=profile, previous=previous
+    )
     if fmt is OutputFormat.json:
         data = diag.model_dump(mode="json", by_alias=True)
         if show_config:

@@ -27,12 +27,20 @@ def _job_file(case: dict[str, Any], tmp_path: Path) -> Path:
     return write_yaml(data, tmp_path / "job.yaml")
 
 
+def _previous(case: dict[str, Any], tmp_path: Path) -> Path | None:
+    """`previous:` patches the same base into the previous job of the case."""
+    if "previous" not in case:
+        return None
+    base = read_yaml(BASES / f"{case.get('base', '9b')}.yaml")
+    return write_yaml(merge(base, case["previous"]), tmp_path / "previous.yaml")
+
+
 @pytest.mark.parametrize(("name", "case"), CASES, ids=[n for n, _ in CASES])
 def test_rule_case(name: str, case: dict[str, Any], tmp_path: Path) -> None:
     path = _job_file(case, tmp_path)
     _, diag = validate_job(
         path, case.get("sets", ()), training_samples=case.get("training_samples"),
-        profile=case.get("profile"), hints=case.get("hints"),
+        profile=case.get("profile"), hints=case.get("hints"), previous=_previous(case, tmp_path),
     )  # fmt: skip
     hits = [f for f in diag.config_findings if f.id == case["rule"]]
     seen = [(f.id, f.message) for f in diag.config_findings]
