@@ -143,3 +143,24 @@ def test_rules_by_name_and_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_unknown_rule_exits_2_with_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "rules", "C2O1")
     assert code == 2 and out == "" and "did you mean" in err and "C201" in err
+
+
+def test_rules_survive_a_missing_engine(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "advisor.engine", None)  # import now raises ImportError
+    code, out, _ = run(capsys, "rules")
+    assert code == 0 and "Symptom rules unavailable" in out and "| C101 |" in out
+
+
+def test_every_listed_rule_can_be_explained(capsys: pytest.CaptureFixture[str]) -> None:
+    from advisor.cli.rules import all_rule_docs
+
+    docs, _ = all_rule_docs()
+    for doc in docs:
+        for section in (doc.summary, doc.why, doc.example, doc.use_instead, doc.source):
+            assert section.strip(), (doc.id, "empty doc section")
+    code, out, _ = run(capsys, "rules", docs[0].id)
+    assert code == 0 and out.startswith(f"# {docs[0].id} ")
