@@ -168,15 +168,39 @@ def choose_amount(spec: ChangeSpec, strength: float) -> float:
     return _round_sig(amount, 2)
 
 
+@lru_cache(maxsize=1)
+def valid_ranges() -> tuple[dict[str, tuple[float, float, bool]], dict[str, tuple[Any, ...]]]:
+    """Ranges and choices from the config rulebook (helper C's `rulebook/config.yaml`, the one
+    source of truth); the local tables above when it is not importable."""
+    try:
+        from advisor.static import rulebook
+
+        specs = rulebook().hyper_parameters
+    except ImportError:
+        return BOUNDS, CHOICES
+    bounds: dict[str, tuple[float, float, bool]] = {}
+    choices: dict[str, tuple[Any, ...]] = {}
+    for name, spec in specs.items():
+        if spec.choices:
+            choices[name] = tuple(spec.choices)
+        elif spec.type in ("int", "float"):
+            lo = spec.min if spec.min is not None else -math.inf
+            hi = spec.max if spec.max is not None else math.inf
+            if spec.min_exclusive:  # (0, 1]: the smallest sensible value, not 0 itself
+                lo = BOUNDS.get(name, (lo, hi, False))[0]
+            bounds[name] = (lo, hi, spec.type == "int")
+    return bounds, choices
+
+
 def clamp(param: str, value: Any) -> tuple[Any, str | None]:
     """Clamp to the valid range and type; the note says what was done, if anything."""
-    if param in CHOICES:
-        return value, None if value in CHOICES[
-            param
-        ] else f"{value!r} is not one of {CHOICES[param]}"
-    if param not in BOUNDS or not isinstance(value, (int, float)) or isinstance(value, bool):
+    bounds, choices = valid_ranges()
+    if param in choices:
+        ok = value in choices[param]
+        return value, None if ok else f"{value!r} is not one of {choices[param]}"
+    if param not in bounds or not isinstance(value, (int, float)) or isinstance(value, bool):
         return value, None
-    lo, hi, is_int = BOUNDS[param]
+    lo, hi, is_int = bounds[param]
     v = round(value) if is_int else _round_sig(float(value), 3)
     note = None
     if v < lo:
