@@ -133,7 +133,14 @@ def bench_batch(tmp: Path, runs: int, workers: int, repeats: int) -> float:
         out = diagnose_many(paths, workers=workers)
         times.append(time.perf_counter() - t0)
     bad = [o for o in out if isinstance(o, InputError)]
-    findings = sum(len(o.findings) for o in out if not isinstance(o, InputError))
+    from collections import Counter
+
+    findings = Counter(
+        f"{f.id}/{f.severity.value}"
+        for o in out
+        if not isinstance(o, InputError)
+        for f in o.findings
+    )
     med = statistics.median(times)
     print(f"batch API, {runs} runs x 500 steps, {workers} workers, median of {repeats}:")
     print(
