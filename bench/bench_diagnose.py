@@ -146,7 +146,7 @@ def bench_batch(tmp: Path, runs: int, workers: int, repeats: int) -> float:
     print(
         f"  diagnose_many              {med:7.3f} s  ({runs / med:.0f} runs/s; target < 30 s "
         f"for 1,000 runs: {med * 1000 / runs:.1f} s scaled), {len(bad)} unusable, "
-        f"{findings} findings on healthy runs"
+        f"findings on these healthy runs: {dict(findings) or 'none'}"
     )
     return med
 
