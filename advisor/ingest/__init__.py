@@ -73,7 +73,8 @@ def detect_format(path: Path, head: bytes) -> str:
 
 
 def _looks_csv(line: str) -> bool:
-    fields = [f.strip().strip('"') for f in line.split(",")]
+    sep = "\t" if line.count("\t") > line.count(",") else ","
+    fields = [f.strip().strip('"') for f in line.split(sep)]
     return len(fields) >= 2 and any(f in _STEP_FIELDS for f in fields)
 
 

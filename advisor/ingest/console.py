@@ -180,8 +180,11 @@ def _chunk(st: _State, before: int, text: str, final: bool) -> None:
         steps = found["1"].cast(pl.Int64)
         is_step[idx] = True
         ctx[idx] = steps.to_numpy()
+        payload = found["2"]
+        if payload.str.contains("across cluster]", literal=True).any():  # Ray's dedup suffix
+            payload = payload.str.replace(r"\s*\[repeated \d+x across cluster\]$", "")
         st.verl_chunks.append(
-            pl.DataFrame({"line": idx + before + 1, "step": steps, "payload": found["2"]})
+            pl.DataFrame({"line": idx + before + 1, "step": steps, "payload": payload})
         )
         st.last_metric_line = max(st.last_metric_line, int(idx[-1]) + before + 1)
     prev = np.nan if st.last_step is None else float(st.last_step)
@@ -251,6 +254,7 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
     st.ending.feed(line, lineno, st.last_step)
 
 
+_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
 _STEP_BEFORE = frozenset(" \t)]>|`*")
 
 
@@ -263,6 +267,8 @@ def _verl_step(line: str, at: int) -> tuple[int, str] | None:
             num = line[at + 5 : dash].strip() if dash > 0 else ""
             if num.isdigit() and dash - at < 30:
                 payload = line[dash + 3 :].strip()
+                if payload.endswith("across cluster]"):  # Ray's log dedup suffix
+                    payload = _REPEATED.sub("", payload)
                 return (int(num), payload) if payload else None
         at = line.find("step:", at + 5)
     return None

@@ -16,9 +16,13 @@ _CHART = re.compile(r"^(.+?) - (.+?)(__MIN|__MAX)?$")
 def read_csv(path: Path, source: str) -> Run:
     import polars as pl
 
+    with path.open("rb") as fh:
+        header = fh.readline()
+    sep = "\t" if header.count(b"\t") > header.count(b",") else ","
     try:
         df = pl.read_csv(
             path,
+            separator=sep,
             infer_schema_length=10000,
             null_values=["", "null", "None", "NA"],
             encoding="utf8-lossy",

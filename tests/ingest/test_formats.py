@@ -190,3 +190,15 @@ def test_folder_search_goes_into_subfolders(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("no metrics here\n")
     run = load_run(tmp_path)
     assert run.steps == 4 and run.format == "verl-console"
+
+
+def test_tsv_and_ray_dedup_suffix(tmp_path: Path) -> None:
+    tsv = tmp_path / "m.tsv"
+    tsv.write_text("step\treward\tentropy\n1\t0.1\t1.0\n2\t0.2\t0.9\n")
+    assert load_run(tsv).frame["reward_mean"].to_list() == pytest.approx([0.1, 0.2])
+    log = tmp_path / "ray.log"
+    log.write_text(
+        "(TaskRunner pid=1) step:1 - critic/score/mean:0.5 [repeated 2x across cluster]\n"
+        "(TaskRunner pid=1) step:2 - critic/score/mean:0.6\n"
+    )
+    assert load_run(log).frame["reward_mean"].to_list() == pytest.approx([0.5, 0.6])
