@@ -186,6 +186,7 @@ def read_document(path: Path) -> Any:
     try:
         doc = _yaml().load(text)
     except MarkedYAMLError as err:
+        _json_error(path, text)  # a JSON file: JSON's own message is more precise
         mark = err.problem_mark or err.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         what = (err.problem or err.context or "syntax error").strip()
@@ -198,6 +199,18 @@ def read_document(path: Path) -> Any:
     if not isinstance(doc, Mapping):
         raise InputError(f"{path}:1: expected a mapping of job config keys, got a {_kind(doc)}")
     return doc
+
+
+def _json_error(path: Path, text: str) -> None:
+    """Raise JSON's own error (line, column) for a file that looks like JSON."""
+    if not text.lstrip().startswith(("{", "[")):
+        return
+    import json
+
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}:{err.lineno}:{err.colno}: not valid JSON: {err.msg}") from None
 
 
 def _kind(value: Any) -> str:

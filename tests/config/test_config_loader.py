@@ -184,7 +184,7 @@ def test_no_config_gives_defaults_without_warnings() -> None:
         ("- 1\n- 2\n", r"job\.yaml:1: expected a mapping of job config keys, got a list"),
         ("just text\n", r"got a string"),
         ("", r"empty file"),
-        ('{"a": 1,, }', r"not valid YAML/JSON"),
+        ('{"a": 1,, }', r"job\.yaml:1:9: not valid JSON"),
         ("a: 1\na: 2\n", r"job\.yaml:2:\d+: not valid YAML/JSON"),
     ],
 )
