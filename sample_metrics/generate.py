@@ -347,10 +347,12 @@ def _p1(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarra
         if hp["kl_loss_coef"] == 0:  # keep a KL series to show it
             hp["algorithm"], hp["kl_loss_coef"] = "grpo", 0.001
     after = slice(i, n)
-    # P1 signature (knowledge.md 4): plateau + ppo_kl ~ 0 + grad_norm tiny.
+    # P1 signature (knowledge.md 4): plateau + ppo_kl ~ 0 + grad_norm tiny. KL to the
+    # reference grows ~ (parameter drift)^2: a policy that barely moves keeps it near 0.
     s["ppo_kl"][after] *= 0.01
     s["pg_clipfrac"][after] *= 0.05
-    s["kl_ref"][after] = s["kl_ref"][i] + (s["kl_ref"][after] - s["kl_ref"][i]) * 0.02
+    still = 0.02 if variant == "stall" else 0.002
+    s["kl_ref"][after] = s["kl_ref"][i] + (s["kl_ref"][after] - s["kl_ref"][i]) * still
     s["_noise"] *= 0.6
     return {"onset_step": o}
 
@@ -379,11 +381,13 @@ def _p3(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarra
     n = len(steps)
     o = _onset(rng, steps, 0.25, 0.6)
     i = int(np.searchsorted(steps, o))
-    factor = 10 ** (float(rng.uniform(1.3, 2.5)) * k["strength"])
+    factor = 10 ** (float(rng.uniform(1.3, 2.5)) * float(np.clip(k["strength"], 0.8, 1.4)))
     t = np.arange(n - i, dtype=float)
     width = float(rng.uniform(0.05, 0.3)) * (n - i) if variant == "exp" else 3.0
-    grow = factor ** _ramp(t, width)
     base_kl = max(float(np.median(s["kl_ref"][max(0, i - 20): i + 1])), 0.003)
+    # An explosion ends far above healthy KL (public healthy runs stay <= ~0.06): >= 0.15.
+    factor = max(factor, 0.15 / base_kl)
+    grow = factor ** _ramp(t, width)
     s["kl_ref"][i:] = base_kl * grow * np.exp(rng.normal(0, 0.15, n - i))
     s["ppo_kl"][i:] *= np.sqrt(grow)
     s["grad_norm"][i:] *= grow**0.25
