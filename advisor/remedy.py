@@ -284,29 +284,30 @@ AntiPatternCheck = Callable[[Mapping[str, Any]], set[str]]
 
 def _builtin_anti_patterns(hp: Mapping[str, Any]) -> set[str]:
     """Minimal stand-in for `advisor.static.check` (knowledge.md §2.4), used only when the
-    static rules are not importable."""
+    static rules are not importable. Items are "rule:param", as static_anti_patterns gives."""
     out: set[str] = set()
     lr, kl, algo = hp.get("learning_rate"), hp.get("kl_loss_coef"), hp.get("algorithm")
     if isinstance(lr, (int, float)) and lr >= 5e-5:
-        out.add("lr-sft-level")
+        out.add("lr-sft-level:learning_rate")
     if kl == 0 and algo not in (None, "dapo"):
-        out.add("kl-zero-not-dapo")
+        out |= {"kl-zero-not-dapo:kl_loss_coef", "kl-zero-not-dapo:algorithm"}
     if isinstance(hp.get("n_epochs"), int) and hp["n_epochs"] >= 10:
-        out.add("too-many-epochs")
+        out.add("too-many-epochs:n_epochs")
     if hp.get("n_rollouts") == 1:
-        out.add("single-rollout")
+        out.add("single-rollout:n_rollouts")
     if isinstance(hp.get("max_length"), int) and hp["max_length"] >= 32768:
-        out.add("max-length-32k")
+        out.add("max-length-32k:max_length")
     iu = hp.get("inference_gpu_memory_utilization")
     if isinstance(iu, (int, float)) and iu >= 0.95:
-        out.add("inference-memory-095")
+        out.add("inference-memory-095:inference_gpu_memory_utilization")
     if hp.get("tensor_model_parallel_size") == 8:
-        out.add("tp-8")
+        out.add("tp-8:tensor_model_parallel_size")
     return out
 
 
 def static_anti_patterns(hp: Mapping[str, Any]) -> set[str]:
-    """Ids of static warnings/errors on `hp`, from helper C's static rules (one source of truth)."""
+    """Static warnings/errors on `hp` as "rule:param" items, from helper C's static rules (the
+    one source of truth for anti-patterns)."""
     try:
         key = tuple(sorted(hp.items()))
         hash(key)
@@ -328,7 +329,9 @@ def _static_ids(hp: Mapping[str, Any]) -> frozenset[str]:
     except ImportError:
         return frozenset(_builtin_anti_patterns(hp))
     loaded = load_config(None, hints=dict(hp))
-    return frozenset(f.id for f in check(loaded) if f.severity.rank >= 1)
+    return frozenset(
+        f"{f.id}:{p}" for f in check(loaded) if f.severity.rank >= 1 for p in (f.params or [""])
+    )
 
 
 def already_tried(
@@ -385,17 +388,46 @@ def _why_not(
     if changes and all(c.from_ == c.to for c in changes):
         c = changes[0]
         return f"{c.param} is already at {c.to!r}" + (f" ({c.note})" if c.note else "")
-    first = changes[:1]
-    if first:
-        patched = dict(hp)
-        for c in first:
-            patched[c.param] = c.to
-        _implied(first[0], patched)
-        new = check(patched) - before
-        if new:
-            what = f"{first[0].param} -> {first[0].to!r}"
-            return f"{what} would create an anti-pattern ({', '.join(sorted(new))})"
+    return _anti_pattern(changes[0], hp, check, before) if changes else None
+
+
+def _anti_pattern(
+    change: Change, hp: Mapping[str, Any], check: AntiPatternCheck, before: set[str]
+) -> str | None:
+    """Why applying `change` (and what it implies) would be an anti-pattern, or None.
+
+    New static warnings/errors block it; so does a warning the job already has on the changed
+    parameter when the change moves the value further from the platform default (raising an
+    lr that is already SFT-level), while moving back toward it (halving it) is allowed."""
+    patched = {**hp, change.param: change.to}
+    _implied(change, patched)
+    after = check(patched)
+    new = after - before
+    what = f"{change.param} -> {change.to!r}"
+    if new:
+        return f"{what} would create an anti-pattern ({', '.join(sorted(new))})"
+    kept = sorted(x for x in after & before if x.endswith(f":{change.param}"))
+    ref = _default(change.param)
+    if kept and _further(change.from_, change.to, ref):
+        return f"{what} would push {change.param} further into {', '.join(kept)}"
     return None
+
+
+def _default(param: str) -> Any:
+    try:
+        from advisor.static import rulebook
+
+        spec = rulebook().hyper_parameters.get(param)
+        return spec.default if spec is not None else None
+    except ImportError:
+        return {"learning_rate": 2e-6, "kl_loss_coef": 0.002, "n_epochs": 1}.get(param)
+
+
+def _further(old: Any, new: Any, ref: Any) -> bool:
+    nums = (old, new, ref)
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in nums):
+        return new != ref  # a choice: any move that is not back to the default
+    return abs(new - ref) > abs(old - ref)
 
 
 def _implied(change: Change, patched: dict[str, Any]) -> list[Change]:
@@ -433,15 +465,10 @@ def resolve(
     changes = [
         c for c in _resolve(ra.fallback, "fallback", hp, finding.strength) if c.from_ != c.to
     ]
-    if changes:
-        patched = {**hp, changes[0].param: changes[0].to}
-        _implied(changes[0], patched)
-        new = check(patched) - before
-        if new:  # advise it, but do not write an anti-pattern into the job file
-            reason += (
-                f"; the fallback's {describe(changes[0])} would create {', '.join(sorted(new))}"
-            )
-            changes = []
+    bad = _anti_pattern(changes[0], hp, check, before) if changes else None
+    if bad:  # advise it, but do not write an anti-pattern into the job file
+        reason += f"; the fallback is advice only: {bad}"
+        changes = []
     return Resolved(_action(ra.fallback, "fallback", changes), changes, reason)
 
 

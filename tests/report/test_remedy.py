@@ -190,3 +190,23 @@ def test_no_publish_when_every_kept_checkpoint_collapsed(hp) -> None:
     out = remedy.checkpoint_advice(val, hp, last_step=200)
     assert out["best_step"] == 60 and out["publish_step"] is None
     assert "none is worth publishing" in out["advice"]
+
+
+def test_pushing_further_into_an_existing_anti_pattern_is_blocked(rules, hp) -> None:
+    hp["learning_rate"] = 6e-5  # already SFT-level: raising it more is wrong
+    res = plan([finding("P1")], hp, rules)
+    assert res.patch.kind == "fallback"
+    assert any("further into" in n for n in res.patch.notes)
+
+
+def test_moving_back_out_of_an_anti_pattern_is_allowed(rules, hp) -> None:
+    hp["learning_rate"] = 1e-4  # halving to 5e-5 is still flagged, but it is the way back
+    res = plan([finding("P2")], hp, rules)
+    assert res.patch.kind == "primary"
+    assert res.patch.hyper_parameters["learning_rate"] == 5e-5
+
+
+def test_real_static_rules_are_the_anti_pattern_source(rules, hp) -> None:
+    hp["learning_rate"] = 3e-5  # the config rulebook flags this as SFT-level
+    res = remedy.plan([finding("P1")], hp, rules)  # default check: advisor.static
+    assert res.patch.kind == "fallback" and res.patch.hyper_parameters["learning_rate"] == 3e-5
