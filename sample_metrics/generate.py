@@ -133,9 +133,13 @@ def _log_uniform(rng: np.random.Generator, lo: float, hi: float) -> float:
     return float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
 
 
-def _pick_eval_steps(rng: np.random.Generator, n_steps: int) -> int:
-    # Guide: eval_steps ~ total steps / 10 to 20 (knowledge.md 2.1).
+def _pick_eval_steps(rng: np.random.Generator, n_steps: int, dense: bool = False) -> int:
+    # Guide: eval_steps ~ total steps / 10 to 20 (knowledge.md 2.1). `dense`: at least 14
+    # evaluations, so an overfitting run keeps >= 5 of them after its validation peak.
     target = n_steps / rng.uniform(10, 20)
+    if dense:
+        target = n_steps / rng.uniform(14, 20)
+        return max([v for v in _NICE_EVAL if v <= target] or [_NICE_EVAL[0]])
     return min(_NICE_EVAL, key=lambda v: abs(math.log(v / max(target, 1))))
 
 
@@ -155,6 +159,8 @@ def _default_knobs(family: str, variant: str, rng: np.random.Generator) -> dict[
     }
     if family == "healthy":
         knobs |= _healthy_knobs(variant, rng)
+    if family == "P6":  # validation is the evidence: it must be sampled often enough
+        knobs["dense_eval"] = True
     return knobs
 
 
@@ -180,7 +186,8 @@ def _hyper_parameters(k: dict[str, Any], rng: np.random.Generator) -> dict[str, 
     max_len = int(rng.choice([2048, 4096, 8192]))
     steps_per_epoch = max(1, k["n_steps"] // int(rng.choice([1, 2, 3])))
     epochs = max(1, math.ceil((k["n_steps"] + k["first_step"] - 1) / steps_per_epoch))
-    eval_steps = k.get("eval_steps") or _pick_eval_steps(rng, k["n_steps"])
+    dense = bool(k.get("dense_eval", False))
+    eval_steps = k.get("eval_steps") or _pick_eval_steps(rng, k["n_steps"], dense)
     return {
         "algorithm": algo,
         "kl_loss_coef": kl,

@@ -186,3 +186,10 @@ def test_committed_corpus_is_the_generators_output(tmp_path: Path) -> None:
         for f in sorted((tmp_path / run.run_id).iterdir()):
             committed = corpus / run.run_id / f.name
             assert committed.read_bytes() == f.read_bytes(), f"stale: {committed}"
+
+
+@given(seed=st.integers(0, 10_000), n_steps=st.integers(200, 5000))
+@settings(max_examples=20, deadline=None)
+def test_p6_keeps_evaluations_after_the_peak(seed: int, n_steps: int) -> None:
+    run = make_run("P6", seed, n_steps=n_steps)
+    assert (run.val_steps > run.label["onset_step"]).sum() >= 4
