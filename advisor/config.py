@@ -827,7 +827,7 @@ def load_config(
         walker.walk(doc)
     origin: dict[str, Origin] = {k: "file" for k in walker.hp}
     extras: dict[str, Any] = {}
-    _layer_hints(walker, hints or {}, origin, source is not None)
+    _layer_hints(walker, hints or {}, origin, source is not None, extras)
     for item in sets:
         _layer_set(walker, item, origin, extras)
     hp, notes = _fill_defaults(walker, origin, report_missing=source is not None)
@@ -850,7 +850,11 @@ def load_config(
 
 
 def _layer_hints(
-    walker: _Walker, hints: Mapping[str, Any], origin: dict[str, Origin], have_file: bool
+    walker: _Walker,
+    hints: Mapping[str, Any],
+    origin: dict[str, Origin],
+    have_file: bool,
+    extras: dict[str, Any],
 ) -> None:
     """Values the run's own log reports; they beat the file (they are what actually ran)."""
     from advisor.static import fmt
@@ -859,6 +863,9 @@ def _layer_hints(
     for key, raw in hints.items():
         if key == "model" and isinstance(raw, str) and not walker.out.get("model"):
             walker.out["model"] = raw
+            continue
+        if key in _EXTRAS and isinstance(raw, int | float) and not isinstance(raw, bool):
+            extras[key] = raw  # e.g. expected_step_seconds measured from the run
             continue
         if key not in specs:
             continue
