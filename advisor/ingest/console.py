@@ -42,7 +42,6 @@ class _State:
     verl_rows: list[int] = field(default_factory=list)  # step lines found line by line
     verl_payloads: list[str] = field(default_factory=list)
     verl_lines: list[int] = field(default_factory=list)
-    verl_chunks: list[Any] = field(default_factory=list)  # (line, step, payload) polars frames
     dict_rows: list[dict[str, Any]] = field(default_factory=list)  # with '_kind', '_step', '_tqdm'
     config_lines: list[str] | None = None
     config_prefix: str = ""
@@ -92,38 +91,17 @@ def _decode(data: bytes, lineno: int, state: _State | None) -> str:
         return data.decode("utf-8", errors="replace")
 
 
-def iter_chunks(path: Path, state: _State | None = None) -> Iterator[tuple[int, str, bool]]:
-    """(number of lines before, text of whole lines, is the final piece without newline)."""
-    lineno = 0
-    carry = b""
-    with path.open("rb") as fh:
-        while True:
-            chunk = fh.read(_CHUNK)
-            if not chunk:
-                break
-            data = carry + chunk
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                carry = data
-                continue
-            carry, data = data[cut + 1 :], data[: cut + 1]
-            yield lineno, _decode(data, lineno, state), False
-            lineno += data.count(b"\n")
-    if carry:
-        yield lineno, _decode(carry, lineno, state), True
-
-
 def read_console(path: Path, source: str) -> Run:
     st = _State(source=source)
-    for before, text, final in iter_chunks(path, st):
-        _chunk(st, before, text, final)
+    for lineno, line, last in iter_lines(path, st):
+        _line(st, lineno, line, last)
     if st.bad_bytes_line is not None:
         st.warnings.append(
             f"{source}:{st.bad_bytes_line}: bytes that are not UTF-8 were replaced (U+FFFD)"
         )
     if st.truncated:
         st.warnings.append(f"{source}: dropped {st.truncated} truncated metric line(s)")
-    if st.verl_payloads or st.verl_chunks:
+    if st.verl_payloads:
         return _finish_verl(st)
     if st.dict_rows:
         return _finish_dicts(st)
@@ -131,71 +109,6 @@ def read_console(path: Path, source: str) -> Run:
         f"{source}:1: expected training metrics (verl 'step:N - key:value' lines, TRL "
         "{'loss': ...} dicts, 'metrics_tag:' lines ...), found none"
     )
-
-
-# a verl metric line, matched by polars (Rust regex) over a whole chunk at once
-_STEP_LINE = r"(?:^|[\s)\]>|`*])step:[ \t]*\d+ - "
-
-
-def _chunk(st: _State, before: int, text: str, final: bool) -> None:
-    """verl step lines of a chunk are found and cut out in polars; the other lines (config
-    dump, dicts, tracebacks, progress bars) go through `_line` one by one."""
-    import numpy as np
-    import polars as pl
-
-    if "\r\n" in text:  # Windows line ends (a bare \r is a progress-bar redraw: kept)
-        text = text.replace("\r\n", "\n")
-    lines = pl.Series("line", [text]).str.split("\n").explode()
-    if not final:
-        lines = lines.head(lines.len() - 1)  # the empty piece after the last newline
-    n = lines.len()
-    hit = lines.str.contains("step:", literal=True) & ~lines.str.contains("\r", literal=True)
-    # str.find counts bytes and str.slice characters: non-ASCII lines go line by line
-    hit = hit & (lines.str.len_bytes() == lines.str.len_chars())
-    if final and n:
-        hit[n - 1] = False  # a cut last line is checked line by line (_trim_cut)
-    cand = pl.DataFrame({"i": np.arange(n), "line": lines}).filter(hit)
-    # capture groups over 5 kB lines are slow in any regex engine: find where the match
-    # starts (no captures), then read the step from a short slice and cut the payload
-    line = pl.col("line")
-    at = line.str.find(_STEP_LINE)
-    head = line.str.slice(at, 48)
-    found = (
-        cand.with_columns(at=at)
-        .filter(pl.col("at").is_not_null())
-        .with_columns(head=head)
-        .select(
-            "i",
-            pl.col("head").str.extract(r"step:[ \t]*(\d+) - ", 1).alias("1"),
-            line.str.slice(pl.col("at") + pl.col("head").str.find(" - ", literal=True) + 3)
-            .str.strip_chars()
-            .alias("2"),
-        )
-        .filter(pl.col("1").is_not_null() & (pl.col("2").str.len_chars() > 0))
-    )
-    is_step = np.zeros(n, dtype=bool)
-    ctx = np.full(n, np.nan)
-    if found.height:
-        idx = found["i"].to_numpy()
-        steps = found["1"].cast(pl.Int64)
-        is_step[idx] = True
-        ctx[idx] = steps.to_numpy()
-        payload = found["2"]
-        if payload.str.contains("across cluster]", literal=True).any():  # Ray's dedup suffix
-            payload = payload.str.replace(r"\s*\[repeated \d+x across cluster\]$", "")
-        st.verl_chunks.append(
-            pl.DataFrame({"line": idx + before + 1, "step": steps, "payload": payload})
-        )
-        st.last_metric_line = max(st.last_metric_line, int(idx[-1]) + before + 1)
-    prev = np.nan if st.last_step is None else float(st.last_step)
-    ctx = np.fmax.accumulate(np.concatenate(([prev], ctx)))[1:]  # the last step seen so far
-    rest = np.flatnonzero(~is_step)
-    for i, line in zip(rest.tolist(), lines.gather(rest).to_list(), strict=True):
-        step_here = ctx[i]
-        st.last_step = None if step_here != step_here else int(step_here)
-        _line(st, before + i + 1, line, final and i == n - 1)
-    if n and ctx[-1] == ctx[-1]:
-        st.last_step = max(int(ctx[-1]), st.last_step or int(ctx[-1]))
 
 
 def _strip_ansi(line: str) -> str:
@@ -447,22 +360,12 @@ def _config_hints(st: _State) -> dict[str, Any]:
 def _finish_verl(st: _State) -> Run:
     import polars as pl
 
-    parts = list(st.verl_chunks)
-    if st.verl_rows:
-        parts.append(
-            pl.DataFrame(
-                {"line": st.verl_lines, "step": st.verl_rows, "payload": st.verl_payloads},
-                schema={"line": pl.Int64, "step": pl.Int64, "payload": pl.String},
-            )
-        )
-    rows = pl.concat([p.cast({"line": pl.Int64, "step": pl.Int64}) for p in parts])
-    if len(parts) > 1:
-        rows = rows.sort("line")  # file order: a later rewrite of a step wins
-    payloads, steps = rows["payload"], rows["step"]
-    wide = _payloads_as_ndjson(payloads, steps)
-    if wide is None:
-        wide = _payloads_to_frame(payloads.to_list(), steps.to_list(), st.source)
-    three_decimals = _three_decimals(max(payloads.head(5).to_list(), key=len))
+    payloads, steps = st.verl_payloads, st.verl_rows
+    if st.verl_lines != sorted(st.verl_lines):  # validation dicts are added out of line order
+        order = sorted(range(len(steps)), key=st.verl_lines.__getitem__)
+        payloads, steps = [payloads[i] for i in order], [steps[i] for i in order]
+    wide = _payloads_to_frame(pl.Series(payloads, dtype=pl.String), steps, st.source)
+    three_decimals = _three_decimals(max(payloads[:5], key=len))
     return build_run(
         wide,
         source=st.source,
@@ -474,67 +377,54 @@ def _finish_verl(st: _State) -> Run:
     )
 
 
-def _payloads_as_ndjson(payloads: Any, steps: Any) -> Any:
-    """Fast path: 'k:v - k:v' is JSON but for quotes and braces, so rewrite the payloads as
-    NDJSON and let polars' JSON reader parse them. None when a payload is not plain
-    (np.float64(...), nan, quotes, an odd colon): the general path handles those."""
-    import polars as pl
-
-    from advisor.ingest.jsonfiles import read_ndjson_complete
-
-    for bad in ('"', "\\", "("):  # literal searches: a regex class here costs more than the parse
-        if payloads.str.contains(bad, literal=True).any():
-            return None
-    body = payloads.str.replace_all(":", '":', literal=True).str.replace_all(
-        " - ", ',"', literal=True
-    )
-    lines = pl.concat_str(
-        [pl.lit('{"step":'), steps.cast(pl.String), pl.lit(',"'), body, pl.lit("}")]
-    )
-    text = pl.select(lines.str.join("\n")).item()
-    fields = int(payloads.str.count_matches(":", literal=True).sum()) + steps.len()
-    df = read_ndjson_complete(text.encode(), fields)
-    if df is None or "step" not in df.columns or df.height != len(steps):
-        return None
-    return df
-
-
-def _payloads_to_frame(payloads: list[str], steps: list[int], source: str) -> Any:
+def _payloads_to_frame(payloads: Any, steps: Any, source: str) -> Any:
     """'k:v - k:v ...' strings -> one row per payload, one Float64 column per key (file order).
 
     Split and parsed in polars; the long (row, key, value) table is scattered into a matrix with
-    numpy instead of a pivot, which is several times slower at 150 keys.
+    numpy instead of a pivot, which is several times slower at 150 keys. Cleaning (spaces,
+    np.float64(...) wrappers) is applied only to the values that did not parse as they are.
     """
     import numpy as np
     import polars as pl
 
+    n = len(payloads)
     pairs = (
-        pl.DataFrame({"row": np.arange(len(payloads), dtype=np.int64), "kv": payloads})
+        pl.DataFrame({"row": np.arange(n, dtype=np.int64), "kv": payloads})
         .with_columns(pl.col("kv").str.split(" - "))
         .explode("kv")
         .with_columns(pl.col("kv").str.split_exact(":", 1))
         .unnest("kv")
     )
-    key = pairs["field_0"].str.strip_chars()
-    raw = pairs["field_1"].str.strip_chars()
-    if raw.str.contains("(", literal=True).any():  # np.float64(0.1), tensor(0.1)
-        raw = raw.str.replace(r"^(?:np\.\w+|tensor|torch\.tensor)\(([^,)]*).*$", "$1")
+    key, raw, rows = pairs["field_0"], pairs["field_1"], pairs["row"]
+    ok = raw.is_not_null()
+    if not ok.all():  # a piece without a colon: a cut pair, not a metric
+        key, raw, rows = key.filter(ok), raw.filter(ok), rows.filter(ok)
+    if (key.str.starts_with(" ") | key.str.ends_with(" ")).any():
+        key = key.str.strip_chars()
     value = raw.cast(pl.Float64, strict=False)
-    ok = key.is_not_null() & (key.str.len_chars() > 0) & raw.is_not_null()
-    if not ok.all():
-        key, value, rows = key.filter(ok), value.filter(ok), pairs["row"].filter(ok)
-    else:
-        rows = pairs["row"]
+    bad = value.is_null()
+    if bad.any():  # " 0.1", np.float64(0.1), tensor(0.1): clean only these
+        idx = np.flatnonzero(bad.to_numpy())
+        fixed = (
+            raw.gather(idx)
+            .str.strip_chars()
+            .str.replace(r"^(?:np\.\w+|tensor|torch\.tensor)\(\s*([^,)]*).*$", "$1")
+            .str.strip_chars()
+            .cast(pl.Float64, strict=False)
+        )
+        value = value.scatter(idx, fixed)
+    keep = key.str.len_chars() > 0
+    if not keep.all():
+        key, value, rows = key.filter(keep), value.filter(keep), rows.filter(keep)
     if key.len() == 0:
         raise InputError(f"{source}: step lines hold no 'key:value' metric")
     names = key.unique(maintain_order=True)
     codes = key.cast(pl.Enum(names)).to_physical().to_numpy().astype(np.int64)
-    n, k = len(payloads), names.len()
+    k = names.len()
     flat = rows.to_numpy() * k + codes
     matrix = np.full(n * k, np.nan)
     present = np.zeros(n * k, dtype=bool)
-    vals = value.to_numpy()  # null (unparsable) -> nan here; `present` keeps them apart
-    matrix[flat] = vals
+    matrix[flat] = value.to_numpy()  # null (unparsable) -> nan; `present` keeps them apart
     present[flat] = value.is_not_null().to_numpy()
     matrix, present = matrix.reshape(n, k), present.reshape(n, k)
     cols = names.to_list()
