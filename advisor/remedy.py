@@ -497,7 +497,11 @@ def describe(change: Change) -> str:
         if change.op == "multiply" and change.factor is not None
         else (f" ({change.factor:+g})" if change.op == "add" and change.factor is not None else "")
     )
-    return f"{change.param} {change.from_!r} -> {change.to!r}{how}"
+    return f"{change.param} {_v(change.from_)} -> {_v(change.to)}{how}"
+
+
+def _v(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _say(advice: str, changes: Sequence[Change]) -> str:
@@ -595,6 +599,12 @@ def _patch(
             continue
         said.add(g.id)
         what = _say(g.action.advice, g.action.changes) if g.action else "see the finding."
+        if (
+            g.action
+            and g.action.changes
+            and all(patched.get(c.param) == c.to for c in g.action.changes)
+        ):
+            what = "covered by the change above."
         steps.append(f"Then {g.id} ({g.name}, {g.severity.value}): {what}")
     for g in {g.id: g for g in reversed(findings[:top])}.values():
         what = _say(g.action.advice, []) if g.action else "see the finding's evidence."

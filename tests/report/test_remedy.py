@@ -210,3 +210,16 @@ def test_real_static_rules_are_the_anti_pattern_source(rules, hp) -> None:
     hp["learning_rate"] = 3e-5  # the config rulebook flags this as SFT-level
     res = remedy.plan([finding("P1")], hp, rules)  # default check: advisor.static
     assert res.patch.kind == "fallback" and res.patch.hyper_parameters["learning_rate"] == 3e-5
+
+
+def test_a_later_finding_covered_by_the_patch_says_so(rules, hp) -> None:
+    hp["algorithm"] = "grpo"
+    rules.by_id["DAPO-ENT"] = type(rules.by_id["P4"])(
+        action={
+            "advice": "consider dapo",
+            "changes": [{"param": "algorithm", "op": "set", "value": "dapo"}],
+        },
+        fallback=None,
+    )
+    res = plan([finding("P4", priority=20), finding("DAPO-ENT", "info", 90)], hp, rules)
+    assert res.next_steps[-1] == "Then DAPO-ENT (dapo-ent-name, info): covered by the change above."
