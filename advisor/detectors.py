@@ -635,6 +635,20 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     )
 
 
+def _rolling_resid_sd(y: np.ndarray, w: int) -> np.ndarray:
+    """At each block, the sd of the last w block means around their least-squares line."""
+    out = np.full(len(y), np.nan)
+    if len(y) < w or w < 4:
+        return out
+    win = np.lib.stride_tricks.sliding_window_view(y, w)
+    x = np.arange(w, dtype=float) - (w - 1) / 2.0
+    yc = win - win.mean(axis=1, keepdims=True)
+    slope = (yc @ x) / float(x @ x)
+    resid = yc - slope[:, None] * x[None, :]
+    out[w - 1 :] = np.sqrt((resid**2).sum(axis=1) / (w - 2))
+    return out
+
+
 def _norm_factor(s: Series, comp: Series | None) -> np.ndarray:
     """Per-block factor (companion's warm-up level / its level over the span) that expresses a
     spread in units of the companion's own level; 1 without a usable companion.
@@ -654,7 +668,9 @@ def _norm_factor(s: Series, comp: Series | None) -> np.ndarray:
     aligned = np.where(comp.start[idx] == s.start, comp.mean[idx], np.nan)
     level = _trailing_mean(aligned, SPAN)
     with np.errstate(invalid="ignore", divide="ignore"):
-        f = base / np.maximum(level, 0.25 * base)  # a collapsed spread does not amplify 4x+
+        # Only discount: noise growth the companion explains is forgiven; a shrinking companion
+        # (a saturating reward) never inflates a spread.
+        f = np.minimum(1.0, base / level)
     return np.where(np.isfinite(f), f, 1.0)
 
 
@@ -676,19 +692,20 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     min_ratio = float(p.get("min_ratio", 3.0))
     slow_ratio = float(p.get("slow_ratio", 2 * min_ratio))
     comp = p.get("_per")
-    # Gate on the latest block, unnormalised first (the factor is <= 4): no swing -> no test.
+    w = int(p.get("resid_window", 8))
+    # Gate on the latest block, unnormalised first (the factor is <= 1): no swing -> no test.
     fast_last = _span_sd_last(s.raw) / b.sd
-    slow_last = abs(float(s.mean[-1] - 2 * s.mean[-2] + s.mean[-3])) / (b.scale * math.sqrt(6.0))
-    if not (fast_last * 4 >= min_ratio or slow_last * 4 >= slow_ratio):
+    slow_last = float(_rolling_resid_sd(s.mean[-w:], w)[-1]) / b.scale
+    if not (fast_last >= min_ratio or slow_last >= slow_ratio):
         return None
     norm = _norm_factor(s, comp)
     if not (fast_last * norm[-1] >= min_ratio or slow_last * norm[-1] >= slow_ratio):
         return None
     with np.errstate(invalid="ignore", divide="ignore"):
         fast = span_sd(s.raw) / b.sd * norm
-        # Second differences: a smooth rise or fall (a trend) has none, a swing has large ones.
-        d2 = np.abs(np.diff(s.mean, n=2, prepend=[np.nan, np.nan]))
-        step = d2 / (b.scale * math.sqrt(6.0)) * norm
+        # Block means around their own line over the last w blocks: a trend leaves no
+        # residual, a swing does; one outlier block moves it by only 1/sqrt(w).
+        step = _rolling_resid_sd(s.mean, w) / b.scale * norm
     i = _window(s, p, 8)
     d = np.diff(s.mean[i:][np.isfinite(s.mean[i:])])
     signs = np.sign(d[d != 0])
@@ -709,8 +726,8 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     what = (
         f"the spread around the local trend was {ratio:.1f} times the warm-up's{unit}"
         if use_fast
-        else f"block means swung {ratio:.1f} warm-up sigmas off their local trend{unit}, "
-        f"changing direction {reversals} times"
+        else f"block means swung {ratio:.1f} warm-up sigmas around their trend over {w} "
+        f"blocks{unit}, changing direction {reversals} times"
     )
     return _evidence(
         s,

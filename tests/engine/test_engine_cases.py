@@ -7,11 +7,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from engine_series import CASES, HP, ONSET, base, rows, with_val
 
 from advisor.engine import Monitor, load_symptom_rules
 from advisor.types import RunEnding, Severity
-
-from engine_series import CASES, HP, ONSET, base, rows, with_val
 
 
 def _judge(s: dict[str, np.ndarray], hp: dict[str, Any] | None = None,
@@ -82,4 +81,5 @@ def test_oom_fires_from_the_ending_only() -> None:
     mon = _judge(s, ending=RunEnding(kind="oom", step=151, message="CUDA out of memory"))
     oom = [f for f in mon.findings if f.id == "OOM"]
     assert len(oom) == 1 and oom[0].severity is Severity.error and oom[0].onset_step == 151
-    assert "OOM" not in {f.id for f in _judge(base(150), ending=RunEnding(kind="completed")).findings}
+    clean = _judge(base(150), ending=RunEnding(kind="completed"))
+    assert "OOM" not in {f.id for f in clean.findings}
