@@ -40,6 +40,11 @@ def to_float_frame(df: pl.DataFrame) -> pl.DataFrame:
 
     if "step" not in df.columns:
         raise InputError("internal: reader produced no step column")
+    schema = df.schema
+    if schema["step"] == pl.Int64 and all(
+        t == pl.Float64 for n, t in schema.items() if n != "step"
+    ):
+        return df  # the common case: nothing to cast, and a 150-column select is not free
     exprs = [pl.col("step").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)]
     for name, dtype in df.schema.items():
         if name == "step":
@@ -100,8 +105,10 @@ def dedupe(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     """One row per step, sorted; for a step logged twice each metric keeps its last value."""
     import polars as pl
 
-    df = df.filter(pl.col("step").is_not_null())
-    if df.height == 0 or (df["step"].is_sorted() and df["step"].n_unique() == df.height):
+    if df["step"].null_count():
+        df = df.filter(pl.col("step").is_not_null())
+    steps = df["step"].to_numpy()
+    if df.height == 0 or bool((steps[1:] > steps[:-1]).all()):  # strictly increasing
         return df, []
     warnings = _resume_warnings(df)
     metric_cols = [c for c in df.columns if c != "step"]
@@ -163,8 +170,9 @@ def add_canonical(df: pl.DataFrame, skip: set[str] | None = None) -> pl.DataFram
         if c in exprs
     ]
     seen = {"step", *(c for c in exprs)}
-    rest = [pl.col(c) for c in df.columns if c not in seen]
-    return df.select([pl.col("step"), *canon, *rest])
+    rest = [c for c in df.columns if c not in seen]
+    # compute the few canonical columns, then glue the originals on (no copy of 150 columns)
+    return pl.concat([df.select("step", *canon), df.select(rest)], how="horizontal")
 
 
 def build_run(
