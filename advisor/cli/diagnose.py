@@ -91,7 +91,7 @@ def diagnose(
         FailOn.error
     ),
     training_samples: Annotated[
-        int | None, typer.Option("--training-samples", min=1, help="Epoch length for checkpoints.")
+        int | None, typer.Option("--training-samples", help="Epoch length for checkpoints.")
     ] = None,
     ignore: Annotated[
         list[str] | None, typer.Option("--ignore", help="Finding ids to silence (P1,SLOW).")
@@ -105,6 +105,8 @@ def diagnose(
     from advisor.api import diagnose as run_diagnose
     from advisor.report import render
 
+    if training_samples is not None and training_samples < 1:
+        raise InputError(f"--training-samples: expected a positive integer, got {training_samples}")
     _check_outputs(metrics, config, previous, output, patched_config)
     d = run_diagnose(metrics, config, sets or (), previous, training_samples, ignore=ignore or ())
     out_dir = None
