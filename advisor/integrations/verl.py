@@ -80,69 +80,39 @@ def install(hook: Hook, module: Any = None, *, raise_on_stop: bool = True) -> Ca
     return undo
 
 
+def _plain(cfg: Any) -> Any:
+    """verl's OmegaConf config as plain dicts (what its console log prints and readers parse)."""
+    if hasattr(cfg, "_metadata"):  # an OmegaConf DictConfig, without importing omegaconf here
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_container(cfg, resolve=True)
+    return cfg
+
+
 def _get(cfg: Any, dotted: str) -> Any:
-    """cfg["a"]["b"] for "a.b" on dicts and OmegaConf alike; None when any part is missing."""
-    cur = cfg
+    node = cfg
     for part in dotted.split("."):
-        try:
-            cur = cur[part]
-        except (KeyError, TypeError, IndexError, AttributeError):
+        if not isinstance(node, Mapping) or part not in node:
             return None
-        except Exception:  # OmegaConf's own missing-key errors
-            return None
-    return cur
+        node = node[part]
+    return node
 
 
 def hints_from_verl(cfg: Any) -> dict[str, Any]:
-    """Platform hyperparameters (knowledge.md §2) that verl's config reveals, one to one."""
-    g = lambda key: _get(cfg, key)  # noqa: E731
-    hints: dict[str, Any] = {
-        "learning_rate": g("actor_rollout_ref.actor.optim.lr"),
-        "batch_size": g("data.train_batch_size"),
-        "n_rollouts": g("actor_rollout_ref.rollout.n"),
-        "ppo_mini_batch_size": g("actor_rollout_ref.actor.ppo_mini_batch_size"),
-        "max_prompt_length": g("data.max_prompt_length"),
-        "n_epochs": g("trainer.total_epochs"),
-        "inference_gpu_memory_utilization": g("actor_rollout_ref.rollout.gpu_memory_utilization"),
-        "inference_tensor_parallel_size": g("actor_rollout_ref.rollout.tensor_model_parallel_size"),
-        "lr_warmup_steps": g("actor_rollout_ref.actor.optim.lr_warmup_steps"),
-    }
-    if g("actor_rollout_ref.actor.use_kl_loss"):
-        hints["kl_loss_coef"] = g("actor_rollout_ref.actor.kl_loss_coef")
-    prompt, response = g("data.max_prompt_length"), g("data.max_response_length")
-    if isinstance(prompt, int) and isinstance(response, int):
-        hints["max_length"] = prompt + response
-    for key, name in (("trainer.test_freq", "eval_steps"), ("trainer.save_freq", "save_steps")):
-        every = g(key)
-        if isinstance(every, int) and every > 0:
-            hints[name] = every
-    if "save_steps" in hints:
-        hints["save_strategy"] = "steps"
-    algo = _algorithm(cfg)
-    if algo:
-        hints["algorithm"] = algo
-    return {k: v for k, v in hints.items() if v is not None}
+    """Platform hyperparameters verl's config reveals: the mapping the console-log reader
+    applies to the config verl prints (helper I's `verl_hints`), so the hook and diagnose
+    read one config alike."""
+    from advisor.ingest.hints import verl_hints
 
-
-def _algorithm(cfg: Any) -> str | None:
-    """GSPO is verl's `gspo` policy loss; Clip-Higher (clip_ratio_high above clip_ratio_low)
-    marks DAPO; the grpo advantage estimator otherwise is GRPO (knowledge.md §3)."""
-    if _get(cfg, "actor_rollout_ref.actor.policy_loss.loss_mode") == "gspo":
-        return "gspo"
-    if _get(cfg, "algorithm.adv_estimator") != "grpo":
-        return None  # PPO with a critic and the rest are none of the platform's three
-    low = _get(cfg, "actor_rollout_ref.actor.clip_ratio_low")
-    high = _get(cfg, "actor_rollout_ref.actor.clip_ratio_high")
-    if isinstance(low, float) and isinstance(high, float) and high > low:
-        return "dapo"
-    return "grpo"
+    plain = _plain(cfg)
+    return verl_hints(plain) if isinstance(plain, Mapping) else {}
 
 
 def _report_path(cfg: Any) -> Path | None:
     explicit = os.environ.get(ENV_REPORT)
     if explicit:
         return Path(explicit)
-    out = _get(cfg, "trainer.default_local_dir")
+    out = _get(_plain(cfg), "trainer.default_local_dir")
     return Path(str(out)) / REPORT_NAME if out else None
 
 
@@ -151,10 +121,10 @@ def make_hook(cfg: Any, config_path: str | None = None, stop_on: str | None = No
     config_path = config_path or os.environ.get(ENV_CONFIG)
     stop_on = stop_on or os.environ.get(ENV_STOP_ON)
     hints = hints_from_verl(cfg)
-    if config_path:
-        adv = Advisor.from_config(config_path, hints=hints, source="verl", format="verl")
-    else:
-        adv = Advisor(hints=hints, source="verl", format="verl")
+    steps = hints.get("total_training_steps")
+    kwargs: dict[str, Any] = {"hints": hints, "source": "verl", "format": "verl"}
+    kwargs["expected_steps"] = steps if isinstance(steps, int) else None
+    adv = Advisor.from_config(config_path, **kwargs) if config_path else Advisor(**kwargs)
     return Hook(adv, stop_on=stop_on, report_path=_report_path(cfg))
 
 

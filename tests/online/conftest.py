@@ -35,17 +35,19 @@ def rows(run: Run) -> Iterator[tuple[int, dict[str, Any]]]:
         yield int(step), {k: v for k, v in row.items() if v is not None}
 
 
-def replay(run: Run, job: Path, **kwargs: Any) -> tuple[Advisor, dict[str, int | None]]:
-    """Feed `run` step by step; returns the advisor and the step each id was first alerted at
-    (None: at close)."""
+def replay(
+    run: Run, job: Path, **kwargs: Any
+) -> tuple[Advisor, dict[tuple[str, int | None], int | None]]:
+    """Feed `run` step by step; returns the advisor and, per finding (id, onset step), the step
+    at which observe returned it (None: at close)."""
     adv = Advisor.from_config(job, hints=run.config_hints, **kwargs)
-    first: dict[str, int | None] = {}
+    alerted: dict[tuple[str, int | None], int | None] = {}
     for step, metrics in rows(run):
         for f in adv.observe(step, metrics):
-            first.setdefault(f.id, step)
+            alerted.setdefault((f.id, f.onset_step), step)
     for f in adv.close(run.ending):
-        first.setdefault(f.id, None)
-    return adv, first
+        alerted.setdefault((f.id, f.onset_step), None)
+    return adv, alerted
 
 
 def ids(findings: list[Finding]) -> list[str]:

@@ -100,6 +100,14 @@ def test_values_of_any_numeric_kind_and_non_numbers() -> None:
         adv.observe(3, [("reward", 1.0)])  # type: ignore[arg-type]
 
 
+def test_explicit_hyper_parameters_are_used_as_set_values() -> None:
+    hp = {"learning_rate": 2e-6, "algorithm": "dapo", "eval_steps": 7, "kl_loss_coef": 0.0}
+    adv = Advisor(hyper_parameters=hp)
+    assert {k: adv.hyper_parameters[k] for k in hp} == hp
+    adv.observe(1, {"reward": 0.1})
+    assert adv.warmup_steps is not None and adv.warmup_steps >= 3 * 7
+
+
 def test_close_is_idempotent_and_ends_observing() -> None:
     adv = Advisor()
     adv.observe(1, {"reward": 0.1})
