@@ -96,7 +96,17 @@ def change_text(c: Change) -> str:
 
 
 def verdict(d: Diagnosis) -> str:
-    """The first line: healthy / N issues, and the one change to make."""
+    """The first line: healthy / N issues, and the one change to make; then how the run ended
+    when it did not complete (a crash is news even when there is too little data to judge)."""
+    text = _verdict(d)
+    end = d.run.ending if d.run else None
+    if end is not None and end.kind not in ("completed", "unknown"):
+        where = f" at step {end.step}" if end.step is not None else ""
+        text += f" The run ended abnormally: {end.kind.replace('_', ' ')}{where}."
+    return text
+
+
+def _verdict(d: Diagnosis) -> str:
     ordered = d.findings
     if d.status == "insufficient_data":
         steps = d.run.steps if d.run else 0

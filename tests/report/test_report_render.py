@@ -141,3 +141,12 @@ def test_episodes_of_one_rule_are_one_section() -> None:
     assert "Seen 2 times: from step 160 to 220 (cleared); from step 300 (active)" in md
     row = next(line for line in md.splitlines() if line.startswith("| [P2]"))
     assert "| 160 | active (2 episodes) |" in row
+
+
+def test_verdict_tells_an_abnormal_ending() -> None:
+    from advisor.types import RunEnding
+
+    d = diag([], "insufficient_data", steps=100)
+    d.run.ending = RunEnding(kind="disk_full", step=100)
+    first = next(x for x in render(d).splitlines() if x.startswith("**Verdict:**"))
+    assert first.endswith("The run ended abnormally: disk full at step 100.")
