@@ -209,7 +209,9 @@ class Diagnosis(_Model):
     hyper_parameters: dict[str, Any] = Field(default_factory=dict)  # effective, before the patch
     plots: dict[str, str] = Field(default_factory=dict)  # finding id -> image path
     # metric -> (steps, values) the report draws; excluded from the JSON
-    series: dict[str, tuple[list[int], list[float | None]]] = Field({}, exclude=True)
+    series: dict[str, tuple[list[int], list[float | None]]] = Field(
+        default_factory=dict, exclude=True
+    )
 
     def worst(self) -> Severity | None:
         sev = [f.severity for f in self.findings] + [c.severity for c in self.config_findings]
