@@ -34,30 +34,13 @@ def step_key(keys: Any) -> str | None:
 def read_jsonl(path: Path, source: str) -> Run:
     """polars first (fast); the Python fallback copes with NaN tokens, junk and a cut last line."""
     data = path.read_bytes() if path.stat().st_size < (1 << 30) else None
-    fmt = "jsonl"
-    if data is not None:
-        flat = _flatten_verl_lines(data)
-        if flat is not None:
-            data, fmt = flat, "verl-jsonl"
     df = read_ndjson_complete(data) if data is not None else None
     warnings: list[str] = []
     if df is None:
-        df, warnings = _jsonl_python(path, source)
+        df, warnings, fmt = _jsonl_python(path, source)
+    else:
+        fmt = "jsonl"
     return _records_frame(df, source, warnings, fmt)
-
-
-def _flatten_verl_lines(data: bytes) -> bytes | None:
-    """verl's file logger writes `{"step": N, "data": {...}}`; polars parses the nested struct
-    at half the speed of a flat object, so unwrap it in the bytes when every line has exactly
-    that shape (else None, and the struct is read as it is)."""
-    lines = data.count(b"\n") + (not data.endswith(b"\n"))
-    opened = data.count(b', "data": {')
-    if opened != lines or not data.startswith(b'{"step": '):
-        return None
-    body = data.rstrip(b"\n")
-    if body.count(b"}}\n") != lines - 1 or not body.endswith(b"}}"):
-        return None
-    return body.replace(b', "data": {', b", ").replace(b"}}\n", b"}\n")[:-1] + b"\n"
 
 
 def read_ndjson_complete(data: bytes, fields: int | None = None) -> Any:
@@ -95,12 +78,13 @@ def _cells(df: Any) -> int:
     return total
 
 
-def _jsonl_python(path: Path, source: str) -> tuple[Any, list[str]]:
+def _jsonl_python(path: Path, source: str) -> tuple[Any, list[str], str]:
     import polars as pl
 
     from advisor.ingest.console import iter_lines
 
     records: list[dict[str, Any]] = []
+    nested = False
     bad: list[int] = []
     cut = None
     for lineno, line, last in iter_lines(path):
@@ -116,6 +100,7 @@ def _jsonl_python(path: Path, source: str) -> tuple[Any, list[str]]:
                 bad.append(lineno)
             continue
         if isinstance(rec, dict):
+            nested = nested or isinstance(rec.get("data"), dict)
             records.append(_flat_record(rec))
     warnings = []
     if cut is not None:
@@ -125,7 +110,8 @@ def _jsonl_python(path: Path, source: str) -> tuple[Any, list[str]]:
         warnings.append(f"{source}:{bad[0]}: skipped a line that is not JSON{more}")
     if not records:
         raise InputError(f"{source}:1: expected one JSON object per line, found none readable")
-    return pl.from_dicts(records, infer_schema_length=None), warnings
+    fmt = "verl-jsonl" if nested else "jsonl"
+    return pl.from_dicts(records, infer_schema_length=None), warnings, fmt
 
 
 def _flat_record(rec: dict[str, Any]) -> dict[str, Any]:
