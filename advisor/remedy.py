@@ -222,9 +222,21 @@ def apply_change(spec: ChangeSpec, hp: Mapping[str, Any], strength: float) -> Ch
         factor = choose_amount(spec, strength)
         target = current * factor if spec.op == "multiply" else current + factor
     target, note = clamp(spec.param, target)
-    return Change(
-        param=spec.param, **{"from": current}, to=target, op=spec.op, factor=factor, note=note
-    )  # type: ignore[arg-type]
+    return _change(spec.param, current, target, spec.op, factor, note)
+
+
+def _change(
+    param: str,
+    old: Any,
+    new: Any,
+    op: str = "set",
+    factor: float | None = None,
+    note: str | None = None,
+) -> Change:
+    """A Change by its JSON names (`from` is a Python keyword)."""
+    return Change.model_validate(
+        {"param": param, "from": old, "to": new, "op": op, "factor": factor, "note": note}
+    )
 
 
 # ----------------------------------------------------------------------------- couplings
@@ -234,13 +246,11 @@ def repair_couplings(hp: dict[str, Any], changed: set[str]) -> list[Change]:
     repairs: list[Change] = []
 
     def _set(param: str, value: Any, note: str) -> None:
-        repairs.append(
-            Change(param=param, **{"from": hp.get(param)}, to=value, op="set", note=note)
-        )  # type: ignore[arg-type]
+        repairs.append(_change(param, hp.get(param), value, note=note))
         hp[param] = value
 
     bs, nr, mb = hp.get("batch_size"), hp.get("n_rollouts"), hp.get("ppo_mini_batch_size")
-    if all(isinstance(x, int) for x in (bs, nr, mb)) and mb > bs * nr:
+    if isinstance(bs, int) and isinstance(nr, int) and isinstance(mb, int) and mb > bs * nr:
         # Whichever side moved, the mini-batch is the dependent one (it must fit in a step).
         _set(
             "ppo_mini_batch_size",
@@ -269,7 +279,7 @@ def repair_couplings(hp: dict[str, Any], changed: set[str]) -> list[Change]:
         hp.get("tensor_model_parallel_size"),
         hp.get("pipeline_model_parallel_size", 1),
     )
-    if all(isinstance(x, int) for x in (ng, tp, pp)) and ng < tp * pp:
+    if isinstance(ng, int) and isinstance(tp, int) and isinstance(pp, int) and ng < tp * pp:
         _set(
             "tensor_model_parallel_size",
             max(1, ng // max(pp, 1)),
@@ -378,11 +388,11 @@ def _why_not(
 ) -> str | None:
     """Why this resolved primary cannot apply, or None when it can."""
     for s in spec.changes:
-        if already_tried(s, hp, previous):
+        if previous is not None and already_tried(s, hp, previous):
             return (
                 f"the previous job already changed {s.param} "
-                f"({previous[s.param]!r} -> {hp.get(s.param)!r}) and the symptom remains"
-            )  # type: ignore[index]
+                f"({_v(previous[s.param])} -> {_v(hp.get(s.param))}) and the symptom remains"
+            )
     if spec.changes and not changes:
         return "its parameters are unknown for this job"
     if changes and all(c.from_ == c.to for c in changes):
@@ -434,9 +444,7 @@ def _implied(change: Change, patched: dict[str, Any]) -> list[Change]:
     out = []
     for param, (value, note) in IMPLIED_BY_SWITCH.get((change.param, change.to), {}).items():
         if patched.get(param) != value:
-            out.append(
-                Change(param=param, **{"from": patched.get(param)}, to=value, op="set", note=note)
-            )  # type: ignore[arg-type]
+            out.append(_change(param, patched.get(param), value, note=note))  # type: ignore[arg-type]
             patched[param] = value
     return out
 
@@ -611,7 +619,7 @@ def _patch(
         steps.insert(0, f"{g.id} ({g.name}): no parameter change applies; {what}")
     patch = Patch(
         from_finding=f.id,
-        kind=r.action.kind,
+        kind="fallback" if r.action.kind == "fallback" else "primary",
         changes=applied + repairs,
         hyper_parameters=patched,
         notes=notes,
