@@ -67,6 +67,7 @@ class Case:
     onset_step: int | None
     eval_steps: int | None
     family: str
+    fmt: str = ""  # the metrics file's format, from the label (for the by-format breakdown)
 
     @property
     def healthy(self) -> bool:
@@ -126,6 +127,7 @@ class CorpusScore:
     errors: int
     per_symptom: list[SymptomScore]
     confusion: dict[str, dict[str, int]]  # label -> predicted id (or "none") -> runs
+    by_format: dict[str, dict[str, int]]  # format -> runs, symptoms, found, wrong_alarm_runs
     median_onset_error: float | None
     median_abs_onset_error_eval: float | None
     median_delay: float | None
@@ -201,6 +203,7 @@ def _read_case(label_path: Path) -> Case:
         onset_step=int(onset) if onset is not None else None,
         eval_steps=int(eval_steps) if eval_steps else None,
         family=str(label.get("family") or (symptoms[0] if symptoms else HEALTHY)),
+        fmt=str(label.get("format") or ""),
     )
 
 
@@ -346,6 +349,7 @@ def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") 
     counts = {s: {"tp": 0, "fp": 0, "fn": 0, "support": 0} for s in SYMPTOM_IDS}
     timing = {s: _Timing() for s in SYMPTOM_IDS}
     confusion: dict[str, dict[str, int]] = {}
+    by_format: dict[str, dict[str, int]] = {}
     failures: list[str] = []
     healthy = healthy_alarm = errors = exact = 0
     for case in cases:
@@ -356,6 +360,7 @@ def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") 
         for a in sorted(alarmed) or ["none"]:
             row[a] = row.get(a, 0) + 1
         row["runs"] = row.get("runs", 0) + 1
+        _count_format(by_format, case, pred)
         if case.healthy:
             healthy += 1
             healthy_alarm += bool(alarmed)
@@ -387,6 +392,7 @@ def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") 
         errors=errors,
         per_symptom=per,
         confusion=confusion,
+        by_format=dict(sorted(by_format.items())),
         median_onset_error=_median(total.onset_err),
         median_abs_onset_error_eval=_median(total.abs_onset_eval),
         median_delay=_median(total.delay),
@@ -399,6 +405,15 @@ def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") 
     result.target_misses = target_misses(result)
     result.meets_targets = not result.target_misses
     return result
+
+
+def _count_format(acc: dict[str, dict[str, int]], case: Case, pred: Prediction) -> None:
+    row = acc.setdefault(case.fmt or "?", {"runs": 0, "symptoms": 0, "found": 0,
+                                           "wrong_alarm_runs": 0})
+    row["runs"] += 1
+    row["symptoms"] += len(case.symptoms)
+    row["found"] += len(set(case.symptoms) & pred.alarm_ids)
+    row["wrong_alarm_runs"] += bool(pred.alarm_ids - set(case.symptoms) - set(case.acceptable))
 
 
 def _detail(case: Case, pred: Prediction | None) -> dict[str, Any]:
@@ -642,6 +657,15 @@ def _corpus_markdown(s: CorpusScore, failures: int) -> list[str]:
         "### Confusion (label x alarmed id; a run may raise several)",
         "",
         *_confusion_markdown(s.confusion),
+        "",
+        "### By format",
+        "",
+        "| format | runs | labelled symptoms found | runs with a wrong alarm |",
+        "|---|---:|---:|---:|",
+        *[
+            f"| {fmt} | {r['runs']} | {r['found']}/{r['symptoms']} | {r['wrong_alarm_runs']} |"
+            for fmt, r in s.by_format.items()
+        ],
         "",
         "Targets (precision and recall >= 95 %, no alarm on healthy runs, onset within "
         f"2 x eval_steps): {'met' if s.meets_targets else 'NOT met'}.",

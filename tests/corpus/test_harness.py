@@ -103,6 +103,21 @@ def test_counts_are_consistent(runs: list[tuple[str, set[str]]]) -> None:
     assert sum(row["runs"] for row in s.confusion.values()) == len(runs)
 
 
+def test_by_format_breakdown(tmp_path: Path) -> None:
+    cases = [h.Case("a", Path("m"), None, ("P3",), (), 5, 10, "P3", "trl-state"),
+             h.Case("b", Path("m"), None, (), (), None, 10, "healthy", "trl-state"),
+             h.Case("c", Path("m"), None, ("P1",), ("KL0",), 1, 10, "P1", "verl-jsonl")]
+    preds = [h.Prediction("a", [h.Alarm("P3", "error", 5, 6)]),
+             h.Prediction("b", [h.Alarm("P2", "warning", 5, 6)]),
+             h.Prediction("c", [h.Alarm("KL0", "warning", 1, 6)])]
+    s = h.score(cases, preds)
+    assert s.by_format["trl-state"] == {"runs": 2, "symptoms": 1, "found": 1,
+                                        "wrong_alarm_runs": 1}
+    assert s.by_format["verl-jsonl"] == {"runs": 1, "symptoms": 1, "found": 0,
+                                         "wrong_alarm_runs": 0}
+    assert "| trl-state | 2 | 1/1 | 1 |" in h.render_markdown(h.HarnessReport(s))
+
+
 def test_discover_reads_generated_labels(tmp_path: Path) -> None:
     from sample_metrics.generate import make_run
     from sample_metrics.writers import write_run
