@@ -3,11 +3,12 @@
 - `Follower` yields complete lines as they are written: a partial last line waits for its
   newline; a rotated file (new inode) is read to its end, then the new one from its start; a
   truncated file (size below the read position) is read again from the start.
-- `LineParser` turns a line into (step, metrics): verl's console lines (`step:N - key:value`,
-  behind a Ray prefix and colour codes, values as `0.12` or `np.float64(0.12)`) and JSONL
-  (verl's file logger `{"step": N, "data": {...}}`, or flat objects with `step`/`_step`).
-  Every other line goes to the ending scanner (helper I's `EndingScanner`, the one `load_run`
-  uses), so the final status line (`Job ... succeeded`, a traceback, OOM) ends the watch.
+- `LineParser` turns lines into (step, metrics) records. Console text goes line by line
+  through the console reader's own state machine (helper I's `advisor.ingest.console`, what
+  `load_run` uses): verl `step:N - key:value` lines behind Ray prefixes and colour codes,
+  validation dicts, ROLL / OpenRLHF / slime step dicts, verl's printed config (hints), and the
+  ending scanner, so the final status line (`Job ... succeeded`, a traceback, OOM) ends the
+  watch. JSONL (verl's file logger `{"step": N, "data": {...}}`, flat objects) is parsed here.
 - `Sidecar` ties them together and decides when the run is over.
 """
 
@@ -27,41 +28,28 @@ from typing import Any
 from advisor.online import Advisor
 from advisor.types import Finding, InputError, RunEnding
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_VERL_STEP = re.compile(r"(?:^|[\s)\]])step:\s*(\d+)\s+-\s+(.*)$")
-_WRAPPED = re.compile(r"^[A-Za-z_][\w.]*\((.*)\)$")  # np.float64(0.1), tensor(0.1)
+_WRAPPED = re.compile(r"^(?:np\.\w+|tensor|torch\.tensor)\(\s*([^,)]*).*$")  # np.float64(0.1)
 _LOG_SUFFIXES = (".jsonl", ".json", ".log", ".txt", ".out")
 _CHUNK = 1 << 16
 
 
-def _value(text: str) -> float | None:
-    text = text.strip()
-    m = _WRAPPED.match(text)
-    if m:
-        text = m.group(1).split(",")[0].strip()
+def _value(raw: str) -> float | None:
+    """A console value as the reader converts it: as it is, else stripped and unwrapped from
+    np.float64(...) / tensor(...); None when it is not a number."""
     try:
-        return float(text)
+        return float(raw)
+    except ValueError:
+        pass
+    m = _WRAPPED.match(raw.strip())
+    try:
+        return float((m.group(1) if m else raw).strip())
     except ValueError:
         return None
 
 
-def parse_verl_line(line: str) -> tuple[int, dict[str, float | None]] | None:
-    """`(TaskRunner pid=1) step:3 - actor/lr:1e-06 - critic/score/mean:np.float64(0.5)`."""
-    if "step:" not in line:
-        return None
-    m = _VERL_STEP.search(_ANSI.sub("", line))
-    if m is None:
-        return None
-    metrics: dict[str, float | None] = {}
-    for item in m.group(2).split(" - "):
-        key, sep, raw = item.strip().rpartition(":")
-        if sep and key:
-            metrics[key.strip()] = _value(raw)
-    return (int(m.group(1)), metrics) if metrics else None
-
-
 def parse_json_line(line: str) -> tuple[int, dict[str, Any]] | None:
-    """verl's file logger `{"step": N, "data": {...}}` or a flat `{"step": N, ...}` object."""
+    """verl's file logger `{"step": N, "data": {...}}` or a flat `{"step": N, ...}` object
+    (the step under any of the names the JSONL reader accepts)."""
     text = line.strip()
     if not text.startswith("{"):
         return None
@@ -71,53 +59,103 @@ def parse_json_line(line: str) -> tuple[int, dict[str, Any]] | None:
         return None
     if not isinstance(obj, dict):
         return None
-    step = obj.get("step", obj.get("_step", obj.get("global_step")))
+    data = obj.get("data") if isinstance(obj.get("data"), dict) else obj
+    key = _step_key(obj) or _step_key(data)
+    step = obj.get(key, data.get(key)) if key else None
     if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step):
         return None
-    data = obj.get("data") if isinstance(obj.get("data"), dict) else obj
-    metrics = {k: v for k, v in data.items() if k not in ("step", "_step", "global_step")}
+    metrics = {k: v for k, v in data.items() if k != key}
     return int(step), metrics
+
+
+def _step_key(obj: Mapping[str, Any]) -> str | None:
+    try:
+        from advisor.ingest.jsonfiles import step_key
+    except ImportError:  # pragma: no cover - the reader is part of the package
+        return "step" if "step" in obj else None
+    return step_key(obj)
+
+
+def parse_payload(payload: str) -> dict[str, float | None]:
+    """`k:v - k:v ...` as the console reader splits it: at " - ", key before the first colon,
+    values as numbers with np.float64(...) / tensor(...) wrappers removed (None if not one)."""
+    out: dict[str, float | None] = {}
+    for piece in payload.split(" - "):
+        key, sep, raw = piece.partition(":")
+        key = key.strip()
+        if sep and key:
+            out[key] = _value(raw)
+    return out
 
 
 @dataclass
 class LineParser:
-    """Lines in, (step, metrics) out; keeps what the ending needs."""
+    """Lines in, (step, metrics) records out, plus the run's printed config and its ending.
 
-    format: str | None = None  # "verl-console" or "jsonl", from the first metric line
+    Console lines go through helper I's console reader state machine (`advisor.ingest.console`,
+    the one `load_run` uses), one line at a time: verl step lines, validation dicts, ROLL /
+    OpenRLHF / slime step dicts, verl's printed config, the ending scanner. So `watch` reads a
+    log as `diagnose` does. JSONL lines are parsed here.
+    """
+
+    source: str = "<log>"
+    format: str | None = None  # "verl-console", "verl-jsonl", "jsonl", "roll-console"...
     lineno: int = 0
-    last_metric_line: int = 0
-    last_step: int | None = None
-    scanner: Any = field(default=None)
+    _state: Any = None
+    _payloads: int = 0
+    _dicts: int = 0
 
     def __post_init__(self) -> None:
-        if self.scanner is None:
-            from advisor.ingest.ending import EndingScanner
+        from advisor.ingest import console
 
-            self.scanner = EndingScanner()
+        self._console = console
+        self._state = console._State(source=self.source)
 
-    def feed(self, line: str) -> tuple[int, dict[str, Any]] | None:
+    @property
+    def last_step(self) -> int | None:
+        return self._state.last_step
+
+    def feed(self, line: str, last: bool = False) -> list[tuple[int, dict[str, Any]]]:
+        """The metric records this line completes (usually none or one). `last`: the file's
+        final line without a newline (a writer that died mid-line may have cut it)."""
         self.lineno += 1
-        hit = None
-        if self.format != "verl-console":
+        st = self._state
+        if self.format in (None, "jsonl", "verl-jsonl") and line.lstrip().startswith("{"):
             hit = parse_json_line(line)
             if hit is not None:
-                self.format = "jsonl"
-        if hit is None and self.format != "jsonl":
-            hit = parse_verl_line(line)
-            if hit is not None:
-                self.format = "verl-console"
-        if hit is None:
-            self.scanner.feed(_ANSI.sub("", line).rstrip("\r\n"), self.lineno, self.last_step)
-            return None
-        self.last_metric_line, self.last_step = self.lineno, hit[0]
-        return hit
+                self.format = self.format or ("verl-jsonl" if '"data"' in line else "jsonl")
+                st.last_step = hit[0] if st.last_step is None else max(st.last_step, hit[0])
+                st.last_metric_line = self.lineno
+                return [hit]
+        self._console._line(st, self.lineno, line.rstrip("\n"), last)
+        out: list[tuple[int, dict[str, Any]]] = []
+        while self._payloads < len(st.verl_payloads):
+            i = self._payloads
+            self._payloads += 1
+            out.append((st.verl_rows[i], parse_payload(st.verl_payloads[i])))
+            self.format = self.format or "verl-console"
+        while self._dicts < len(st.dict_rows):
+            row = st.dict_rows[self._dicts]
+            self._dicts += 1
+            if row.get("_step") is None or "train_runtime" in row:
+                continue  # TRL console dicts carry no step: only a whole file can number them
+            out.append((int(row["_step"]), {k: v for k, v in row.items() if k[:1] != "_"}))
+            self.format = self.format or _DICT_FORMATS.get(row.get("_kind"), "dict-console")
+        return out
+
+    def hints(self) -> dict[str, Any]:
+        """Hyperparameters from verl's printed config (empty until its dump is complete)."""
+        return self._console._config_hints(self._state) if self._state.configs else {}
 
     def ending(self) -> RunEnding | None:
         """How the run ended, if a line after the last metric line says so."""
-        result = self.scanner.result(self.last_metric_line)
-        if result is None or self.lineno == self.last_metric_line:
+        st = self._state
+        if self.lineno == st.last_metric_line:
             return None
-        return result
+        return st.ending.result(st.last_metric_line)
+
+
+_DICT_FORMATS = {"roll": "roll-console", "step-dict": "dict-console"}
 
 
 class Follower:
@@ -211,6 +249,7 @@ class Sidecar:
     error_settle: float | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     parser: LineParser = field(default_factory=LineParser)
+    _hinted: bool = False
 
     def run(self) -> str:
         follower = Follower(self.path)
@@ -241,18 +280,33 @@ class Sidecar:
         return "stopped"
 
     def _finish(self, follower: Follower, ending: RunEnding | None) -> None:
-        self._feed(follower.flush_partial())
+        self._feed(follower.flush_partial(), last=True)
         self.advisor.format = self.parser.format or self.advisor.format
         for finding in self.advisor.close(ending or self.parser.ending()):
             self.on_finding(finding)
 
-    def _feed(self, lines: list[str]) -> None:
-        for line in lines:
-            hit = self.parser.feed(line)
-            if hit is None:
-                continue
-            for finding in self.advisor.observe(*hit):
-                self.on_finding(finding)
+    def _feed(self, lines: list[str], last: bool = False) -> None:
+        """Records of one step read in one go (a verl step line and its validation dict) are
+        judged as one row, as the reader merges them: each is held (partial) and the batch
+        flushed at its end, so an alert waits at most one poll."""
+        if not lines:
+            return
+        adv = self.advisor
+        for i, line in enumerate(lines):
+            for step, metrics in self.parser.feed(line, last=last and i == len(lines) - 1):
+                if adv.steps == 0 and not self._hinted:
+                    self._hint()
+                for finding in adv.observe(step, metrics, partial=True):
+                    self.on_finding(finding)
+        for finding in adv.flush():
+            self.on_finding(finding)
+
+    def _hint(self) -> None:
+        # verl prints its config before the first step: the hints diagnose reads from it
+        self._hinted = True
+        hints = self.parser.hints()
+        if hints:
+            self.advisor.add_hints(hints)
 
     def feed_lines(self, lines: Iterator[str] | list[str]) -> None:
         """Feed already-read lines (a whole file at once, tests)."""
@@ -260,6 +314,6 @@ class Sidecar:
 
 
 def metrics_of(lines: list[str]) -> list[tuple[int, Mapping[str, Any]]]:
-    """(step, metrics) of every metric line, in order (for tests and replays)."""
+    """(step, metrics) of every metric record, in order (for tests and replays)."""
     parser = LineParser()
-    return [hit for line in lines if (hit := parser.feed(line)) is not None]
+    return [hit for line in lines for hit in parser.feed(line)]

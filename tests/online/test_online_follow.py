@@ -14,16 +14,24 @@ from advisor.integrations.follow import (
     Follower,
     LineParser,
     parse_json_line,
-    parse_verl_line,
+    parse_payload,
     resolve_log,
 )
 from advisor.types import InputError
+
+
+def parse_verl_line(line: str) -> tuple[int, dict[str, float | None]] | None:
+    """One console line through a fresh parser (the console reader's state machine)."""
+    records = LineParser().feed(line)
+    assert len(records) <= 1
+    return records[0] if records else None
+
 
 VERL_CASES = [
     # (line, step, {key: value})
     (
         "\x1b[36m(TaskRunner pid=14640)\x1b[0m step:101 - actor/entropy_loss:0.035 - "
-        "critic/rewards/mean:0.804 - ",
+        "critic/rewards/mean:0.804",
         101,
         {"actor/entropy_loss": 0.035, "critic/rewards/mean": 0.804},
     ),
@@ -95,17 +103,49 @@ def test_verl_line_round_trip(step: int, values: dict[str, float]) -> None:
     assert hit[1] == pytest.approx(values)
 
 
+def test_payload_values_as_the_reader_converts_them() -> None:
+    got = parse_payload("a:1 - b: np.float64(2.5) - c:tensor(3.0) - d:True - :4 - e - f:nan")
+    assert got.keys() == {"a", "b", "c", "d", "f"}
+    assert (got["a"], got["b"], got["c"], got["d"]) == (1.0, 2.5, 3.0, None)
+    assert got["f"] is not None and math.isnan(got["f"])
+
+
 def test_parser_keeps_its_first_format_and_scans_endings() -> None:
     p = LineParser()
-    assert p.feed('{"step": 1, "data": {"a": 1}}') is not None
-    assert p.format == "jsonl"
-    assert p.feed("step:2 - a:1") is None  # a console line inside a JSONL file is text
+    assert p.feed('{"step": 1, "data": {"a": 1}}') == [(1, {"a": 1})]
+    assert p.format == "verl-jsonl"
     assert p.ending() is None
     p.feed("Job 'raysubmit_x' succeeded")
     ending = p.ending()
     assert ending is not None and ending.kind == "completed"
-    assert p.feed('{"step": 2, "data": {"a": 2}}') is not None
+    assert p.feed('{"step": 2, "data": {"a": 2}}') == [(2, {"a": 2})]
     assert p.ending() is None  # metrics came after the status line: not the end
+
+
+def test_parser_reads_verl_config_dump_and_validation_dicts() -> None:
+    p = LineParser()
+    lines = [
+        "(TaskRunner pid=1) {'actor_rollout_ref': {'actor': {'optim': {'lr': 1e-06},",
+        "(TaskRunner pid=1)                                 'ppo_mini_batch_size': 64}},",
+        "(TaskRunner pid=1)  'trainer': {'test_freq': 5, 'total_epochs': 2}}",
+        "(TaskRunner pid=1) Initial validation metrics: {'val-core/gsm8k/reward/mean@1': 0.25}",
+        "(TaskRunner pid=1) step:1 - critic/rewards/mean:0.1 - actor/lr:1e-06",
+    ]
+    records = [r for line in lines for r in p.feed(line)]
+    assert p.hints()["eval_steps"] == 5 and p.hints()["learning_rate"] == 1e-6
+    assert records == [
+        (0, {"val-core/gsm8k/reward/mean@1": 0.25}),
+        (1, {"critic/rewards/mean": 0.1, "actor/lr": 1e-6}),
+    ]
+    assert p.format == "verl-console"
+
+
+def test_step_dict_lines_of_other_frameworks() -> None:
+    p = LineParser()
+    assert p.feed("Global step 7: {'reward': 0.5, 'kl': 0.01}") == [
+        (7, {"reward": 0.5, "kl": 0.01})
+    ]
+    assert p.feed("{'loss': 0.1, 'reward': 0.2, 'epoch': 0.1}") == []  # TRL: no step on it
 
 
 def _append(path: Path, text: str) -> None:

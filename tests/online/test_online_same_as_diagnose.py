@@ -9,7 +9,7 @@ import pytest
 
 from advisor.api import diagnose
 from advisor.ingest import load_run
-from advisor.integrations.follow import LineParser
+from advisor.integrations.follow import Sidecar
 from advisor.online import Advisor
 
 from .conftest import corpus_runs, ids, one_per_symptom, replay
@@ -67,22 +67,29 @@ def _log_runs(per_format: int = 3) -> list[Path]:
 
 
 @pytest.mark.parametrize("path", _log_runs(), ids=lambda p: p.name)
-def test_the_sidecar_line_parser_judges_as_the_reader(path: Path) -> None:
-    """watch's own line parsing, fed line by line, gives what load_run + diagnose give."""
+def test_the_sidecar_judges_a_log_as_the_reader(path: Path) -> None:
+    """watch's line parsing (the reader's state machine, line by line) and hints from the
+    printed config give what load_run + diagnose give on the whole file."""
     log = _log_of(path)
     assert log is not None
     batch = diagnose(log, path / "job.yaml")
-    # no hints: what `rl-advisor watch --config job.yaml` has (a JSONL carries no config)
-    adv = Advisor.from_config(path / "job.yaml")
-    parser = LineParser()
-    for line in log.read_text(encoding="utf-8").splitlines():
-        hit = parser.feed(line)
-        if hit is not None:
-            adv.observe(*hit)
-    adv.close(parser.ending())
+    adv = Advisor.from_config(path / "job.yaml", source=str(log))  # as watch builds it
+    sidecar = Sidecar(log, adv, idle=0.0, poll=0.01)
+    assert sidecar.run() in {"idle", "ending"}  # a finished file: read at once, then quiet
     assert ids(adv.findings) == ids(batch.findings), path.name
-    assert parser.format == ("jsonl" if log.suffix == ".jsonl" else "verl-console")
-    assert adv.run_info().last_step == batch.run.last_step if batch.run else True
+    assert sorted((f.id, f.onset_step) for f in adv.findings) == sorted(
+        (f.id, f.onset_step) for f in batch.findings
+    )
+    assert batch.run is not None
+    info = adv.run_info()
+    assert (info.format, info.steps, info.last_step) == (
+        batch.run.format,
+        batch.run.steps,
+        batch.run.last_step,
+    )
+    assert (adv.ending.kind if adv.ending else None) == (
+        batch.run.ending.kind if batch.run.ending else None
+    )
 
 
 def test_each_symptom_fires_once_until_it_clears() -> None:
