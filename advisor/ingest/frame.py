@@ -128,8 +128,10 @@ def _canonical_exprs(cols: list[str], skip: set[str]) -> dict[str, pl.Expr]:
     for canon, raws in names.ALIASES.items():
         if canon in skip:
             continue
-        cands = [canon] if canon in present else []
-        cands += [r for r in raws if r in present and r != canon]
+        # the same order as names.canonicalize: a canonical name that is also a framework key
+        # (TRL's entropy) keeps that key's rank; otherwise it comes first
+        cands = [canon] if canon in present and canon not in raws else []
+        cands += [r for r in raws if r in present]
         exprs = []
         for raw in cands:
             e = pl.col(raw)
@@ -151,11 +153,13 @@ def _canonical_exprs(cols: list[str], skip: set[str]) -> dict[str, pl.Expr]:
         if "val_reward" in present:
             out["val_reward"] = pl.col("val_reward")
         else:
-            groups = [pl.coalesce([pl.col(k) for k in g]) for g in names.val_groups(cols)]
-            if len(groups) == 1:
-                out["val_reward"] = groups[0]
-            elif groups:
-                out["val_reward"] = pl.mean_horizontal(groups)
+            exact, groups = names.val_groups(cols)
+            parts = [pl.col(k) for k in exact]
+            per_ds = [pl.coalesce([pl.col(k) for k in g]) for g in groups]
+            if per_ds:
+                parts.append(per_ds[0] if len(per_ds) == 1 else pl.mean_horizontal(per_ds))
+            if parts:
+                out["val_reward"] = parts[0] if len(parts) == 1 else pl.coalesce(parts)
     return out
 
 

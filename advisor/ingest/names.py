@@ -186,27 +186,38 @@ def canonical_name(raw_key: str) -> str | None:
     return hit[0] if hit else None
 
 
-def val_groups(keys: Iterable[str]) -> list[list[str]]:
-    """The validation keys that make up val_reward, one group per dataset, best key first.
+def val_groups(keys: Iterable[str]) -> tuple[list[str], list[list[str]]]:
+    """The validation keys that make up val_reward: exact keys (eval_reward ...) best first,
+    and one group per dataset of the keyed patterns, best key first.
 
-    Exact keys (eval_reward ...) beat dataset patterns. Within a dataset the reward variable
-    beats acc/score and the largest mean@N wins; a row lacking the best key falls back to the
-    next. val_reward is the mean over datasets.
+    val_reward is the first present exact key, else the mean over datasets of each dataset's
+    best present key (reward beats acc/score, the largest mean@N wins).
     """
     ranked = [(r, k) for k in keys if (r := val_rank(k)) is not None]
-    exact = sorted((r, k) for r, k in ranked if r < 10)
-    if exact:
-        return [[k for _, k in exact]]
+    exact = [k for _, k in sorted((r, k) for r, k in ranked if r < 10)]
     groups: dict[str, list[tuple[int, int, str]]] = {}
     for r, k in ranked:
+        if r < 10:
+            continue
         n = re.search(r"@(\d+)$", k)
         groups.setdefault(val_dataset(k), []).append((r, -int(n.group(1)) if n else 0, k))
-    return [[c[2] for c in sorted(g)] for g in groups.values()]
+    return exact, [[c[2] for c in sorted(g)] for g in groups.values()]
 
 
 def select_val_keys(keys: Iterable[str]) -> list[str]:
-    """The best validation key of each dataset (see val_groups)."""
-    return [g[0] for g in val_groups(keys)]
+    """The best exact validation key, else the best key of each dataset (see val_groups)."""
+    exact, groups = val_groups(keys)
+    return exact[:1] if exact else [g[0] for g in groups]
+
+
+def val_reward(metrics: Mapping[str, float | None]) -> float | None:
+    """val_reward of one raw record (the frame computes the same per row)."""
+    present = {k: v for k, v in metrics.items() if v is not None}
+    exact, groups = val_groups(present)
+    if exact:
+        return float(present[exact[0]])  # type: ignore[arg-type]
+    vals = [float(present[g[0]]) for g in groups]  # type: ignore[arg-type]
+    return math.fsum(vals) / len(vals) if vals else None
 
 
 def canonicalize(metrics: Mapping[str, float | None]) -> dict[str, float | None]:
@@ -233,12 +244,10 @@ def canonicalize(metrics: Mapping[str, float | None]) -> dict[str, float | None]
         if old is None or (value is not None and (old[1] is None or rank < old[0])):
             best[canon] = (rank, value)
     out = {canon: value for canon, (_, value) in best.items()}
-    if has_val and "val_reward" not in out:
-        present = {k: v for k, v in metrics.items() if v is not None}
-        per_ds = [next((present[k] for k in g if k in present), None) for g in val_groups(present)]
-        vals = [float(v) for v in per_ds if v is not None]
-        if vals:
-            out["val_reward"] = math.fsum(vals) / len(vals)
+    if has_val and out.get("val_reward") is None:
+        value = val_reward(metrics)
+        if value is not None:
+            out["val_reward"] = value
     if "zero_std_frac" not in out:
         parts = [metrics.get(p) for p in ROLL_ZERO_STD_PARTS]
         if all(p is not None for p in parts):
