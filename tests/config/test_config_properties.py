@@ -72,7 +72,7 @@ def test_any_text_gives_findings_or_input_error(text: str, tmp_path: Path) -> No
     assert all(isinstance(f, ConfigFinding) for f in _judge(path))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(items=st.lists(st.text(max_size=30), max_size=3))
 def test_any_set_strings_give_findings_or_input_error(items: list[str]) -> None:
     from config_helpers import JOBS
