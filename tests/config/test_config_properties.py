@@ -43,7 +43,7 @@ def _judge(path: Path) -> list[ConfigFinding]:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(doc=DOCS)
 def test_any_mapping_gives_findings_or_input_error(doc: dict, tmp_path: Path) -> None:
