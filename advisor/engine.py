@@ -188,8 +188,13 @@ def parse_symptom_rules(path: Path) -> SymptomRulebook:
 
     try:
         data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except (OSError, YAMLError) as err:
+    except OSError as err:
         raise InputError(f"{path}: cannot read the symptom rulebook: {err}") from None
+    except YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        what = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise InputError(f"{path}{where}: not valid YAML ({what})") from None
     try:
         book = SymptomRulebook.model_validate(data)
     except ValidationError as err:
@@ -811,3 +816,18 @@ def judge_run(
         mon.push(int(step), {c: col[i] for c, col in zip(cols, columns, strict=True)})
     mon.close(run.ending)
     return mon.judgement()
+
+
+def write_schema(dest: Path | None = None) -> Path:
+    """Write the rulebook's JSON schema (`python -m advisor.engine` regenerates it)."""
+    import json
+
+    from advisor.resources import rulebook_dir
+
+    path = dest or rulebook_dir() / "schema_symptoms.json"
+    path.write_text(json.dumps(export_schema(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    print(write_schema())

@@ -1,0 +1,130 @@
+"""Detectors: the statistics they compute, against brute force and known shapes."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.detectors import (
+    DETECTORS,
+    Baseline,
+    Series,
+    _span_sd_last,
+    robust_scale,
+    span_sd,
+)
+
+
+def _blocks(values: list[list[float]], length: int = 10, first: int = 1) -> np.ndarray:
+    """Block records (as the engine keeps them) from raw points, t counted inside each block."""
+    rows = []
+    for b, pts in enumerate(values):
+        start = first + b * length
+        x = np.asarray(pts, float)
+        t = np.arange(len(x), dtype=float)
+        rows.append((start, start + length - 1, x.mean(), x.min(), x.max(), len(x), 0, -1,
+                     math.nan, x.sum(), (x * x).sum(), t.sum(), (t * t).sum(), (x * t).sum()))
+    return np.asarray(rows, float)
+
+
+def _series(means: list[float], base: Baseline | None = None, metric: str = "m") -> Series:
+    arr = _blocks([[m] * 5 for m in means])
+    peak = int(np.nanargmax(arr[:, 2]))
+    return Series(
+        metric=metric, start=arr[:, 0].astype(int), end=arr[:, 1].astype(int), mean=arr[:, 2],
+        lo=arr[:, 3], hi=arr[:, 4], count=arr[:, 5].astype(int), nonfinite=arr[:, 6].astype(int),
+        first_bad=arr[:, 7].astype(int), raw=arr, baseline=base, peak=float(arr[peak, 2]),
+        peak_step=int(arr[peak, 1]), trough=None, trough_step=None, blocks_total=len(means),
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.floats(-5, 5), min_size=2, max_size=12), min_size=3, max_size=8))
+def test_span_sd_equals_brute_force(points: list[list[float]]) -> None:
+    length = 12
+    arr = _blocks(points, length)
+    got = span_sd(arr)
+    for j in range(2, len(points)):
+        xs = np.concatenate([points[i] for i in range(j - 2, j + 1)])
+        ts = np.concatenate([np.arange(len(points[i])) + (i - j + 2) * length
+                             for i in range(j - 2, j + 1)])
+        if len(xs) < 6:
+            assert math.isnan(got[j])
+            continue
+        slope, icpt = np.polyfit(ts, xs, 1)
+        want = math.sqrt(np.mean((xs - (slope * ts + icpt)) ** 2))
+        assert math.isclose(got[j], want, rel_tol=1e-6, abs_tol=1e-6)
+    assert math.isclose(_span_sd_last(arr), got[-1], rel_tol=1e-9, abs_tol=1e-12) or (
+        math.isnan(got[-1]) and math.isnan(_span_sd_last(arr))
+    )
+
+
+def test_robust_scale_ignores_a_trend() -> None:
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0, 0.01, 12)
+    flat = robust_scale(0.5 + noise, 1e-9)
+    rising = robust_scale(0.5 + noise + 0.1 * np.arange(12), 1e-9)
+    assert math.isclose(flat, rising, rel_tol=1e-9)
+    assert robust_scale(np.ones(10), 0.003) == 0.003  # a constant gives the floor
+
+
+BASE = Baseline(median=1.0, scale=0.05, start=1.0, sd=0.05, n_blocks=6, end_step=60)
+
+
+def test_shift_needs_direction_size_and_persistence() -> None:
+    shift = DETECTORS["shift"]
+    p = {"direction": "down", "min_z": 4, "min_ratio": 0.3, "k": 3, "m": 4}
+    assert shift(_series([1.0] * 6 + [0.2, 0.1, 0.1, 0.1], BASE), p) is not None
+    assert shift(_series([1.0] * 6 + [0.1, 1.0, 1.0, 0.1], BASE), p) is None  # not persistent
+    assert shift(_series([1.0] * 6 + [0.5] * 4, BASE), p) is None  # too small a ratio
+    ev = shift(_series([1.0] * 6 + [1.0, 0.1, 0.1, 0.1], BASE), p)
+    assert ev is not None and ev.statistic["onset_step"] == 71 and ev.window == (71, 100)
+    assert "fell" in ev.summary and "0.1" in ev.summary
+
+
+def test_trend_and_plateau() -> None:
+    up = [1.0 + 0.1 * i for i in range(10)]
+    assert DETECTORS["trend"](_series(up, BASE), {"direction": "up", "min_effect": 4}) is not None
+    assert DETECTORS["trend"](_series(up, BASE), {"direction": "down"}) is None
+    assert DETECTORS["plateau"](_series(up, BASE), {"window": 8}) is None
+    flat = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0]
+    ev = DETECTORS["plateau"](_series(flat, BASE), {"window": 8, "max_rise": 4})
+    assert ev is not None and ev.statistic["p"] > 0.05
+
+
+def test_near_zero_ignores_exact_zeros() -> None:
+    s = _series([1e-6] * 4)
+    assert DETECTORS["near_zero"](s, {"value": 1e-4}) is not None
+    assert DETECTORS["near_zero"](_series([0.0] * 4), {"value": 1e-4}) is None
+    assert DETECTORS["near_zero"](_series([0.0] * 4), {"value": 1e-4, "exact_zero": True})
+
+
+def test_jump_sees_acceleration_not_saturation() -> None:
+    jump = DETECTORS["jump"]
+    p = {"lag": 4, "min_ratio": 5, "k": 3, "m": 4, "min_level": 0.05}
+    explode = [0.01] * 8 + [0.02, 0.08, 0.3, 0.6, 0.9, 1.0]
+    saturate = [0.01 * (1 - math.exp(-i / 3)) + 0.001 for i in range(14)]
+    assert jump(_series(explode), p) is not None
+    assert jump(_series(saturate), p) is None
+
+
+def test_drop_from_peak_follows_the_peak() -> None:
+    drop = DETECTORS["drop_from_peak"]
+    p = {"min_z": 3, "min_rel": 0.5, "k": 3, "m": 3}
+    ev = drop(_series([0.8] * 6 + [0.9, 0.1, 0.05, 0.05], BASE), p)
+    assert ev is not None and ev.statistic["peak"] == 0.9
+    assert drop(_series([0.8] * 6 + [0.9, 0.1, 0.9, 0.05], BASE), p) is None
+
+
+def test_nonfinite_counts_points() -> None:
+    arr = _blocks([[1.0] * 5] * 4)
+    arr[-1, 6], arr[-1, 7] = 3, 33
+    s = _series([1.0] * 4)
+    s = dataclasses.replace(s, nonfinite=arr[:, 6].astype(int), first_bad=arr[:, 7].astype(int))
+    ev = DETECTORS["nonfinite"](s, {"min_count": 2})
+    assert ev is not None and ev.statistic["onset_step"] == 33
+    assert DETECTORS["nonfinite"](s, {"min_count": 5}) is None

@@ -1,0 +1,167 @@
+"""The Monitor: warm-up, insufficient data, assumptions, events, one engine for both paths."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from advisor.engine import Monitor, judge_run
+from advisor.types import Run, RunEnding
+from engine_series import HP, base, div, nan, p1, rows
+
+
+def _frame(s: dict[str, np.ndarray], first: int = 1) -> pl.DataFrame:
+    n = len(s["reward_mean"])
+    cols = {"step": np.arange(first, first + n)}
+    for k, v in s.items():
+        cols[k] = v
+    # Readers give null for "not logged" and keep NaN as evidence: only val_reward is sparse.
+    return pl.DataFrame(cols).with_columns(pl.col("val_reward").fill_nan(None))
+
+
+def _monitor(s: dict[str, np.ndarray], hp: dict | None = None, ending: RunEnding | None = None):
+    mon = Monitor(HP if hp is None else hp)
+    new = []
+    for step, row in rows(s):
+        new += mon.push(step, row)
+    new += mon.close(ending)
+    return mon, new
+
+
+def _key(findings) -> list[tuple]:
+    return [(f.id, f.onset_step, f.detected_step, f.cleared_step, f.severity) for f in findings]
+
+
+def test_judge_run_equals_monitor_replay() -> None:
+    for modify in (None, div, nan, p1):
+        s = base(300, seed=3)
+        if modify:
+            modify(s)
+        mon, new = _monitor(s)
+        j = judge_run(Run(frame=_frame(s), source="t", format="t"), HP)
+        assert _key(j.findings) == _key(mon.findings) == _key(new)
+        assert j.status == mon.status and j.warmup_steps == mon.warmup_steps
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(20, 260),
+    first=st.integers(0, 500),
+    noise=st.floats(0.005, 0.1),
+)
+def test_same_findings_online_and_offline(seed: int, n: int, first: int, noise: float) -> None:
+    """Property: whatever the series, judge_run and a step-by-step Monitor agree exactly."""
+    s = base(n, seed=seed, noise=noise)
+    rng = np.random.default_rng(seed)
+    s["grad_norm"][rng.random(n) < 0.03] = np.nan  # a few skipped updates
+    mon = Monitor(HP)
+    for step, row in rows(s, first=first):
+        mon.push(step, row)
+    mon.close(None)
+    j = judge_run(Run(frame=_frame(s, first), source="t", format="t"), HP)
+    assert _key(j.findings) == _key(mon.findings)
+    assert j.assumptions == mon.assumptions
+
+
+def test_short_run_is_insufficient_data_with_missing_steps() -> None:
+    mon, _ = _monitor(base(40))  # eval_steps 20 -> warm-up 60
+    assert mon.status == "insufficient_data"
+    assert mon.warmup_steps == 60 and mon.missing_steps == 20
+    assert "20" in mon.assumptions[0] and "warm-up" in mon.assumptions[0]
+
+
+def test_unknown_eval_steps_is_assumed_and_said() -> None:
+    hp = {k: v for k, v in HP.items() if k != "eval_steps"}
+    mon = Monitor(hp, expected_steps=2000)
+    assert mon.eval_steps == 100 and mon.warmup_steps == 300
+    assert any("eval_steps unknown: assumed 100" in a for a in mon.assumptions)
+    online = Monitor(hp)  # no run length: the rulebook default
+    assert online.eval_steps == 10 and any("default" in a for a in online.assumptions)
+    defaulted = Monitor(HP, origin={"eval_steps": "default"}, expected_steps=400)
+    assert defaulted.eval_steps == 20 and "eval_steps" in " ".join(defaulted.assumptions)
+
+
+def test_nothing_trend_like_before_the_warm_up_but_nan_fires() -> None:
+    s = base(60)
+    s["entropy"][10:] *= 0.01  # a collapse inside the warm-up is only the baseline
+    s["grad_norm"][5:20] = np.nan
+    mon, _ = _monitor(s)
+    ids = [f.id for f in mon.findings]
+    assert ids == ["NAN"] and mon.findings[0].onset_step == 6
+    assert mon.findings[0].detected_step < mon.warmup_steps
+
+
+def test_fires_once_then_clears_and_may_fire_again() -> None:
+    s = base(600)
+    s["truncation_rate"][200:300] = 0.5
+    s["truncation_rate"][450:] = 0.5
+    mon, _ = _monitor(s)
+    p9 = [f for f in mon.findings if f.id == "P9"]
+    assert len(p9) == 2
+    assert p9[0].cleared_step is not None and 300 < p9[0].cleared_step < 450
+    assert abs(p9[0].onset_step - 201) <= 20 and abs(p9[1].onset_step - 451) <= 20
+    assert p9[1].cleared_step is None
+
+
+def test_disk_full_is_a_note_not_a_symptom() -> None:
+    mon, new = _monitor(base(200), ending=RunEnding(kind="disk_full", step=200, message="No space"))
+    assert not [f for f in mon.findings if f.severity.rank >= 1]
+    assert any("disk_full" in a and "not a numerical symptom" in a for a in mon.assumptions)
+
+
+def test_absent_metric_is_not_zero() -> None:
+    s = base(300)
+    del s["kl_ref"], s["ppo_kl"]  # TRL with beta = 0 logs no kl at all
+    mon, _ = _monitor(s, {**HP, "kl_loss_coef": 0.001})
+    assert not any(f.id in ("P3", "KL0") for f in mon.findings)
+    assert any(a.startswith("P3 kl-explosion not judged") and "absent is not zero" in a
+               for a in mon.assumptions)
+
+
+def test_on_policy_ppo_kl_zero_is_not_p1_evidence() -> None:
+    s = base(300)
+    s["ppo_kl"][:] = 1e-7  # on-policy: ppo_kl ~ 0 by design
+    s["reward_mean"][:] = 0.3 + np.random.default_rng(0).normal(0, 0.01, 300)
+    on_policy = {**HP, "ppo_mini_batch_size": HP["batch_size"] * HP["n_rollouts"]}
+    mon, _ = _monitor(s, on_policy)
+    assert "P1" not in {f.id for f in mon.findings}
+    assert any("on-policy" in a for a in mon.assumptions)
+    mon2, _ = _monitor(s)  # the same series off-policy: ppo_kl ~ 0 means no update
+    assert "P1" in {f.id for f in mon2.findings}
+
+
+def test_dapo_turns_off_kl_rules_and_dapo_advice() -> None:
+    mon = Monitor({**HP, "algorithm": "dapo", "kl_loss_coef": 0.0})
+    live = {r.id for r in mon._rules}
+    assert not {"P3", "KL0", "DAPO-LONG", "DAPO-ZSTD", "DAPO-ENT"} & live
+    assert any("KL0" in a for a in mon.assumptions)
+
+
+def test_per_algorithm_thresholds_resolve() -> None:
+    def p3_level(algo: str) -> float:
+        rule = next(r for r in Monitor({**HP, "algorithm": algo})._rules if r.id == "P3")
+        return next(leaf.params["value"] for leaf in _p3_leaves(rule) if "value" in leaf.params)
+
+    assert p3_level("grpo") < p3_level("gspo")
+
+
+def _p3_leaves(rule):
+    from advisor.engine import _leaves
+
+    return list(_leaves(rule.when))
+
+
+def test_memory_is_flat_and_replays_are_ignored() -> None:
+    mon = Monitor(HP)
+    rng = np.random.default_rng(0)
+    for step in range(1, 20_001):
+        mon.push(step, {"reward_mean": 0.5 + rng.normal(0, 0.02), "entropy": 0.6})
+    sizes = {name: t.buf.shape for name, t in mon._tracks.items()}
+    assert all(shape[0] == mon.rules.settings.window_blocks for shape in sizes.values())
+    assert mon.push(100, {"reward_mean": math.nan}) == []  # an old step adds nothing
+    assert mon._last == 20_000
