@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 import polars as pl
+from engine_series import HP, base, div, nan, p1, rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.engine import Monitor, judge_run
 from advisor.types import Run, RunEnding
-from engine_series import HP, base, div, nan, p1, rows
 
 
 def _frame(s: dict[str, np.ndarray], first: int = 1) -> pl.DataFrame:
@@ -109,7 +109,8 @@ def test_fires_once_then_clears_and_may_fire_again() -> None:
 
 
 def test_disk_full_is_a_note_not_a_symptom() -> None:
-    mon, new = _monitor(base(200), ending=RunEnding(kind="disk_full", step=200, message="No space"))
+    ending = RunEnding(kind="disk_full", step=200, message="No space")
+    mon, _ = _monitor(base(200), ending=ending)
     assert not [f for f in mon.findings if f.severity.rank >= 1]
     assert any("disk_full" in a and "not a numerical symptom" in a for a in mon.assumptions)
 
