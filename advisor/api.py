@@ -140,9 +140,12 @@ def assemble(
     findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
     planned = remedy.plan(findings, hp, rules if rules is not None else _rules(), previous)
     info = run.info()
+    save_hp, save_notes = _save_settings(hp, origin or {})
     checkpoint = remedy.checkpoint_advice(
-        _points(run, "val_reward"), hp, info.last_step, training_samples
+        _points(run, "val_reward"), save_hp, info.last_step, training_samples
     )
+    if checkpoint is None or "best_step" not in checkpoint:
+        save_notes = []  # no checkpoint advice rests on them
     status = judgement.status
     if status == "issues" and not findings:  # everything that fired was silenced
         status = "healthy"
@@ -155,12 +158,35 @@ def assemble(
         config_findings=list(config_findings),
         patch=planned.patch,
         assumptions=_assumptions(judgement, hp, origin, planned.patch, config_given)
+        + save_notes
         + ([f"Silenced with --ignore: {', '.join(sorted(silenced))}."] if silenced else []),
         next_steps=_restart_step(planned.findings, checkpoint) + planned.next_steps,
         checkpoint=checkpoint,
         hyper_parameters=dict(hp),
         series=_series(run, planned.findings),
     )
+
+
+def _save_settings(
+    hp: Mapping[str, Any], origin: Mapping[str, str]
+) -> tuple[dict[str, Any], list[str]]:
+    """The save settings the checkpoint advice uses, and what was assumed about them.
+
+    A log that gives the trainer's save interval (verl's save_freq) but no strategy saved by
+    steps; the platform's default strategy (epoch) would misread it."""
+    out, notes = dict(hp), []
+    if origin.get("save_steps") == "run" and origin.get("save_strategy", "default") == "default":
+        out["save_strategy"] = "steps"
+        notes.append(
+            f"The log gives save_steps={hp.get('save_steps')} (the trainer's save interval) but "
+            "no save_strategy: saving by steps was assumed for the checkpoint advice."
+        )
+    if origin.get("save_total_limit", "default") == "default":
+        notes.append(
+            f"save_total_limit is not in the job file nor the log: {hp.get('save_total_limit')!r}"
+            " (the platform default) was assumed, so which checkpoints survived is a guess."
+        )
+    return out, notes
 
 
 def _restart_step(findings: Sequence[Finding], checkpoint: Mapping[str, Any] | None) -> list[str]:
@@ -217,27 +243,23 @@ def _assumptions(
     out = list(getattr(judgement, "assumptions", []) or [])
     origin = origin or {}
     patched = {c.param for c in (patch.changes if patch else [])}
+    from_log: list[str] = []
     for param, weighs in _WEIGHS_ON.items():
         where, value = origin.get(param), hp.get(param)
-        if where == "run" and not config_given:  # with a file, a clash is config finding C006
-            line = (
-                f"Without --config, {param}={value!r} was taken from the run's log; "
-                f"{weighs} rest on it."
-            )
-        elif where == "default" and (param in patched or param in ("eval_steps", "algorithm")):
-            line = (
-                f"{param} is not in the job file nor the log: the platform default {value!r} was "
-                f"assumed, which weakens {weighs}. "
-                + (
-                    f"Add it to the job file or pass --set {param}=..."
-                    if config_given
-                    else f"Pass --config JOB.yaml or --set {param}=..."
-                )
-            )
-        else:
+        if any(param in a and str(value) in a for a in out):  # the engine has said it
             continue
-        if not any(param in a and str(value) in a for a in out):  # the engine may have said it
-            out.append(line)
+        if where == "run" and not config_given:  # with a file, a clash is config finding C006
+            from_log.append(f"{param}={value!r} ({weighs})")
+        elif where == "default" and (param in patched or param in ("eval_steps", "algorithm")):
+            how = "add it to the job file or pass" if config_given else "pass --config JOB.yaml or"
+            out.append(
+                f"{param} is not in the job file nor the log: the platform default {value!r} was "
+                f"assumed, which weakens {weighs}; {how} --set {param}=..."
+            )
+    if from_log:
+        out.append(
+            "Without --config, these were taken from the run's log: " + "; ".join(from_log) + "."
+        )
     return out
 
 

@@ -52,7 +52,7 @@ def test_without_config_the_assumptions_say_what_was_taken(tmp_path) -> None:
     write_verl_jsonl(metrics, 400, "kl_blowup")
     d = diagnose(metrics)
     text = " ".join(d.assumptions)
-    assert "eval_steps=20 was taken from the run's log" in text
+    assert "taken from the run's log: eval_steps=20" in text
     assert "kl_loss_coef" in text  # the patched value starts from an assumed default
 
 
@@ -73,3 +73,16 @@ def test_batch_keeps_order_and_returns_errors_in_place(tmp_path) -> None:
     assert [o.model_dump() if isinstance(o, Diagnosis) else str(o) for o in serial] == [
         o.model_dump() if isinstance(o, Diagnosis) else str(o) for o in out
     ]
+
+
+def test_save_interval_from_the_log_means_saving_by_steps(tmp_path) -> None:
+    from report_helpers import HP, Judgement, make_rules, make_run
+
+    from advisor.api import assemble
+
+    hp = {**HP, "save_strategy": "epoch", "save_steps": 100, "save_total_limit": 3}
+    origin = {"save_steps": "run", "save_strategy": "default", "save_total_limit": "default"}
+    d = assemble(make_run(), hp, Judgement([]), origin=origin, rules=make_rules())
+    assert d.checkpoint["kept_steps"] == [200, 300, 400]
+    assert any("saving by steps was assumed" in a for a in d.assumptions)
+    assert any("save_total_limit is not in the job file" in a for a in d.assumptions)
