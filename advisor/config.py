@@ -680,6 +680,8 @@ class _Walker(_Pass):
                     if k == "type"
                     else FieldSpec(type="str")
                 )
+                if k == "type" and isinstance(sub, str):  # DatasetType.TRAINING / "Training"
+                    sub = sub.split(".")[-1].lower()
                 ds[k] = self.value(f"{ipath}.{k}", sub, spec, sub_line)
             if m is not None:
                 self.out["datasets"].append({k: v for k, v in ds.items() if v is not None})

@@ -769,6 +769,13 @@ def validate_job(
 
     loaded = load_config(path, sets, hints=hints, training_samples=training_samples)
     found = loaded.findings + check(loaded)
+    notes = list(loaded.notes)
+    model = loaded.config.model
+    kind, params_b, active_b = model_scale(model)
+    if model and kind != "unknown" and model.strip().lower() not in rulebook().models:
+        size = f"{fmt(params_b)}B" if params_b else "size unknown"
+        active = f", {fmt(active_b)}B active" if active_b else ""
+        notes.append(f"model {model} read from its name as {kind} ({size}{active}): a heuristic")
     if profile:
         found += compare_profile(loaded, profile)
     if previous is not None:
@@ -780,6 +787,6 @@ def validate_job(
         status="issues" if worst >= Severity.warning.rank else "healthy",
         config_findings=found,
         hyper_parameters=loaded.hyper_parameters,
-        assumptions=list(loaded.notes),
+        assumptions=notes,
     )
     return loaded, diag
