@@ -193,3 +193,28 @@ def test_committed_corpus_is_the_generators_output(tmp_path: Path) -> None:
 def test_p6_keeps_evaluations_after_the_peak(seed: int, n_steps: int) -> None:
     run = make_run("P6", seed, n_steps=n_steps)
     assert (run.val_steps > run.label["onset_step"]).sum() >= 4
+
+
+@given(family=st.sampled_from(FAMILIES), seed=st.integers(0, 10_000),
+       n_steps=st.integers(100, 600), fmt=st.sampled_from(["verl-console", "verl-jsonl",
+                                                             "wandb-csv", "trl-state"]))
+@settings(max_examples=30, deadline=None)
+def test_every_family_writes_in_every_format(tmp_path_factory: pytest.TempPathFactory,
+                                             family: str, seed: int, n_steps: int,
+                                             fmt: str) -> None:
+    framework = "trl" if fmt == "trl-state" else "verl"
+    if family in ("SLOW", "OOM") and framework == "trl":
+        framework = "verl"
+        fmt = "verl-console"
+    run = make_run(family, seed, n_steps=n_steps, fmt=fmt, framework=framework)
+    out = tmp_path_factory.mktemp("w")
+    metrics = write_run(run, out / run.run_id)
+    text = metrics.read_text()
+    if fmt == "verl-jsonl":
+        assert len([json.loads(x) for x in text.splitlines()]) >= len(run.steps)
+    elif fmt == "wandb-csv":
+        assert len(list(csv.DictReader(text.splitlines()))) >= len(run.steps) // run.logging_steps
+    elif fmt == "trl-state":
+        assert json.loads(text)["global_step"] == run.label["last_step"]
+    else:
+        assert text.count(" step:") >= len(run.steps)
