@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -566,10 +566,15 @@ def run_harness(
     real_labels: Path | None = None,
     workers: int = 1,
     predictor: Predictor | None = None,
+    use_config: bool = True,
 ) -> HarnessReport:
+    """Score a corpus (and the public runs). `use_config=False` judges every run without its
+    job.yaml, as a user without `--config` would (hyperparameters from the log only)."""
     corpus = None
     if corpus_dir is not None:
         cases = discover(corpus_dir)
+        if not use_config:
+            cases = [replace(c, config=None) for c in cases]
         preds = predict_all(cases, workers, predictor)
         corpus = score(cases, preds, corpus=_display_path(corpus_dir))
     real: list[RealRunScore] = []

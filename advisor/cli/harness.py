@@ -41,6 +41,10 @@ def harness(
     table: Annotated[
         bool, typer.Option("--table", help="Print only the README results table (Markdown).")
     ] = False,
+    use_config: Annotated[
+        bool,
+        typer.Option("--config/--no-config", help="Judge runs with their job.yaml (default)."),
+    ] = True,
 ) -> None:
     """Score the advisor on a labelled corpus (and the public runs)."""
     from advisor import harness as h
@@ -51,7 +55,7 @@ def harness(
     rdir = (real_dir or h.default_real_dir()) if real else None
     if real and real_dir is None and rdir is None and corpus is None:
         raise InputError("harness --real: ../shared/real_runs/labelled not found; pass --real-dir")
-    rep = h.run_harness(corpus, rdir, real_labels, workers)
+    rep = h.run_harness(corpus, rdir, real_labels, workers, use_config=use_config)
     if table and rep.corpus is not None:
         text = "\n".join(h.results_table(rep.corpus)) + "\n"
     elif output_format == OutputFormat.json:

@@ -78,6 +78,20 @@ def test_false_alarms_misses_and_acceptable(corpus: Path) -> None:
     assert any("p1a: P1 onset 400" in f for f in s.failures)
 
 
+def test_no_config_judges_without_the_job_file(tmp_path: Path) -> None:
+    d = _label_dir(tmp_path, "r", ["P1"], 1)
+    (d / "job.yaml").write_text("training: {hyper_parameters: {eval_steps: 10}}\n")
+    seen: list[Path | None] = []
+
+    def spy(metrics: Path, config: Path | None) -> h.Prediction:
+        seen.append(config)
+        return h.Prediction("r")
+
+    h.run_harness(tmp_path, predictor=spy)
+    h.run_harness(tmp_path, predictor=spy, use_config=False)
+    assert seen == [d / "job.yaml", None]
+
+
 def test_advisor_errors_are_counted_not_raised(corpus: Path) -> None:
     def broken(metrics: Path, config: Path | None) -> h.Prediction:
         return h.Prediction(metrics.parent.name, error="input: bad")
