@@ -53,6 +53,7 @@ def render_all(dest: Path) -> list[Path]:
 
     dest.mkdir(parents=True, exist_ok=True)
     written = []
+    verdicts: dict[str, str] = {}
     for name, run_id in RUNS.items():
         run_dir = CORPUS / run_id
         d = diagnose(_metrics_file(run_dir), config=run_dir / "job.yaml")
@@ -60,11 +61,17 @@ def render_all(dest: Path) -> list[Path]:
         out = dest / f"{name}.md"
         out.write_text(text, encoding="utf-8")
         written.append(out)
-    (dest / "README.md").write_text(_index(), encoding="utf-8")
+        verdicts[name] = _verdict(text)
+    (dest / "README.md").write_text(_index(verdicts), encoding="utf-8")
     return written
 
 
-def _index() -> str:
+def _verdict(report: str) -> str:
+    line = next((ln for ln in report.splitlines() if ln.startswith("**Verdict:**")), "")
+    return line.removeprefix("**Verdict:**").strip().replace("|", "/")
+
+
+def _index(verdicts: dict[str, str]) -> str:
     lines = [
         "# Example reports",
         "",
@@ -72,10 +79,13 @@ def _index() -> str:
         "`tests/corpus/test_reports.py` fails when they are stale). Each is the output of",
         "`rl-advisor diagnose <run> --config <run>/job.yaml --output reports/<ID>.md`.",
         "",
-        "| report | run (sample_metrics/corpus/) |",
-        "|---|---|",
+        "| report | run (sample_metrics/corpus/) | verdict |",
+        "|---|---|---|",
     ]
-    lines += [f"| [{name}]({name}.md) | `{run_id}` |" for name, run_id in RUNS.items()]
+    lines += [
+        f"| [{name}]({name}.md) | `{run_id}` | {verdicts.get(name, '')} |"
+        for name, run_id in RUNS.items()
+    ]
     return "\n".join(lines) + "\n"
 
 
