@@ -60,7 +60,7 @@ def test_batch_keeps_order_and_returns_errors_in_place(tmp_path) -> None:
     paths = []
     for i, kind in enumerate(["healthy", "nan_crash", "kl_blowup"]):
         p = tmp_path / f"r{i}.jsonl"
-        write_verl_jsonl(p, 300, kind, seed=i)
+        write_verl_jsonl(p, 200, kind, seed=i)
         paths.append(p)
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not a log\n")
