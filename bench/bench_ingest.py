@@ -93,14 +93,20 @@ def main() -> None:
             return pl.read_ndjson(files["flat_jsonl"])
 
         print(f"{args.steps} steps x {args.metrics} metrics, median of {args.repeat} paired runs")
-        for name in ("console", "verl_jsonl", "flat_jsonl"):
+        cases = [
+            ("console", base, "flat JSONL"),
+            ("verl_jsonl", base, "flat JSONL"),
+            ("verl_jsonl", lambda: pl.read_ndjson(files["verl_jsonl"]), "same file"),
+            ("flat_jsonl", base, "flat JSONL"),
+        ]
+        for name, baseline, what in cases:
             run = load_run(files[name])
             assert run.steps == args.steps, (name, run.steps)
-            b, t, ratio = paired(base, lambda name=name: load_run(files[name]), args.repeat)
+            b, t, ratio = paired(baseline, lambda name=name: load_run(files[name]), args.repeat)
             flag = "ok" if ratio <= 1.5 else "SLOW (target <= 1.5x)"
             print(
-                f"  load_run {name:<12} {t * 1000:7.1f} ms   polars.read_ndjson {b * 1000:7.1f} ms"
-                f"   ratio {ratio:5.2f}x  {flag}"
+                f"  load_run {name:<12} {t * 1000:7.1f} ms   polars.read_ndjson ({what:<10}) "
+                f"{b * 1000:7.1f} ms   ratio {ratio:5.2f}x  {flag}"
             )
 
         pq = d / "big.parquet"
