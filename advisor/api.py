@@ -216,8 +216,15 @@ def _restart_step(findings: Sequence[Finding], checkpoint: Mapping[str, Any] | N
 def _points(run: Run, metric: str) -> list[tuple[int, float]]:
     if metric not in run.frame.columns or "step" not in run.frame.columns:
         return []
-    sub = run.frame.select("step", metric).drop_nulls()
-    return list(zip(sub["step"].to_list(), sub[metric].cast(float).to_list(), strict=True))
+    # Plain Series access: a select/drop_nulls query costs ~1 ms of planning per call.
+    col = run.frame.get_column(metric)
+    if not col.dtype.is_numeric():
+        return []
+    steps = run.frame.get_column("step").to_list()
+    values = col.to_list()
+    return [
+        (s, float(v)) for s, v in zip(steps, values, strict=True) if v is not None and s is not None
+    ]
 
 
 def _series(
