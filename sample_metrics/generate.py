@@ -255,7 +255,7 @@ def _base_series(k: dict[str, Any], hp: dict[str, Any], rng: np.random.Generator
         _ar1(rng, n, 0.04, 0.6)
     )
     cap = hp["max_length"] - hp["max_prompt_length"]
-    l0 = float(rng.uniform(150, 0.45 * cap))
+    l0 = float(rng.uniform(100, 0.45 * cap))  # dstack PPO gsm8k: ~130 tokens
     drift = float(rng.uniform(0.8, 1.4))
     s["response_length"] = l0 * (1 + (drift - 1) * t / n) * np.exp(_ar1(rng, n, 0.03, 0.7))
     trunc0 = float(rng.uniform(0.0, 0.02))
@@ -263,7 +263,7 @@ def _base_series(k: dict[str, Any], hp: dict[str, Any], rng: np.random.Generator
                                    0, 1)
     s["prompt_truncation_rate"] = np.zeros(n)
     s["lr"] = _lr_curve(hp, steps, total)
-    step_t = float(rng.uniform(10, 120))
+    step_t = float(rng.uniform(5, 120))  # TinyZero 0.5B: ~5.6 s; dstack 7B PPO: ~10.6 s
     gen_frac = float(rng.uniform(0.3, 0.55))
     scale = s["response_length"] / l0
     s["rollout_time"] = step_t * gen_frac * scale * np.exp(rng.normal(0, 0.05, n))
@@ -589,8 +589,8 @@ def _healthy(variant: str, s: dict[str, np.ndarray], k: dict[str, Any], hp: dict
     elif variant == "saturated":
         # verl PPO gsm8k (dstack): reward ~0.94, entropy ~0.03, ppo_kl ~5e-4, grad_norm ~2.2.
         s["reward_mean"] = np.full(n, float(rng.uniform(0.9, 0.95)))
-        s["entropy"] = 0.03 * np.exp(rng.normal(0, 0.1, n))
-        s["grad_norm"] = 2.2 * np.exp(rng.normal(0, 0.12, n))
+        s["entropy"] = float(rng.uniform(0.02, 0.05)) * np.exp(rng.normal(0, 0.1, n))
+        s["grad_norm"] = float(rng.uniform(1.5, 3.0)) * np.exp(rng.normal(0, 0.12, n))
         s["pg_clipfrac"] = 0.01 * np.exp(rng.normal(0, 0.3, n))
         s["_noise"] *= 0.4
 
