@@ -71,3 +71,13 @@ def test_amount_stays_in_range(lo: float, width: float, s: float) -> None:
     amount = remedy.choose_amount(spec, s)
     tol = abs(lo) * 0.05 + abs(width) * 0.05 + 0.5  # 2 significant digits or whole units
     assert lo - tol <= amount <= lo + width + tol
+
+
+@settings(max_examples=40, deadline=None)
+@given(hp=jobs(), fid=st.sampled_from(sorted(SPECS)), strength=st.floats(0, 1))
+def test_no_new_static_warning_with_the_real_rules(hp: dict, fid: str, strength: float) -> None:
+    # The config rulebook (advisor.static) is the anti-pattern source in production.
+    res = remedy.plan([finding(fid, strength=strength)], hp, RULES)
+    before = remedy.static_anti_patterns(hp)
+    after = remedy.static_anti_patterns(res.patch.hyper_parameters)
+    assert {x.split(":")[0] for x in after - before} <= {x.split(":")[0] for x in before}
