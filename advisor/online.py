@@ -115,7 +115,11 @@ class Advisor:
         self._planned: dict[tuple[str, int | None], Finding] = {}
         self._extra: frozenset[str] = frozenset()  # tracked names outside the vocabulary
         self._plans: dict[tuple[str, ...], Any] = {}  # key set -> name mapping (bounded)
-        self._series: dict[str, _Thinned] = {}  # canonical metric -> thinned history (plots)
+        self._series: dict[str, _Thinned] = {}
+        self._stride = 1  # the widest stride of the thinned curves
+        self._next_sample = -(
+            2**62
+        )  # the next step the plot history samples  # canonical metric -> thinned history (plots)
         self.ending: RunEnding | None = None
         self.applied: list[tuple[Finding, Action]] = []
 
@@ -301,11 +305,21 @@ class Advisor:
         return plan
 
     def _track(self, step: int, row: Mapping[str, float | None]) -> None:
-        for name in _TRACKED.intersection(row):
-            series = self._series.get(name)
-            if series is None:
-                series = self._series[name] = _Thinned()
-            series.add(step, row[name])
+        # The plot history is sampled at the thinned curves' stride: most steps of a long run
+        # skip it (validation points, being rare, are always offered).
+        if step >= self._next_sample:
+            for name in _TRACKED.intersection(row):
+                series = self._series.get(name)
+                if series is None:
+                    series = self._series[name] = _Thinned()
+                if series.add(step, row[name]) and series.stride > self._stride:
+                    self._stride = series.stride
+            self._next_sample = step + self._stride
+        elif "val_reward" in row:
+            series = self._series.get("val_reward") or self._series.setdefault(
+                "val_reward", _Thinned()
+            )
+            series.add(step, row["val_reward"])
         # Checkpoint advice needs only the best and the last evaluation: keep those two, not
         # the series, so memory stays flat however long the run.
         value = row.get("val_reward")
@@ -530,17 +544,20 @@ class _Thinned:
         self.steps: list[int] = []
         self.values: list[float | None] = []
 
-    def add(self, step: int, value: float | None) -> None:
+    def add(self, step: int, value: float | None) -> bool:
+        """Keep (step, value) if it is a stride past the last kept point; True if it thinned."""
         if self.steps and step - self.steps[-1] < self.stride:
-            return
+            return False
         self.steps.append(step)
         self.values.append(value)
-        if len(self.steps) >= self.cap:
-            # thin the middle; the first and the newest points stay
-            last = len(self.steps) - 1
-            self.steps = [s for i, s in enumerate(self.steps) if i % 2 == 0 or i == last]
-            self.values = [v for i, v in enumerate(self.values) if i % 2 == 0 or i == last]
-            self.stride *= 2
+        if len(self.steps) < self.cap:
+            return False
+        # thin the middle; the first and the newest points stay
+        last = len(self.steps) - 1
+        self.steps = [s for i, s in enumerate(self.steps) if i % 2 == 0 or i == last]
+        self.values = [v for i, v in enumerate(self.values) if i % 2 == 0 or i == last]
+        self.stride *= 2
+        return True
 
 
 def _key(finding: Finding) -> tuple[str, int | None]:
