@@ -168,7 +168,7 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
 
 
 _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
-_STEP_BEFORE = frozenset(" \t)]>|`*")
+_STEP_BEFORE = frozenset(" \t)]>|`*:[(")
 
 
 def _verl_step(line: str, at: int) -> tuple[int, str] | None:
@@ -182,6 +182,7 @@ def _verl_step(line: str, at: int) -> tuple[int, str] | None:
                 payload = line[dash + 3 :].strip()
                 if payload.endswith("across cluster]"):  # Ray's log dedup suffix
                     payload = _REPEATED.sub("", payload)
+                payload = payload.rstrip("`|")  # pasted in Markdown code or a table cell
                 return (int(num), payload) if payload else None
         at = line.find("step:", at + 5)
     return None

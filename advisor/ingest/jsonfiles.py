@@ -166,6 +166,10 @@ def read_json(path: Path, source: str, text: str) -> Run:
         return _log_history(doc["log_history"], source, doc, "trl-state")
     if isinstance(doc, list) and doc and all(isinstance(r, dict) for r in doc):
         return _log_history(doc, source, None, "trl-log-history")
+    if isinstance(doc, dict) and _columnar(doc):  # {"step": [...], "reward": [...]}
+        n = len(next(iter(doc.values())))
+        rows = [{k: v[i] for k, v in doc.items()} for i in range(n)]
+        return _log_history(rows, source, None, "json")
     if isinstance(doc, dict) and ("step" in doc or "data" in doc):
         return _log_history([doc], source, None, "json")
     raise InputError(
@@ -214,6 +218,11 @@ def _log_history(entries: list[Any], source: str, state: dict[str, Any] | None, 
             message="global_step reached max_steps",
         )
     return build_run(df, source=source, fmt=fmt, hints=hints, ending=ending, warnings=warnings)
+
+
+def _columnar(doc: dict[str, Any]) -> bool:
+    lists = [v for v in doc.values() if isinstance(v, list)]
+    return bool(lists) and len(lists) == len(doc) and len({len(v) for v in lists}) == 1
 
 
 def _int(v: Any) -> int | None:

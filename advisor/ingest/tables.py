@@ -57,11 +57,15 @@ def _table(df: Any, source: str, fmt: str) -> Run:
         fmt = "wandb-csv"
     key = step_key(df.columns)
     if key is None:
-        raise InputError(
-            f"{source}:1: expected a step column (step, _step, Step, global_step ...), "
-            f"found {', '.join(df.columns[:6])}"
-        )
-    if key != "step":
+        numeric = [c for c, t in df.schema.items() if t.is_numeric()]
+        if not numeric:
+            raise InputError(
+                f"{source}:1: expected a step column (step, _step, Step, global_step ...) "
+                f"and numeric metrics, found {', '.join(df.columns[:6])}"
+            )
+        warnings.append(f"{source}: no step column; rows numbered 1..{df.height}")
+        df = df.with_row_index("step", offset=1)
+    elif key != "step":
         if "step" in df.columns:
             df = df.rename({"step": "step_original"})
         df = df.with_columns(pl.col(key).alias("step"))

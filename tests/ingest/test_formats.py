@@ -202,3 +202,25 @@ def test_tsv_and_ray_dedup_suffix(tmp_path: Path) -> None:
         "(TaskRunner pid=1) step:2 - critic/score/mean:0.6\n"
     )
     assert load_run(log).frame["reward_mean"].to_list() == pytest.approx([0.5, 0.6])
+
+
+R2 = "critic/score/mean:0.2\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "steps"),
+    [
+        ("logger.log", "INFO:a:step:1 - critic/score/mean:0.1\nINFO:a:step:2 - " + R2, [1, 2]),
+        ("issue.md", "```\n`step:1 - critic/score/mean:0.1`\n> step:2 - " + R2 + "```\n", [1, 2]),
+        ("cols.json", '{"step": [1, 2], "critic/score/mean": [0.1, 0.2]}', [1, 2]),
+        ("nostep.csv", "critic/score/mean,actor/entropy\n0.1,1.0\n0.2,0.9\n", [1, 2]),
+    ],
+)  # fmt: skip
+def test_more_shapes_users_hand_over(
+    tmp_path: Path, name: str, text: str, steps: list[int]
+) -> None:
+    p = tmp_path / name
+    p.write_text(text)
+    run = load_run(p)
+    assert run.frame["step"].to_list() == steps
+    assert run.frame["reward_mean"].to_list() == pytest.approx([0.1, 0.2])
