@@ -71,7 +71,8 @@ def _register() -> None:
 def main(argv: list[str] | None = None) -> int:
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        # Without standalone mode click returns a command's exit code instead of exiting.
+        rv = app(args=argv, standalone_mode=False)
     except InputError as err:
         typer.echo(f"rl-advisor: error: {err}", err=True)
         return Exit.UNUSABLE
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         typer.echo(f"rl-advisor: internal error: {type(err).__name__}: {err}", err=True)
         return Exit.UNUSABLE
-    return Exit.OK
+    return rv if isinstance(rv, int) else Exit.OK
 
 
 if __name__ == "__main__":
