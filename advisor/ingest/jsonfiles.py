@@ -120,7 +120,18 @@ def _flat_record(rec: dict[str, Any]) -> dict[str, Any]:
         out = {k: _num(v) for k, v in data.items()}
         out["step"] = rec.get("step", data.get("step"))
         return out
-    return {k: _num(v) if k not in STEP_KEYS else v for k, v in rec.items()}
+    flat = _nested_keys(rec)
+    return {k: _num(v) if k not in STEP_KEYS else v for k, v in flat.items()}
+
+
+def _nested_keys(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_nested_keys(v, f"{prefix}{k}/"))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def _num(v: Any) -> Any:
@@ -144,7 +155,7 @@ def _records_frame(df: Any, source: str, warnings: list[str], fmt: str = "jsonl"
         step = df["step"] if "step" in df.columns else None
         df = data if step is None or "step" in data.columns else data.with_columns(step)
         fmt = "verl-jsonl"
-    df = df.select([c for c, t in df.schema.items() if not isinstance(t, pl.Struct | pl.List)])
+    df = _flatten_structs(df)
     key = step_key(df.columns)
     if key is None:
         warnings = [*warnings, f"{source}: no step field; records numbered 1..{df.height}"]
@@ -153,6 +164,24 @@ def _records_frame(df: Any, source: str, warnings: list[str], fmt: str = "jsonl"
         df = df.rename({"step": "step_original"}) if "step" in df.columns else df
         df = df.with_columns(pl.col(key).alias("step"))
     return build_run(df, source=source, fmt=fmt, warnings=warnings)
+
+
+def _flatten_structs(df: Any) -> Any:
+    """Nested objects ({"train": {"loss": 1}}) become `train/loss` columns; lists are dropped."""
+    import polars as pl
+
+    while any(isinstance(t, pl.Struct) for t in df.schema.values()):
+        cols = []
+        for name, dtype in df.schema.items():
+            if isinstance(dtype, pl.Struct):
+                cols += [
+                    pl.col(name).struct.field(f.name).alias(f"{name}/{f.name}")
+                    for f in dtype.fields
+                ]
+            else:
+                cols.append(pl.col(name))
+        df = df.select(cols)
+    return df.select([c for c, t in df.schema.items() if not isinstance(t, pl.List | pl.Array)])
 
 
 def read_json(path: Path, source: str, text: str) -> Run:

@@ -224,3 +224,14 @@ def test_more_shapes_users_hand_over(
     run = load_run(p)
     assert run.frame["step"].to_list() == steps
     assert run.frame["reward_mean"].to_list() == pytest.approx([0.1, 0.2])
+
+
+def test_nested_jsonl_objects_become_slash_keys(tmp_path: Path) -> None:
+    p = tmp_path / "nested.jsonl"
+    p.write_text(
+        '{"step": 1, "critic": {"score": {"mean": 0.1}}, "tags": [1]}\n'
+        '{"step": 2, "critic": {"score": {"mean": 0.2}}, "tags": [2]}\n'
+    )
+    run = load_run(p)
+    assert run.frame["reward_mean"].to_list() == pytest.approx([0.1, 0.2])
+    assert "critic/score/mean" in run.frame.columns
