@@ -397,7 +397,7 @@ def _why_not(
         return "its parameters are unknown for this job"
     if changes and all(c.from_ == c.to for c in changes):
         c = changes[0]
-        return f"{c.param} is already at {c.to!r}" + (f" ({c.note})" if c.note else "")
+        return f"{c.param} is already at {_v(c.to)}" + (f" ({c.note})" if c.note else "")
     return _anti_pattern(changes[0], hp, check, before) if changes else None
 
 
@@ -413,7 +413,7 @@ def _anti_pattern(
     _implied(change, patched)
     after = check(patched)
     new = after - before
-    what = f"{change.param} -> {change.to!r}"
+    what = f"{change.param} -> {_v(change.to)}"
     if new:
         return f"{what} would create an anti-pattern ({', '.join(sorted(new))})"
     kept = sorted(x for x in after & before if x.endswith(f":{change.param}"))
@@ -586,10 +586,10 @@ def _patch(
         applied += _implied(c, patched)
     for c in applied[1:]:
         notes.append(
-            f"{c.param} -> {c.to!r} goes with {first[0].param} -> {first[0].to!r}: {c.note}"
+            f"{c.param} -> {_v(c.to)} goes with {first[0].param} -> {_v(first[0].to)}: {c.note}"
         )
     repairs = repair_couplings(patched, {c.param for c in applied})
-    notes += [f"{c.param} -> {c.to!r}: {c.note}" for c in repairs]
+    notes += [f"{c.param} -> {_v(c.to)}: {c.note}" for c in repairs]
     for c in rest:
         notes.append(
             f"{f.id} also moves {c.param}; changed one variable at a time (knowledge.md §4), "
