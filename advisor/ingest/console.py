@@ -1,10 +1,10 @@
 """Console text: verl `step:N - k:v - ...` lines, TRL/transformers dict lines, OpenRLHF and
 slime `step N: {...}` lines, ROLL `metrics_tag: {...}` lines, amid any other output.
 
-One streaming pass over the file (never read twice): lines are classified with cheap substring
-tests before any regex. verl payloads are only collected here; splitting them into key/value
-pairs and pivoting to columns is done in polars, which is what keeps a 2,000-step x 150-metric
-log close to the cost of polars reading the same data as JSONL.
+One streaming pass over the file in 8 MB chunks (never read twice, never held whole): lines
+are classified with cheap substring tests before any regex. verl payloads are only collected
+here; splitting them into key/value pairs is done in polars and the columns are laid out with
+numpy (`_payloads_to_frame`), several times faster than parsing pairs in Python.
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ _PAIR = re.compile(
 )
 _WRAPPED = re.compile(r"^(?:np\.\w+|tensor|torch\.tensor)\(\s*([^,)]*)")
 _TRL_ARG = re.compile(r"\b(" + "|".join(hint_map.TRL_ARGS) + r")\s*=\s*([^,\s)]+)")
+_OVERRIDE_ROOTS = re.compile(r"\b(?:actor_rollout_ref|data|trainer|algorithm|critic)\.\w")
+_OVERRIDE = re.compile(
+    r"(?:^|\s|\+)((?:actor_rollout_ref|data|trainer|algorithm|critic)(?:\.\w+)+)=(\S+)"
+)
 _TRL_KEYS = ("loss", "reward", "grad_norm", "learning_rate", "train_runtime", "epoch")
 _CHUNK = 8 << 20
 
@@ -48,6 +52,7 @@ class _State:
     config_depth: int = 0
     configs: list[str] = field(default_factory=list)
     trl_args: dict[str, str] = field(default_factory=dict)
+    overrides: dict[str, str] = field(default_factory=dict)  # verl's key.path=value arguments
     tqdm: int | None = None
     marks: list[tuple[int, int | None]] = field(default_factory=list)  # (n, total) at log lines
     total: int | None = None
@@ -161,8 +166,11 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
         m = _TOTAL.search(line)
         if m:
             st.total = int(m.group(1).replace(",", ""))
-    elif "=" in line and not st.dict_rows:
-        for name, value in _TRL_ARG.findall(line):
+    elif "=" in line and not st.dict_rows and not st.verl_payloads:
+        if _OVERRIDE_ROOTS.search(line):  # a verl command line: data.train_batch_size=256 ...
+            for key, value in _OVERRIDE.findall(line):
+                st.overrides.setdefault(key, value)
+        for name, value in _TRL_ARG.findall(line):  # TRL's printed arguments
             st.trl_args.setdefault(name, value)
     st.ending.feed(line, lineno, st.last_step)
 
@@ -344,6 +352,7 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _config_hints(st: _State) -> dict[str, Any]:
+    """verl's printed config dump if there is one, else its command-line overrides."""
     import ast
 
     for text in st.configs:
@@ -355,7 +364,32 @@ def _config_hints(st: _State) -> dict[str, Any]:
             k in cfg for k in ("actor_rollout_ref", "trainer", "data", "algorithm")
         ):
             return hint_map.verl_hints(cfg)
+    if st.overrides:
+        return hint_map.verl_hints(_nest(st.overrides))
     return {}
+
+
+def _nest(flat: dict[str, str]) -> dict[str, Any]:
+    """{'data.train_batch_size': '256'} -> {'data': {'train_batch_size': 256}}."""
+    import ast
+
+    out: dict[str, Any] = {}
+    for key, raw in flat.items():
+        text = raw.strip().rstrip("\\").strip("'\"")
+        try:
+            value: Any = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            value = {"true": True, "false": False}.get(text.lower(), text)
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            nxt = node.setdefault(part, {})
+            if not isinstance(nxt, dict):
+                break
+            node = nxt
+        else:
+            node[leaf] = value
+    return out
 
 
 def _finish_verl(st: _State) -> Run:

@@ -235,3 +235,19 @@ def test_nested_jsonl_objects_become_slash_keys(tmp_path: Path) -> None:
     run = load_run(p)
     assert run.frame["reward_mean"].to_list() == pytest.approx([0.1, 0.2])
     assert "critic/score/mean" in run.frame.columns
+
+
+def test_verl_hints_from_command_line_overrides(tmp_path: Path) -> None:
+    p = tmp_path / "run.log"
+    p.write_text(
+        "+ python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo \\\n"
+        "    data.train_batch_size=128 data.max_prompt_length=1024 \\\n"
+        "    data.max_response_length=2048 \\\n"
+        "    actor_rollout_ref.actor.optim.lr=1e-6 actor_rollout_ref.rollout.n=5 \\\n"
+        "    trainer.test_freq=5 trainer.total_epochs=2\n"
+        "(TaskRunner pid=1) step:1 - critic/score/mean:0.1\n"
+    )
+    hints = load_run(p).config_hints
+    assert hints["algorithm"] == "grpo" and hints["n_rollouts"] == 5
+    assert hints["batch_size"] == 128 and hints["max_length"] == 3072
+    assert hints["learning_rate"] == 1e-6 and hints["eval_steps"] == 5
