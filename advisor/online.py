@@ -112,6 +112,9 @@ class Advisor:
         self._pending: tuple[int, Mapping[str, Any]] | None = None  # held by partial=True
         self._val_best: tuple[int, float] | None = None
         self._val_last: tuple[int, float] | None = None
+        self._val_prev: int | None = None  # validation cadence: last step, gap counts, count
+        self._val_gaps: dict[int, int] = {}
+        self._val_n = 0
         self._planned: dict[tuple[str, int | None], Finding] = {}
         self._extra: frozenset[str] = frozenset()  # tracked names outside the vocabulary
         self._plans: dict[tuple[str, ...], Any] = {}  # key set -> name mapping (bounded)
@@ -323,11 +326,34 @@ class Advisor:
         # Checkpoint advice needs only the best and the last evaluation: keep those two, not
         # the series, so memory stays flat however long the run.
         value = row.get("val_reward")
-        if value is None or not math.isfinite(value):
+        if value is None:
+            return
+        self._cadence(step)
+        if not math.isfinite(value):
             return
         self._val_last = (step, value)
         if self._val_best is None or value > self._val_best[1]:
             self._val_best = (step, value)
+
+    def _cadence(self, step: int) -> None:
+        """The validation cadence, as the reader infers eval_steps from it (gap counts only)."""
+        if step <= 0:
+            return  # a validation before training says nothing of the cadence
+        if self._val_prev is not None and (
+            len(self._val_gaps) < _MAX_PLANS or step - self._val_prev in self._val_gaps
+        ):
+            gap = step - self._val_prev
+            self._val_gaps[gap] = self._val_gaps.get(gap, 0) + 1
+        self._val_prev = step
+        self._val_n += 1
+
+    def _reported_hints(self) -> dict[str, Any]:
+        hints = dict(self._hints)
+        if "eval_steps" not in hints and self._val_n >= 2 and self._val_gaps:
+            gap, n = max(self._val_gaps.items(), key=lambda kv: kv[1])  # first on ties
+            if gap > 0 and n >= max(1, (self._val_n - 1) // 2):
+                hints["eval_steps"] = gap
+        return hints
 
     def _drop(self, step: int) -> None:
         self._dropped += 1
@@ -460,7 +486,7 @@ class Advisor:
             first_step=self._first_step,
             last_step=self._last_step,
             metrics=[m for m in CANONICAL_METRICS if m in self._seen],
-            config_hints=dict(self._hints),
+            config_hints=self._reported_hints(),
             ending=self.ending,
             warnings=self._all_warnings(),
         )
@@ -493,6 +519,7 @@ class Advisor:
             origin=dict(getattr(loaded, "origin", {}) or {}),
             training_samples=self._training_samples,
             rules=self._rules,
+            config_given=self._config_path is not None,
         )
         return d.model_copy(update={"run": self.run_info()})
 

@@ -132,3 +132,30 @@ def test_watch_rejects_a_directory_without_a_log(
     code, out, err = _watch([str(tmp_path), "--idle", "0.1"], capsys)
     assert code == 2
     assert out == "" and len(err.strip().splitlines()) == 1 and "expected a log file" in err
+
+
+def _jsonl_run(prefix: str) -> Path:
+    runs = [p for p in corpus_runs() if p.name.startswith(prefix) and "verl-jsonl" in p.name]
+    if not runs:
+        pytest.skip(f"no {prefix} verl-jsonl run in the corpus")
+    return runs[0] / "metrics.jsonl"
+
+
+@pytest.mark.parametrize(
+    "log",
+    [lambda: _console_run("div") / "train.log", lambda: _jsonl_run("p6")],
+    ids=["verl-console", "verl-jsonl"],
+)
+def test_watch_json_report_is_the_diagnose_report(
+    log: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = log()  # type: ignore[operator]
+    job = str(path.parent / "job.yaml")
+    assert main(["diagnose", str(path), "--config", job, "--format", "json"]) in (0, 1)
+    batch = json.loads(capsys.readouterr().out)
+    code, out, _ = _watch(
+        [str(path), "--config", job, "--format", "json", "--idle", "0.3", "--poll", "0.05"],
+        capsys,
+    )
+    assert json.loads(out) == batch
+    assert code == (1 if any(f["severity"] == "error" for f in batch["findings"]) else 0)
