@@ -124,6 +124,4 @@ def diagnose(
         write_atomic(output, text)
     else:
         typer.echo(text, nl=False)
-    # SystemExit, not typer.Exit: click returns (not raises) typer.Exit's code when
-    # standalone_mode is off, and main() would then report 0.
-    raise SystemExit(int(exit_code(d, fail_on)))
+    raise typer.Exit(int(exit_code(d, fail_on)))
