@@ -134,13 +134,10 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
             _tqdm(st, line)
         segments = [s for s in line.split("\r") if s.strip()]
         line = segments[-1] if segments else ""
-    prefix = ""
-    if line[:1] == "(" or line[:2] == " (":
-        m = _PREFIX.match(line)
-        if m:
-            prefix, line = m.group(0), line[m.end() :]
-    if st.config_lines is not None and _config_continue(st, prefix, line):
-        return
+    if st.config_lines is not None:
+        prefix, body = _split_prefix(line)
+        if _config_continue(st, prefix, body):
+            return
     at = line.find("step:")
     if at >= 0:
         hit = _verl_step(line, at)
@@ -154,8 +151,9 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
             st.last_step = step if st.last_step is None else max(st.last_step, step)
             st.last_metric_line = lineno
             return
-    brace = line.find("{")
-    if brace >= 0:
+    if "{" in line:
+        prefix, line = _split_prefix(line)
+        brace = line.find("{")
         if "it/s]" in line[:brace] or "s/it]" in line[:brace]:  # a bar glued before a dict
             _tqdm(st, line[:brace])
         if _dict_line(st, lineno, line, brace, prefix, last):
@@ -172,7 +170,16 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
                 st.overrides.setdefault(key, value)
         for name, value in _TRL_ARG.findall(line):  # TRL's printed arguments
             st.trl_args.setdefault(name, value)
-    st.ending.feed(line, lineno, st.last_step)
+    st.ending.feed(_split_prefix(line)[1], lineno, st.last_step)
+
+
+def _split_prefix(line: str) -> tuple[str, str]:
+    """("(TaskRunner pid=1) ", rest) for a Ray-prefixed line, ("", line) otherwise."""
+    if line[:1] == "(" or line[:2] == " (":
+        m = _PREFIX.match(line)
+        if m:
+            return m.group(0), line[m.end() :]
+    return "", line
 
 
 _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")

@@ -178,3 +178,35 @@ def test_arbitrary_text_never_raises_anything_but_input_error(tmp_path: Path, te
     p.write_text(text, encoding="utf-8", errors="surrogatepass")
     with contextlib.suppress(InputError):
         load_run(p)
+
+
+@pytest.mark.parametrize(
+    ("tail", "kind", "message"),
+    [
+        (
+            "(TaskRunner pid=7) Traceback (most recent call last):\n"
+            '(TaskRunner pid=7)   File "x.py", line 1, in <module>\n'
+            "(TaskRunner pid=7) torch.OutOfMemoryError: CUDA out of memory. Tried 2 GiB\n",
+            "oom",
+            "torch.OutOfMemoryError",
+        ),
+        (
+            "[rank3]: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error\n",
+            "nccl",
+            "NCCL",
+        ),
+        ("bash: line 1: 4242 Killed python3 -m verl.trainer.main_ppo\n", "killed", "Killed"),
+        ("Traceback (most recent call last):\nValueError: bad batch\n", "traceback", "ValueError"),
+        ("Job 'raysubmit_1' failed\n", "failed", "failed"),
+    ],
+)
+def test_run_endings(tmp_path: Path, tail: str, kind: str, message: str) -> None:
+    p = tmp_path / "end.log"
+    p.write_text(
+        "(TaskRunner pid=7) step:1 - critic/score/mean:0.1\n"
+        "(WorkerDict pid=8) CUDA out of memory warning, retrying\n"
+        "(TaskRunner pid=7) step:2 - critic/score/mean:0.2\n" + tail
+    )
+    ending = load_run(p).ending
+    assert ending is not None and ending.kind == kind and ending.step == 2
+    assert message in ending.message and ending.line is not None and ending.line > 3
