@@ -61,6 +61,7 @@ class Alerts:
     def run_command(self, f: Finding) -> None:
         """CMD gets the finding's JSON on stdin; its failure is reported, never fatal."""
         payload = f.model_dump_json(by_alias=True)
+        assert self.command is not None
         try:
             done = subprocess.run(
                 self.command,

@@ -59,7 +59,7 @@ def parse_json_line(line: str) -> tuple[int, dict[str, Any]] | None:
         return None
     if not isinstance(obj, dict):
         return None
-    data = obj.get("data") if isinstance(obj.get("data"), dict) else obj
+    data: dict[str, Any] = obj["data"] if isinstance(obj.get("data"), dict) else obj
     key = _step_key(obj) or _step_key(data)
     step = obj.get(key, data.get(key)) if key else None
     if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step):

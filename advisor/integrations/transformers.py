@@ -69,8 +69,9 @@ def hints_from_args(args: Any) -> dict[str, Any]:
         every = g("eval_steps") or g("logging_steps")
         if isinstance(every, int) or (isinstance(every, float) and every >= 1):
             hints["eval_steps"] = int(every)
-    if g("max_prompt_length") and g("max_completion_length"):
-        hints["max_length"] = int(g("max_prompt_length")) + int(g("max_completion_length"))
+    prompt, completion = g("max_prompt_length"), g("max_completion_length")
+    if isinstance(prompt, int) and isinstance(completion, int) and prompt and completion:
+        hints["max_length"] = prompt + completion
     algo = _algorithm(args)
     if algo:
         hints["algorithm"] = algo

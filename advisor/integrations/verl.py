@@ -46,7 +46,7 @@ class TrainingStopped(RuntimeError):
         self.finding = finding
 
 
-def tracking_class(base: type, hook: Hook, *, raise_on_stop: bool = True) -> type:
+def tracking_class(base: Any, hook: Hook, *, raise_on_stop: bool = True) -> type:
     """A subclass of verl's `Tracking` whose `log` also feeds `hook` (after the real backends
     logged, so a failing advisor can never lose a metric)."""
 
@@ -145,7 +145,7 @@ def run_with_advisor(run: Callable[[Any], Any], cfg: Any, hook: Hook) -> Any:
     return result
 
 
-def task_runner_class(base: type | None = None) -> type:
+def task_runner_class(base: Any = None) -> type:
     """A TaskRunner subclass (not yet a Ray actor) whose `run` judges the run as it goes.
 
         from verl.trainer.main_ppo import run_ppo
@@ -156,13 +156,16 @@ def task_runner_class(base: type | None = None) -> type:
     Ray runtime env to configure it inside the actor.
     """
     if base is None:
-        from verl.trainer.main_ppo import TaskRunner as base
+        from verl.trainer.main_ppo import TaskRunner
+
+        base = TaskRunner
+    parent: Any = base
 
     def run(self: Any, config: Any) -> Any:
         hook = make_hook(config)
-        return run_with_advisor(lambda c: base.run(self, c), config, hook)
+        return run_with_advisor(lambda c: parent.run(self, c), config, hook)
 
-    return type("AdvisorTaskRunner", (base,), {"run": run, "__module__": __name__})
+    return type("AdvisorTaskRunner", (parent,), {"run": run, "__module__": __name__})
 
 
 _RUNNER: type | None = None
