@@ -398,7 +398,8 @@ def _why_not(
     if changes and all(c.from_ == c.to for c in changes):
         c = changes[0]
         return f"{c.param} is already at {_v(c.to)}" + (f" ({c.note})" if c.note else "")
-    return _anti_pattern(changes[0], hp, check, before) if changes else None
+    effective = [c for c in changes if c.from_ != c.to]
+    return _anti_pattern(effective[0], hp, check, before) if effective else None
 
 
 def _anti_pattern(
@@ -578,7 +579,8 @@ def _patch(
         notes.append(
             f"{f.id}: the primary action was not used because {r.skipped}; using the fallback."
         )
-    first, rest = r.changes[:1], r.changes[1:]
+    effective = [c for c in r.changes if c.from_ != c.to]  # a part already at its bound waits
+    first, rest = effective[:1], effective[1:]
     applied: list[Change] = []
     for c in first:
         patched[c.param] = c.to

@@ -223,3 +223,10 @@ def test_a_later_finding_covered_by_the_patch_says_so(rules, hp) -> None:
     )
     res = plan([finding("P4", priority=20), finding("DAPO-ENT", "info", 90)], hp, rules)
     assert res.next_steps[-1] == "Then DAPO-ENT (dapo-ent-name, info): covered by the change above."
+
+
+def test_a_part_at_its_bound_does_not_take_the_one_change(rules, hp) -> None:
+    hp["learning_rate"] = 0.0  # P2's lr x0.5 is a no-op; its batch_size x2 is the change
+    res = plan([finding("P2")], hp, rules)
+    assert [c.param for c in res.patch.changes] == ["batch_size"]
+    assert res.patch.kind == "primary"
