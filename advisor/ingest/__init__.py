@@ -140,6 +140,8 @@ def _candidates(d: Path) -> list[Path]:
 
     if is_mlflow_run(d):
         return [d]
+    if d.name == "metrics" and is_mlflow_run(d.parent):  # the run's metrics/ folder itself
+        return [d.parent]
     out: list[Path] = []
     # a TRL output dir: its own trainer_state.json is written last, else the newest checkpoint
     states = [d / "trainer_state.json"] if (d / "trainer_state.json").is_file() else []
@@ -198,7 +200,8 @@ def _load_dir(d: Path) -> Run:
             tried.append(str(err))
             continue
         if len(tried) or cand != d:
-            note = f"read {cand.relative_to(d) if cand != d else '.'} from the folder {d}"
+            where = cand.relative_to(d) if cand.is_relative_to(d) and cand != d else cand
+            note = f"read {where} from the folder {d}"
             return _with_warning(run, note)
         return run
     detail = f" ({'; '.join(tried[:3])})" if tried else ""

@@ -133,7 +133,7 @@ def test_mlflow_run_folder(tmp_path: Path) -> None:
         "1700000002 0.25 2\n1700000004 0.45 4\n"
     )
     (run_dir / "params" / "trainer.test_freq").write_text("2")
-    for target in (run_dir, tmp_path / "mlruns"):
+    for target in (run_dir, tmp_path / "mlruns", run_dir / "metrics"):
         run = load_run(target)
         assert run.format == "mlflow"
         assert run.frame["reward_mean"].to_list() == pytest.approx(REWARD)
