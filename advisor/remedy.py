@@ -466,7 +466,8 @@ def resolve(
         changes = _resolve(ra.primary, "primary", hp, finding.strength)
         reason = _why_not(changes, ra.primary, hp, previous, check, before)
         if reason is None:
-            return Resolved(_action(ra.primary, "primary", changes), changes)
+            shown = [c for c in changes if c.from_ != c.to]
+            return Resolved(_action(ra.primary, "primary", shown), changes)
     else:
         reason = "the rule has no primary action"
     if ra.fallback is None:
