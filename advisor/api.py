@@ -70,6 +70,20 @@ def _static_findings(loaded: Any) -> list[Any]:
     return out
 
 
+def _silenced(ignore: Sequence[str]) -> set[str]:
+    """Finding ids to drop, checked against the symptom rulebook."""
+    ids = {i.strip().upper() for raw in ignore for i in raw.split(",") if i.strip()}
+    rules = _rules()
+    known = {k.upper() for k in rules.by_id} if rules is not None else ids
+    unknown = sorted(ids - known)
+    if unknown:
+        raise InputError(
+            f"--ignore {', '.join(unknown)}: expected finding ids of the rulebook "
+            f"({', '.join(sorted(known))})"
+        )
+    return ids
+
+
 def validate(config: Path | str | None, sets: Sequence[str] = ()) -> Diagnosis:
     """The static checks of a job file alone: the diagnose object with `run` None."""
     loaded = _load_config(config, sets)
@@ -97,13 +111,14 @@ def diagnose(
     from advisor.engine import judge_run
     from advisor.ingest import load_run
 
+    _silenced(ignore)  # a typo in --ignore is an unusable call: say so before any work
     run = load_run(Path(metrics))
     loaded = _load_config(config, sets, run.config_hints, training_samples)
     hp = dict(loaded.hyper_parameters)
     origin = dict(getattr(loaded, "origin", {}) or {})
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
     judgement = judge_run(run, hp, origin=origin)
-    silenced = {i.strip().upper() for raw in ignore for i in raw.split(",") if i.strip()}
+    silenced = _silenced(ignore)
     prev_hp = dict(_load_config(previous).hyper_parameters) if previous is not None else None
     return assemble(
         run,

@@ -154,6 +154,7 @@ def test_short_run_is_insufficient_data(tmp_path, job, capsys) -> None:
         ["{metrics}", "--patched-config", "new.yaml"],
         ["{metrics}", "--format", "html"],
         ["{metrics}", "--fail-on", "sometimes"],
+        ["{metrics}", "--ignore", "P7"],
     ],
 )
 def test_unusable_input_exits_2_with_one_line(tmp_path, job, capsys, args) -> None:
