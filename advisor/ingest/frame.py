@@ -124,14 +124,17 @@ def _canonical_exprs(cols: list[str], skip: set[str]) -> dict[str, pl.Expr]:
     import polars as pl
 
     present = set(cols)
+    # the keys of each canonical name, ranked exactly as names.canonicalize ranks them
+    ranked: dict[str, list[tuple[int, str]]] = {}
+    for col in cols:
+        hit = names.lookup(col)
+        if hit and hit[0] != "val_reward" and col != names.ROLL_TRUNCATION_COUNT:
+            ranked.setdefault(hit[0], []).append((hit[1], col))
     out: dict[str, pl.Expr] = {}
-    for canon, raws in names.ALIASES.items():
+    for canon in names.ALIASES:
         if canon in skip:
             continue
-        # the same order as names.canonicalize: a canonical name that is also a framework key
-        # (TRL's entropy) keeps that key's rank; otherwise it comes first
-        cands = [canon] if canon in present and canon not in raws else []
-        cands += [r for r in raws if r in present]
+        cands = [c for _, c in sorted(ranked.get(canon, []))]
         exprs = []
         for raw in cands:
             e = pl.col(raw)

@@ -152,7 +152,17 @@ def _lookup(raw: str) -> tuple[str, int] | None:
         return "val_reward", val
     if raw == ROLL_TRUNCATION_COUNT:
         return "truncation_rate", 50
+    for prefix in ("train/", "train_"):  # TRL through W&B / TensorBoard: train/<TRL key>
+        if raw.startswith(prefix):
+            inner = _RAW_TO_CANON.get(raw[len(prefix) :])
+            if inner is not None:
+                return inner[0], inner[1] + 100
     return None
+
+
+def lookup(raw: str) -> tuple[str, int] | None:
+    """(canonical name, rank among that name's keys: lower wins) for a raw key, or None."""
+    return _lookup(raw)
 
 
 @lru_cache(maxsize=8192)

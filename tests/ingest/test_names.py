@@ -30,6 +30,8 @@ from advisor.types import CANONICAL_METRICS
         ("val/test_score/", "val_reward"),
         ("eval_reward", "val_reward"),
         ("train/grad_norm", "grad_norm"),
+        ("train/completion_length", "response_length"),
+        ("train/rewards/x/mean", None),
         ("ppo_actor/update/entropy/avg", "entropy"),
         ("actor/pg_loss", "loss"),
         ("reward_mean", "reward_mean"),
@@ -92,7 +94,8 @@ _KEYS = [
     "critic/rewards/mean", "critic/score/mean", "reward", "actor/entropy", "actor/entropy_loss",
     "entropy", "actor/kl_loss", "kl", "val-core/a/reward/mean@1", "val-core/a/reward/mean@4",
     "val-core/b/acc/mean@1", "val/test_score/c", "eval_reward", "response_length/clip_ratio",
-    "completions/clipped_ratio", "critic/entropy/mean", "perf/other",
+    "completions/clipped_ratio", "critic/entropy/mean", "perf/other", "train/reward",
+    "train/completion_length", "response_length/mean", "reward_mean",
 ]  # fmt: skip
 
 
@@ -119,7 +122,14 @@ def test_frame_and_canonicalize_agree(rows: list[dict[str, float | None]]) -> No
     run = build_run(df, source="x", fmt="test")
     for i, raw in enumerate(rows):
         expected = canonicalize(raw)
-        for name in ("reward_mean", "entropy", "kl_ref", "val_reward", "truncation_rate"):
+        for name in (
+            "reward_mean",
+            "entropy",
+            "kl_ref",
+            "val_reward",
+            "truncation_rate",
+            "response_length",
+        ):
             got = run.frame[name][i] if name in run.frame.columns else None
             want = expected.get(name)
             assert (got is None) == (want is None), (name, raw)
