@@ -108,6 +108,7 @@ class Advisor:
         self._steps = 0
         self._dropped = 0
         self._warnings: list[str] = []
+        self._notes: list[str] = []  # the log reader's notes (watch)
         self._closed = False
         self._pending: tuple[int, Mapping[str, Any]] | None = None  # held by partial=True
         self._val_best: tuple[int, float] | None = None
@@ -124,6 +125,8 @@ class Advisor:
             2**62
         )  # the next step the plot history samples  # canonical metric -> thinned history (plots)
         self.ending: RunEnding | None = None
+        self.low_precision = False  # the log prints 3 decimals (verl <= v0.4): lr 0 is unknown
+        self._lr_zero: bool | None = None  # every lr seen so far was 0 (None: none seen)
         self.applied: list[tuple[Finding, Action]] = []
 
     # -- construction -------------------------------------------------------------------------
@@ -275,6 +278,9 @@ class Advisor:
         for key in row:
             if key not in self._seen and row[key] is not None:
                 self._seen.add(key)
+        lr = row.get("lr")
+        if lr is not None and self._lr_zero is not False:
+            self._lr_zero = lr == 0
         for key in self._extra.intersection(numeric):  # names some rule reads beyond the
             row.setdefault(key, numeric[key])  # vocabulary (none in the shipped rulebook)
         return row
@@ -354,6 +360,11 @@ class Advisor:
             if gap > 0 and n >= max(1, (self._val_n - 1) // 2):
                 hints["eval_steps"] = gap
         return hints
+
+    def warn(self, text: str) -> None:
+        """A note for the report's run warnings (bounded, like the Advisor's own)."""
+        if len(self._notes) < _MAX_WARNINGS and text not in self._notes:
+            self._notes.append(text)
 
     def _drop(self, step: int) -> None:
         self._dropped += 1
@@ -479,16 +490,22 @@ class Advisor:
         return self._notify(new)
 
     def run_info(self) -> RunInfo:
+        lr_unknown = {"lr"} if self.low_precision and self._lr_zero else set()
+        lr_note = (
+            ["the learning rate is printed with 3 decimals (0.000); kept as actor/lr, not as lr"]
+            if lr_unknown
+            else []
+        )
         return RunInfo(
             source=self.source,
             format=self.format,
             steps=self._steps,
             first_step=self._first_step,
             last_step=self._last_step,
-            metrics=[m for m in CANONICAL_METRICS if m in self._seen],
+            metrics=[m for m in CANONICAL_METRICS if m in self._seen and m not in lr_unknown],
             config_hints=self._reported_hints(),
             ending=self.ending,
-            warnings=self._all_warnings(),
+            warnings=[*lr_note, *self._notes, *self._all_warnings()],
         )
 
     def _all_warnings(self) -> list[str]:

@@ -104,6 +104,11 @@ class LineParser:
     _state: Any = None
     _payloads: int = 0
     _dicts: int = 0
+    _trl: list[dict[str, Any]] = field(default_factory=list)  # TRL dicts awaiting their step
+    _trl_k: int = 0
+    _trl_step: int = 0
+    _trl_first_bar: int | None = None
+    trl_how: str = ""  # how TRL steps were numbered (for the report's warnings)
 
     def __post_init__(self) -> None:
         from advisor.ingest import console
@@ -137,25 +142,120 @@ class LineParser:
         while self._dicts < len(st.dict_rows):
             row = st.dict_rows[self._dicts]
             self._dicts += 1
-            if row.get("_step") is None or "train_runtime" in row:
-                continue  # TRL console dicts carry no step: only a whole file can number them
-            out.append((int(row["_step"]), {k: v for k, v in row.items() if k[:1] != "_"}))
+            if "train_runtime" in row:
+                continue  # the end-of-training summary, not a step
+            if row.get("_step") is None:
+                self._trl.append(row)  # TRL prints no step: numbered below
+                continue
+            out.append((int(row["_step"]), _metrics(row)))
             self.format = self.format or _DICT_FORMATS.get(row.get("_kind"), "dict-console")
+        if self._trl:
+            out += self._number_trl(final=False)
         return out
 
+    def finish(self) -> list[tuple[int, dict[str, Any]]]:
+        """Records still held at the end of the log (TRL lines whose step the progress bar
+        had not told yet), numbered as the reader does without a bar."""
+        return self._number_trl(final=True) if self._trl else []
+
+    def _number_trl(self, final: bool) -> list[tuple[int, dict[str, Any]]]:
+        """TRL's console dicts have no step. The reader numbers the k-th training dict by the
+        printed logging_steps (k x logging_steps), else by the k-th position the training
+        progress bar was cleared at to print a log line; an evaluation dict takes the step of
+        the training dict before it. Online a dict waits until its number is known."""
+        out: list[tuple[int, dict[str, Any]]] = []
+        while self._trl:
+            row = self._trl[0]
+            if any(k.startswith("eval_") for k in row):
+                step = self._trl_step
+            else:
+                number = self._trl_number(self._trl_k + 1, row, final)
+                if number is None:
+                    break
+                self._trl_k += 1
+                step = self._trl_step = number
+            self._trl.pop(0)
+            out.append((step, _metrics(row)))
+            self.format = self.format or "trl-console"
+        return out
+
+    def _trl_number(self, k: int, row: Mapping[str, Any], final: bool) -> int | None:
+        every = self._logging_steps()
+        if every:
+            self.trl_how = "the logging_steps the run printed"
+            return k * every
+        st = self._state
+        marks = [m for m, total in st.marks if total == st.total] if st.total else []
+        if len(marks) >= k:
+            self.trl_how = "the progress bar position at each log line"
+            return int(marks[k - 1])
+        if self._trl_first_bar is None:
+            self._trl_first_bar = row.get("_tqdm") or 0
+        if final:  # no bar to tell: the first entry's bar position, else every step
+            self.trl_how = (
+                "the progress bar at the first entry"
+                if self._trl_first_bar
+                else ("nothing: no progress bar or logging_steps found, assumed every step")
+            )
+            return k * (self._trl_first_bar or 1)
+        return None
+
+    def notes(self) -> list[str]:
+        """What the reader would warn about this log's reading (TRL step numbering)."""
+        if self.format != "trl-console" or not self.trl_how:
+            return []
+        every = self.hints().get("logging_steps")
+        return [
+            f"TRL console lines do not print the step: derived from {self.trl_how} "
+            f"(logging_steps={every})"
+        ]
+
+    def _logging_steps(self) -> int | None:
+        from advisor.ingest import hints as hint_map
+
+        every = hint_map.trl_arg_hints(self._state.trl_args).get("logging_steps")
+        return every if isinstance(every, int) and every > 0 else None
+
     def hints(self) -> dict[str, Any]:
-        """Hyperparameters from verl's printed config (empty until its dump is complete)."""
-        return self._console._config_hints(self._state) if self._state.configs else {}
+        """Hyperparameters the log printed: verl's config dump (once complete), TRL's
+        arguments (with the logging cadence and the progress bar's total, as the reader)."""
+        st = self._state
+        if self.format == "trl-console":
+            from advisor.ingest import hints as hint_map
+
+            out = hint_map.trl_arg_hints(st.trl_args)
+            marks = [m for m, total in st.marks if total == st.total] if st.total else []
+            every = self._logging_steps() or (marks[0] if marks else None)
+            if every:
+                out.setdefault("logging_steps", int(every))
+            if st.total:
+                out.setdefault("max_steps", st.total)
+            return out
+        return self._console._config_hints(st) if st.configs else {}
 
     def ending(self) -> RunEnding | None:
         """How the run ended, if a line after the last metric line says so."""
         st = self._state
         if self.lineno == st.last_metric_line:
             return None
-        return st.ending.result(st.last_metric_line)
+        ending = st.ending.result(st.last_metric_line)
+        if ending is not None and ending.step is None and self._trl_k:
+            # TRL lines carry no step: the ending follows the last numbered one (as the reader)
+            ending = ending.model_copy(update={"step": self._trl_step})
+        return ending
+
+    @property
+    def low_precision(self) -> bool:
+        """verl <= v0.4 prints every value with 3 decimals (an lr of 1e-6 reads 0.000)."""
+        payloads = self._state.verl_payloads[:5]
+        return bool(payloads) and self._console._three_decimals(max(payloads, key=len))
 
 
 _DICT_FORMATS = {"roll": "roll-console", "step-dict": "dict-console"}
+
+
+def _metrics(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k[:1] != "_"}
 
 
 class Follower:
@@ -281,7 +381,10 @@ class Sidecar:
 
     def _finish(self, follower: Follower, ending: RunEnding | None) -> None:
         self._feed(follower.flush_partial(), last=True)
+        self._observe(self.parser.finish())
         self.advisor.format = self.parser.format or self.advisor.format
+        for note in self.parser.notes():
+            self.advisor.warn(note)
         for finding in self.advisor.close(ending or self.parser.ending()):
             self.on_finding(finding)
 
@@ -291,22 +394,33 @@ class Sidecar:
         flushed at its end, so an alert waits at most one poll."""
         if not lines:
             return
-        adv = self.advisor
         for i, line in enumerate(lines):
-            for step, metrics in self.parser.feed(line, last=last and i == len(lines) - 1):
-                if adv.steps == 0 and not self._hinted:
-                    self._hint()
-                for finding in adv.observe(step, metrics, partial=True):
-                    self.on_finding(finding)
-        for finding in adv.flush():
+            self._observe(self.parser.feed(line, last=last and i == len(lines) - 1), flush=False)
+        for finding in self.advisor.flush():
             self.on_finding(finding)
 
-    def _hint(self) -> None:
-        # verl prints its config before the first step: the hints diagnose reads from it
+    def _observe(self, records: list[tuple[int, dict[str, Any]]], flush: bool = True) -> None:
+        adv = self.advisor
+        for step, metrics in records:
+            if adv.steps == 0 and not self._hinted:
+                self._hint(step)
+            for finding in adv.observe(step, metrics, partial=True):
+                self.on_finding(finding)
+        if flush and records:
+            for finding in adv.flush():
+                self.on_finding(finding)
+
+    def _hint(self, first_step: int) -> None:
+        # What the log printed before its first record: verl's config, TRL's arguments and
+        # progress bar total. The planned run length lets a missing eval_steps be assumed as
+        # diagnose assumes it from the finished run (its length / the guide's fraction).
         self._hinted = True
+        self.advisor.low_precision = self.parser.low_precision
         hints = self.parser.hints()
-        if hints:
-            self.advisor.add_hints(hints)
+        total = hints.get("total_training_steps") or hints.get("max_steps")
+        expected = total - first_step + 1 if isinstance(total, int) and total > first_step else None
+        if hints or expected:
+            self.advisor.add_hints(hints, expected_steps=expected)
 
     def feed_lines(self, lines: Iterator[str] | list[str]) -> None:
         """Feed already-read lines (a whole file at once, tests)."""
