@@ -168,6 +168,26 @@ def _finding_view(episodes: list[Finding], d: Diagnosis, plots: dict[str, str]) 
     return {"f": f, "first": episodes[0], "episodes": spans, "evidence": evidence}
 
 
+def _curves(d: Diagnosis) -> list[dict[str, Any]]:
+    """The headline curves of the run (reward and validation), as sparklines with their ends."""
+    out = []
+    for metric in ("reward_mean", "val_reward"):
+        steps, values = d.series.get(metric, ([], []))
+        finite = [
+            (s, v) for s, v in zip(steps, values, strict=True) if v is not None and math.isfinite(v)
+        ]
+        if len(finite) >= 2:
+            out.append(
+                {
+                    "metric": metric,
+                    "spark": sparkline(values),
+                    "first": finite[0],
+                    "last": finite[-1],
+                }
+            )
+    return out
+
+
 @lru_cache(maxsize=1)
 def _env() -> Any:
     import jinja2
@@ -196,5 +216,6 @@ def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "repo
         "findings": [_finding_view(eps, d, plots) for eps in _episodes(d.findings)],
         "diff": diff_lines(d.patch.changes) if d.patch else [],
         "ckpt": d.checkpoint,
+        "curves": _curves(d),
     }
     return _env().get_template("report.md.j2").render(**view)
