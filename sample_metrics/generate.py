@@ -607,6 +607,8 @@ def make_run(family: str, seed: int, **knobs: Any) -> GeneratedRun:
     variants = VARIANTS[family]
     variant = knobs.pop("variant", None) or variants[seed % len(variants)]
     k = _default_knobs(family, variant, rng) | knobs
+    if k.get("fmt") and k["fmt"] not in _FORMATS[k["framework"]]:
+        raise ValueError(f"format {k['fmt']!r} is not one {k['framework']} writes")
     if family in ("P9", "DIV", "P4") and k["framework"] == "trl":
         k.setdefault("logging_steps", int(rng.choice([1, 1, 5])))
     k.setdefault("logging_steps", int(rng.choice([1, 1, 5, 10])) if k["framework"] == "trl" else 1)

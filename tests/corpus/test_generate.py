@@ -218,3 +218,10 @@ def test_every_family_writes_in_every_format(tmp_path_factory: pytest.TempPathFa
         assert json.loads(text)["global_step"] == run.label["last_step"]
     else:
         assert text.count(" step:") >= len(run.steps)
+
+
+def test_unknown_family_and_mismatched_format_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown family"):
+        make_run("P5", 0)
+    with pytest.raises(ValueError, match="not one verl writes"):
+        make_run("P1", 0, framework="verl", fmt="trl-state")
