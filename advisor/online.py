@@ -4,8 +4,8 @@ The Advisor does no detection of its own. It maps framework names onto the canon
 (helper I's `advisor.ingest.names`), feeds the one engine (`advisor.engine.Monitor`, the same one
 `judge_run` replays a whole Run through) and turns what the Monitor holds into the same
 Diagnosis and report `diagnose` writes. So `observe` and `diagnose` judge identically by
-construction, and the Advisor's own state stays bounded: a few counters, the set of metric names
-seen, and the name cache.
+construction, and the Advisor's own state stays bounded: counters, the metric names seen, the
+name mapping per key set, and a thinned copy of each curve for the report's plots.
 
 Safety classes follow ruff's fix applicability: only an action marked `safe` may be applied by a
 hook on its own (`auto_apply=True` with an `apply` callback); everything else is advice.
@@ -43,6 +43,7 @@ ApplyCallback = Callable[[Finding, Action], None]
 _MAX_WARNINGS = 20
 _MAX_PLANS = 64  # distinct key sets remembered (train-only, train+eval, ...); bounded memory
 _SLOW = object()  # plan marker: this key set needs canonicalize's special cases
+_FIRST = -(2**62)  # below any step
 
 
 def _number(value: Any) -> float | None:
@@ -119,11 +120,9 @@ class Advisor:
         self._planned: dict[tuple[str, int | None], Finding] = {}
         self._extra: frozenset[str] = frozenset()  # tracked names outside the vocabulary
         self._plans: dict[tuple[str, ...], Any] = {}  # key set -> name mapping (bounded)
-        self._series: dict[str, _Thinned] = {}
+        self._series: dict[str, _Thinned] = {}  # canonical metric -> thinned history (plots)
         self._stride = 1  # the widest stride of the thinned curves
-        self._next_sample = -(
-            2**62
-        )  # the next step the plot history samples  # canonical metric -> thinned history (plots)
+        self._next_sample = _FIRST  # the next step the plot history samples
         self.ending: RunEnding | None = None
         self.low_precision = False  # the log prints 3 decimals (verl <= v0.4): lr 0 is unknown
         self._lr_zero: bool | None = None  # every lr seen so far was 0 (None: none seen)
