@@ -150,3 +150,8 @@ def test_verdict_tells_an_abnormal_ending() -> None:
     d.run.ending = RunEnding(kind="disk_full", step=100)
     first = next(x for x in render(d).splitlines() if x.startswith("**Verdict:**"))
     assert first.endswith("The run ended abnormally: disk full at step 100.")
+
+
+def test_run_block_shows_the_headline_curves() -> None:
+    run_block = render(diag()).split("## Run", 1)[1]
+    assert "- `val_reward` `" in run_block and "at step 50 → 0.44 at step 400" in run_block
