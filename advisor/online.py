@@ -95,6 +95,7 @@ class Advisor:
         self._training_samples = training_samples
         self.expected_steps = expected_steps  # run length, when the trainer knows it
         self._loaded: LoadedConfig | None = config
+        self._config_given = config is not None  # a LoadedConfig from the caller: used as is
         self._rules = rules
         self.auto_apply = auto_apply
         self._apply = apply
@@ -150,7 +151,7 @@ class Advisor:
         self._hints.update({k: v for k, v in hints.items() if v is not None})
         if expected_steps:
             self.expected_steps = int(expected_steps)
-        if self._config_path is not None or self._explicit or self._sets:
+        if not self._config_given:
             self._loaded = None  # reload with the hints on the next use
 
     def _config(self) -> LoadedConfig:
