@@ -101,7 +101,12 @@ def diagnose(
     ] = None,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Draw no pictures.")] = False,
 ) -> None:
-    """Diagnose a run: what is wrong, the evidence, the one change to make."""
+    """Diagnose a run: what is wrong, the evidence, the one change to make.
+
+    The report goes to stdout, or to --output (PNGs of each finding's metrics beside it; with
+    stdout, only into --plots-dir). Exit 0: nothing at or above --fail-on; 1: findings at or
+    above it (run and config findings alike); 2: unusable input or call.
+    """
     from advisor.api import diagnose as run_diagnose
     from advisor.report import render
 
