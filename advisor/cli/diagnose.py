@@ -103,9 +103,9 @@ def diagnose(
 ) -> None:
     """Diagnose a run: what is wrong, the evidence, the one change to make.
 
-    The report goes to stdout, or to --output (PNGs of each finding's metrics beside it; with
-    stdout, only into --plots-dir). Exit 0: nothing at or above --fail-on; 1: findings at or
-    above it (run and config findings alike); 2: unusable input or call.
+    Report on stdout, or in --output with a PNG per finding and metric beside it.
+
+    Exit 0: nothing at or above --fail-on; 1: findings at or above it; 2: unusable input.
     """
     from advisor.api import diagnose as run_diagnose
     from advisor.report import render
