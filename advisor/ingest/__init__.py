@@ -24,7 +24,7 @@ _TEXT_SUFFIXES = (".log", ".txt", ".out", ".err", ".md", ".stdout", ".stderr")
 
 def load_run(path: PathLike) -> Run:
     """Read the metrics at `path` (a file or a run directory) into a Run."""
-    p = Path(path)
+    p = Path(path).expanduser()
     if not p.exists():
         raise InputError(f"{p}: no such file or directory; expected a metrics file or run folder")
     try:
@@ -55,6 +55,8 @@ def detect_format(path: Path, head: bytes) -> str:
         return "parquet"
     if "tfevents" in path.name:
         return "tensorboard"
+    if head.startswith((b"\x1f\x8b", b"PK\x03\x04", b"\x28\xb5\x2f\xfd", b"BZh")):
+        raise InputError(f"{path}: a compressed file (gzip/zip/zstd/bz2); decompress it first")
     if b"\x00" in head:
         raise InputError(f"{path}:1: expected a text metrics file, found binary data")
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
