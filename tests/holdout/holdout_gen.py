@@ -142,7 +142,9 @@ def ramp(t: np.ndarray, onset: int, width: float) -> np.ndarray:
 # ----------------------------------------------------------------------------- the spec
 
 
-def draw_spec(kind: str, variant: str, seed: int, fmt: str | None = None) -> Spec:
+def draw_spec(
+    kind: str, variant: str, seed: int, fmt: str | None = None, max_steps: int = 5000
+) -> Spec:
     rng = np.random.default_rng([seed, 17])
     if fmt is None:
         choices = FAMILY_FORMATS.get(kind, FORMATS)
@@ -159,6 +161,7 @@ def draw_spec(kind: str, variant: str, seed: int, fmt: str | None = None) -> Spe
     n_steps = round(math.exp(rng.uniform(math.log(120), math.log(1800))))
     if rng.random() < 0.12 or (kind == HEALTHY and variant == "long"):
         n_steps = int(rng.integers(3000, 5001))
+    n_steps = min(n_steps, max_steps)
     eval_steps = int(rng.choice([5, 10, 10, 20, 25, 25, 50, 50, 100]))
     # The guide's warm-up is 3 x eval_steps; keep at least ~2 warm-ups of judged data.
     while eval_steps > 5 and n_steps < 8 * eval_steps:
@@ -309,7 +312,10 @@ def healthy_base(spec: Spec, rng: np.random.Generator, hp: dict[str, Any]) -> di
         s["pg_clipfrac"][:] = 0.0
         hp["ppo_mini_batch_size"] = hp["batch_size"] * hp["n_rollouts"]
     if hp["kl_loss_coef"] == 0 and spec.algorithm == "dapo":
-        s["kl_ref"] = np.zeros(n) if rng.random() < 0.5 else np.full(n, np.nan)
+        # DAPO without a KL term: verl logs kl_loss 0, or not at all
+        s["kl_ref"] = np.zeros(n)
+        if rng.random() < 0.5:
+            del s["kl_ref"]
     return {"t": t, "x": x, "s": s, "scale": scale, "offset": offset, "cap": cap}
 
 
@@ -371,9 +377,11 @@ def inj_p1(run, spec, rng, hp):
     g = s["grad_norm"]
     g[onset_i:] = g[onset_i:] * factor
     s["ppo_kl"][onset_i:] = s["ppo_kl"][onset_i:] * factor * 0.1
-    s["kl_ref"][onset_i:] = s["kl_ref"][onset_i] * (1 + 0.01 * rng.normal(0, 1, n - onset_i))
-    if onset_i == 0:
-        s["kl_ref"] = np.abs(rng.normal(0, 1e-6, n))
+    if "kl_ref" in s:  # the policy stops moving: the KL to the reference freezes
+        kl = s["kl_ref"]
+        kl[onset_i:] = kl[onset_i] * (1 + 0.01 * rng.normal(0, 1, n - onset_i))
+        if onset_i == 0:
+            s["kl_ref"] = np.abs(rng.normal(0, 1e-6, n))
     s["pg_clipfrac"][onset_i:] *= factor
     s["entropy"][onset_i:] = s["entropy"][onset_i] * lognoise(rng, n - onset_i, 0.02)
     return {"onset": int(t[onset_i]), "notes": {"grad_factor": factor}}
@@ -516,7 +524,8 @@ def inj_nan(run, spec, rng, hp):
     if spec.variant == "crash":
         cut = min(n, i0 + int(rng.integers(1, 12)))
         for k in ("grad_norm", "kl_ref", "ppo_kl", "pg_loss", "entropy"):
-            s[k][i0:] = np.nan
+            if k in s:
+                s[k][i0:] = np.nan
         s["p"][i0:] = s["p"][i0:] * rng.uniform(0, 0.1)
         s["reward_mean"] = run["scale"] * s["p"] + run["offset"]
         return {"onset": on, "ending": "nan-crash", "cut": cut, "notes": {}}
@@ -550,6 +559,8 @@ def inj_div(run, spec, rng, hp):
     if spec.variant == "entropy-blowup":
         s["entropy"][i0:] *= 1 + (rng.uniform(4, 29) * spec.strength + 2) * r
     else:
+        if "kl_ref" not in s:  # DAPO logs no KL: the blow-up shows in ppo_kl only
+            s["kl_ref"] = np.zeros(n)
         kl0 = max(s["kl_ref"][i0], 0.005)
         s["kl_ref"][i0:] = s["kl_ref"][i0:] * (1 - r) + r * kl0 * rng.uniform(10, 100)
         s["ppo_kl"][i0:] = np.abs(s["ppo_kl"][i0:]) + r * rng.uniform(0.01, 0.1)
@@ -581,8 +592,10 @@ def p6_val(val: dict[int, float], onset: int, drop: float, t_end: int, scale: fl
 # ----------------------------------------------------------------------------- assemble
 
 
-def make_run(kind: str, variant: str, seed: int, fmt: str | None = None) -> SynthRun:
-    spec = draw_spec(kind, variant, seed, fmt)
+def make_run(
+    kind: str, variant: str, seed: int, fmt: str | None = None, max_steps: int = 5000
+) -> SynthRun:
+    spec = draw_spec(kind, variant, seed, fmt, max_steps)
     rng = np.random.default_rng([seed, 99])
     hp = draw_hp(spec, rng)
     if kind == HEALTHY and variant == "onpolicy":
@@ -877,8 +890,8 @@ def plan(n: int, seed0: int, healthy_share: float = 0.35) -> list[tuple[str, str
     return out
 
 
-def generate(out: Path, n: int = 150, seed0: int = 7000) -> list[Path]:
-    return [write_run(make_run(k, v, s), out) for k, v, s in plan(n, seed0)]
+def generate(out: Path, n: int = 150, seed0: int = 7000, max_steps: int = 5000) -> list[Path]:
+    return [write_run(make_run(k, v, s, max_steps=max_steps), out) for k, v, s in plan(n, seed0)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -886,8 +899,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--n", type=int, default=150)
     ap.add_argument("--seed", type=int, default=7000)
+    ap.add_argument("--max-steps", type=int, default=5000, help="cap run length")
     a = ap.parse_args(argv)
-    dirs = generate(a.out, a.n, a.seed)
+    dirs = generate(a.out, a.n, a.seed, a.max_steps)
     print(f"{len(dirs)} runs written to {a.out}")
 
 

@@ -90,10 +90,21 @@ def judge(run_dir: Path, use_api: bool) -> Result:
     return res
 
 
+def _judge_api(run_dir: Path) -> Result:
+    return judge(run_dir, True)
+
+
 def judge_all(corpus: Path, use_api: bool, workers: int) -> list[Result]:
     dirs = sorted(p.parent for p in corpus.rglob("label.json"))
-    if use_api or workers <= 1:
+    if workers <= 1:
         return [judge(d, use_api) for d in dirs]
+    if use_api:  # spawned processes (polars dislikes fork), each imports the advisor once
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            return list(pool.map(_judge_api, dirs, chunksize=2))
     with ThreadPoolExecutor(workers) as pool:  # each job is its own process (the CLI)
         return list(pool.map(lambda d: judge(d, False), dirs))
 
