@@ -90,6 +90,8 @@ class Series:
     baseline: Baseline | None
     peak: float | None  # highest block mean so far (whole run)
     peak_step: int | None
+    peak3: float | None  # highest mean of 3 consecutive blocks, whole run (smoothed peak)
+    peak3_step: int | None
     trough: float | None
     trough_step: int | None
     blocks_total: int  # blocks ever closed for this metric (the window holds the last ones)
@@ -160,13 +162,17 @@ def _span_sd_last(blocks: np.ndarray, span: int = SPAN) -> float:
     return math.sqrt(max(resid, 0.0) / nn)
 
 
-def robust_scale(means: np.ndarray, floor: float) -> float:
+def robust_scale(means: np.ndarray, floor: float, line: bool = True) -> float:
     """Noise sigma of a sequence of block means, robust to outliers and to a trend.
 
-    The second-difference estimator (median |x[t] - 2x[t-1] + x[t-2]| / 0.6745 / sqrt 6) is blind
-    to a locally linear trend, which a warm-up nearly always has (the reward rising, the entropy
-    easing down); the first-difference one (/ sqrt 2) is used when there are only three points.
-    `floor` keeps a constant metric (loss == 0, truncation == 1) from giving 0.
+    The larger of two robust estimates:
+    - second differences (median |x[t] - 2x[t-1] + x[t-2]| / 0.6745 / sqrt 6): blind to a
+      locally linear trend, which a warm-up nearly always has (reward rising, entropy easing);
+    - the MAD of the residuals around a robust line: catches the slow wander of
+      autocorrelated noise, which differences underrate (RL curves are AR-like: block means
+      drift nearly as far as single steps when the correlation is strong).
+    First differences stand in for the first with only three points. `floor` keeps a constant
+    metric (loss == 0, truncation == 1) from giving 0.
     """
     x = means[np.isfinite(means)]
     if len(x) < 3:
@@ -175,14 +181,23 @@ def robust_scale(means: np.ndarray, floor: float) -> float:
         sd = _MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x)))) / math.sqrt(2.0)
     else:
         sd = _MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x, n=2)))) / math.sqrt(6.0)
-    return max(sd, floor)
+    if not line:
+        return max(sd, floor)
+    # Around a robust (Theil-Sen: median of pairwise slopes) line, so that a symptom already
+    # starting inside the warm-up does not inflate the noise it will be measured against.
+    t = np.arange(len(x), dtype=float)
+    i, j = np.triu_indices(len(x), k=1)
+    slope = float(np.median((x[j] - x[i]) / (t[j] - t[i])))
+    resid = x - slope * t
+    sd_line = _MAD_TO_SIGMA * float(np.median(np.abs(resid - np.median(resid))))
+    return max(sd, sd_line, floor)
 
 
 def _window_scale(s: Series) -> float:
     """Noise sigma from the whole window (second differences), floored at 1 % of the level."""
     ok = np.isfinite(s.mean)
     level = float(np.median(s.mean[ok])) if ok.any() else 0.0
-    return robust_scale(s.mean, max(0.01 * abs(level), 1e-12))
+    return robust_scale(s.mean, max(0.01 * abs(level), 1e-12), line=False)
 
 
 def _persistent(mask: np.ndarray, k: int, m: int) -> bool:
@@ -402,6 +417,12 @@ def shift(s: Series, p: Params) -> Evidence | None:
     if not _persistent(mask, k, m):
         return None
     i = _onset_index(mask)
+    # A gradual move crosses the thresholds well after it began: walk back over the blocks
+    # already a fifth of the way from the warm-up level to the current one.
+    now = float(np.nanmedian(s.mean[-min(k, len(s)) :]))
+    part = b.median + float(p.get("onset_frac", 0.2)) * (now - b.median)
+    while i > 0 and np.isfinite(s.mean[i - 1]) and sign * (s.mean[i - 1] - part) >= 0:
+        i -= 1
     level = float(np.nanmedian(s.mean[i:]))
     zz = float(np.nanmedian(z[i:]))
     ratio = level / b.median if b.median else float("inf")
@@ -552,6 +573,20 @@ def no_rise(s: Series, p: Params) -> Evidence | None:
     )
 
 
+def _smoothed_peak(s: Series, smooth: int) -> tuple[float, int]:
+    """Highest mean of `smooth` consecutive blocks and the end of the middle one: the run-wide
+    peak the engine keeps (for 3) when it is higher than what the window shows."""
+    y = _trailing_mean(s.mean, smooth)
+    if np.isfinite(y).any():
+        top = int(np.nanargmax(y))
+        peak, step = float(y[top]), int(s.end[max(0, top - (smooth - 1) // 2)])
+    else:
+        peak, step = -math.inf, int(s.end[-1])
+    if smooth == 3 and s.peak3 is not None and s.peak3 > peak and s.peak3_step is not None:
+        peak, step = s.peak3, s.peak3_step
+    return peak, step
+
+
 def _trailing_mean(x: np.ndarray, n: int) -> np.ndarray:
     """Mean of the last n blocks at each block (nan until n blocks exist)."""
     out = np.full(len(x), np.nan)
@@ -575,7 +610,7 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     smooth = int(p.get("smooth", 1))
     # Gate on the latest (smoothed) block: the cheap absolute and relative conditions.
     last = float(np.mean(s.mean[-smooth:])) if len(s) >= smooth else math.nan
-    top = s.peak if smooth <= 1 else float(np.nanmax(s.mean))
+    top = s.peak if smooth <= 1 else _smoothed_peak(s, smooth)[0]
     if top is None or not math.isfinite(last):
         return None
     gap = top - last
@@ -587,11 +622,7 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
         y = _trailing_mean(s.mean, smooth)
         if not np.isfinite(y).any():
             return None
-        top = int(np.nanargmax(y))
-        # The smoothed peak's last point; the decline starts about (smooth - 1) / 2 blocks
-        # before the trailing window ends.
-        top = max(0, top - (smooth - 1) // 2)
-        peak, peak_step = float(np.nanmax(y)), int(s.end[top])
+        peak, peak_step = _smoothed_peak(s, smooth)
     else:
         y, peak, peak_step = s.mean, s.peak, s.peak_step
     sigma = b.scale
@@ -635,20 +666,6 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     )
 
 
-def _rolling_resid_sd(y: np.ndarray, w: int) -> np.ndarray:
-    """At each block, the sd of the last w block means around their least-squares line."""
-    out = np.full(len(y), np.nan)
-    if len(y) < w or w < 4:
-        return out
-    win = np.lib.stride_tricks.sliding_window_view(y, w)
-    x = np.arange(w, dtype=float) - (w - 1) / 2.0
-    yc = win - win.mean(axis=1, keepdims=True)
-    slope = (yc @ x) / float(x @ x)
-    resid = yc - slope[:, None] * x[None, :]
-    out[w - 1 :] = np.sqrt((resid**2).sum(axis=1) / (w - 2))
-    return out
-
-
 def _norm_factor(s: Series, comp: Series | None) -> np.ndarray:
     """Per-block factor (companion's warm-up level / its level over the span) that expresses a
     spread in units of the companion's own level; 1 without a usable companion.
@@ -674,16 +691,56 @@ def _norm_factor(s: Series, comp: Series | None) -> np.ndarray:
     return np.where(np.isfinite(f), f, 1.0)
 
 
+def _zigzag(y: list[float], delta: list[float]) -> list[int]:
+    """Turning points of a series that count only moves of at least delta[i] (a zigzag with
+    hysteresis): a one-way step gives one, an oscillation gives one per swing."""
+    pivots: list[int] = []
+    idx = [i for i, v in enumerate(y) if math.isfinite(v)]
+    if not idx:
+        return pivots
+    lo_i = hi_i = ext = idx[0]
+    direction = 0
+    for i in idx[1:]:
+        v, d = y[i], delta[i]
+        if direction == 0:
+            if v < y[lo_i]:
+                lo_i = i
+            if v > y[hi_i]:
+                hi_i = i
+            if v - y[lo_i] >= d:
+                pivots.append(lo_i)
+                direction, ext = 1, i
+            elif y[hi_i] - v >= d:
+                pivots.append(hi_i)
+                direction, ext = -1, i
+        elif direction > 0:
+            if v > y[ext]:
+                ext = i
+            elif y[ext] - v >= d:
+                pivots.append(ext)
+                direction, ext = -1, i
+        else:
+            if v < y[ext]:
+                ext = i
+            elif v - y[ext] >= d:
+                pivots.append(ext)
+                direction, ext = 1, i
+    return pivots
+
+
 @detector("volatility")
 def volatility(s: Series, p: Params) -> Evidence | None:
-    """Swings larger than the warm-up's noise, k of the last m blocks.
+    """Swings much larger than the warm-up's noise, repeated.
 
-    Two views, because an oscillation may be faster or slower than a block: the residual spread
-    of the raw points around a line over SPAN blocks against the warm-up's (fast swings), and the
-    second difference of the block means against the warm-up sigma (slow swings, which must also
-    reverse direction at least `min_reversals` times over the last `window` blocks: an
-    oscillation, not a one-way move). With a companion `per` (reward_std) both are measured in
-    units of the companion's level (see _norm_factor).
+    Two views, because an oscillation may be faster or slower than a block:
+    - within a span: the residual spread of the raw points around a line over SPAN blocks,
+      `min_ratio` times the warm-up's, in k of the last m blocks (spans overlap, so one noisy
+      block touches SPAN of them: k is high);
+    - between blocks: a zigzag of the block means with moves of at least `slow_ratio` warm-up
+      sigmas must turn at least `min_turns` times within the last `window` blocks, the latest
+      turn in its second half (a one-way step or collapse turns once: not an oscillation).
+    With a companion `per` (reward_std) both are measured in units of its level (see
+    _norm_factor: noise growth the companion explains is forgiven, never inflated).
     """
     b = s.baseline
     if b is None or len(s) < 3:
@@ -691,54 +748,57 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     k, m = _k_m(p)
     min_ratio = float(p.get("min_ratio", 3.0))
     slow_ratio = float(p.get("slow_ratio", 2 * min_ratio))
+    w = int(p.get("window", 12))
     comp = p.get("_per")
-    w = int(p.get("resid_window", 8))
-    # Gate on the latest block, unnormalised first (the factor is <= 1): no swing -> no test.
-    fast_last = _span_sd_last(s.raw) / b.sd
-    slow_last = float(_rolling_resid_sd(s.mean[-w:], w)[-1]) / b.scale
-    if not (fast_last >= min_ratio or slow_last >= slow_ratio):
-        return None
     norm = _norm_factor(s, comp)
-    if not (fast_last * norm[-1] >= min_ratio or slow_last * norm[-1] >= slow_ratio):
+    fast_last = _span_sd_last(s.raw) / b.sd * float(norm[-1])
+    lo = max(0, len(s) - w)
+    y = s.mean[lo:].tolist()
+    # A move must beat both the block-mean noise (slow_ratio sigmas) and `slow_sd` times the
+    # per-step spread: under strong autocorrelation block means wander nearly as far as single
+    # steps, and a warm-up of ~6 block means underestimates their sigma.
+    step_move = float(p.get("slow_sd", 2.0)) * b.sd
+    delta = (np.maximum(slow_ratio * b.scale, step_move) / norm[lo:]).tolist()
+    pivots = [lo + i for i in _zigzag(y, delta)]
+    # pivots[0] starts the first leg; the turns are the pivots after it.
+    slow = len(pivots) - 1 >= int(p.get("min_turns", 2)) and pivots[-1] >= len(s) - w // 2
+    fast = False
+    fast_arr = None
+    if fast_last >= min_ratio:  # gate: the latest span must show it
+        with np.errstate(invalid="ignore", divide="ignore"):
+            fast_arr = span_sd(s.raw) / b.sd * norm
+        fast = _persistent(np.nan_to_num(fast_arr) >= min_ratio, k, m)
+    if not (fast or slow):
         return None
-    with np.errstate(invalid="ignore", divide="ignore"):
-        fast = span_sd(s.raw) / b.sd * norm
-        # Block means around their own line over the last w blocks: a trend leaves no
-        # residual, a swing does; one outlier block moves it by only 1/sqrt(w).
-        step = _rolling_resid_sd(s.mean, w) / b.scale * norm
-    i = _window(s, p, 8)
-    d = np.diff(s.mean[i:][np.isfinite(s.mean[i:])])
-    signs = np.sign(d[d != 0])
-    reversals = int(np.sum(signs[1:] != signs[:-1])) if len(signs) > 1 else 0
-    slow_ok = reversals >= int(p.get("min_reversals", 3))
-    fast_mask = np.nan_to_num(fast) >= min_ratio
-    # Between blocks the warm-up sigma rests on a handful of block means: slow_ratio is twice
-    # min_ratio by default.
-    slow_mask = (np.nan_to_num(step) >= slow_ratio) & slow_ok
-    mask = fast_mask | slow_mask
-    if not _persistent(mask, k, m):
-        return None
-    j = _onset_index(mask, gap=1)
-    use_fast = int(fast_mask[-m:].sum()) >= int(slow_mask[-m:].sum())
-    ratio = float(np.nanmedian((fast if use_fast else step)[j:]))
-    threshold = min_ratio if use_fast else slow_ratio
+    if fast and fast_arr is not None:
+        mask = np.nan_to_num(fast_arr) >= min_ratio
+        j = max(0, _onset_index(mask, gap=1) - (SPAN - 1))  # the span's first block
+        ratio = float(np.nanmedian(fast_arr[j + SPAN - 1 :]))
+        threshold, view = min_ratio, "within-span"
+        what = f"the spread around the local trend was {ratio:.1f} times the warm-up's"
+    else:
+        # pivots[0] starts the first leg (it may be the start of a warm-up rise); the first turn
+        # of an oscillation comes about half a swing after it began.
+        half = (pivots[2] - pivots[1]) // 2 if len(pivots) >= 3 else 0
+        j = max(pivots[0], pivots[1] - half)
+        swings = np.abs(np.diff(s.mean[pivots]))
+        ratio = float(np.median(swings)) / b.scale
+        threshold, view = slow_ratio, "between-blocks"
+        what = (
+            f"block means swung {len(pivots) - 1} times by a median "
+            f"{_fmt(float(np.median(swings)))} ({ratio:.1f} warm-up sigmas)"
+        )
     unit = f" (in units of {comp.metric})" if comp is not None and comp.baseline else ""
-    what = (
-        f"the spread around the local trend was {ratio:.1f} times the warm-up's{unit}"
-        if use_fast
-        else f"block means swung {ratio:.1f} warm-up sigmas around their trend over {w} "
-        f"blocks{unit}, changing direction {reversals} times"
-    )
     return _evidence(
         s,
         "volatility",
         j,
-        f"{s.metric} oscillated over steps {_steps(s, j)}: {what}.",
+        f"{s.metric} oscillated over steps {_steps(s, j)}: {what}{unit}.",
         effect=ratio,
         excess=_excess(ratio, threshold),
         ratio=ratio,
-        view="within-span" if use_fast else "between-blocks",
-        reversals=reversals,
+        view=view,
+        turns=len(pivots),
         warmup_sd=b.sd,
         sigma=b.scale,
         normalised_by=comp.metric if comp is not None and comp.baseline else None,
@@ -778,9 +838,11 @@ def jump(s: Series, p: Params) -> Evidence | None:
     if not _persistent(mask, k, m):
         return None
     j = _onset_index(mask, gap=1)
-    # The excursion began where the level first left its lagged reference: walk back to the
-    # first block that already exceeded twice its reference.
-    while j > 0 and np.isfinite(ratio[j - 1]) and ratio[j - 1] >= 2.0:
+    # The excursion began where the level first left the reference of its first exceeding
+    # block: walk back over blocks already at twice that reference (not over the slow, healthy
+    # growth before it).
+    base_ref = float(ref[j]) if np.isfinite(ref[j]) else 0.0
+    while j > 0 and np.isfinite(s.mean[j - 1]) and s.mean[j - 1] >= 2.0 * base_ref > 0:
         j -= 1
     r = float(np.nanmedian(ratio[-min(m, len(ratio)) :]))
     level = float(np.nanmedian(s.mean[-min(m, len(s)) :]))

@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from advisor.types import Run
 
 ALGORITHMS = ("gspo", "grpo", "dapo")
-Predicate = Literal["on_policy", "kl_off", "is_dapo", "is_gspo", "is_grpo"]
+# Facts about the job (from hp) or the run's end (`crashed`: it ended other than "completed").
+Predicate = Literal["on_policy", "kl_off", "is_dapo", "is_gspo", "is_grpo", "crashed"]
 Scalar = float | int | bool | str
 
 
@@ -79,6 +80,9 @@ class Leaf(_M):
         description="hp predicates under which this evidence means nothing (leaf is ABSENT)",
     )
     skip_note: str = Field("", description="said in the assumptions when skip_if applies")
+    only_if: list[Predicate] = Field(
+        default_factory=list, description="facts that must all hold, else the leaf is false"
+    )
 
     @property
     def metrics(self) -> list[str]:
@@ -287,6 +291,9 @@ class _Track:
     baseline: Baseline | None = None
     peak: float | None = None
     peak_step: int | None = None
+    peak3: float | None = None  # highest mean of 3 consecutive blocks (whole run)
+    peak3_step: int | None = None  # last step of the middle block of that triple
+    last3: list[tuple[float, int]] = field(default_factory=list)  # the last 3 (mean, end)
     trough: float | None = None
     trough_step: int | None = None
     total: int = 0
@@ -317,10 +324,12 @@ def _predicates(hp: Mapping[str, Any]) -> dict[str, bool]:
     on_policy = mini is not None and batch is not None and mini >= batch * rollouts
     return {
         "on_policy": bool(on_policy),
-        "kl_off": algo == "dapo" or (_num(kl) is not None and _num(kl) == 0),
+        # No KL term: a coefficient of 0, or DAPO (typical coefficient 0) when it is not given.
+        "kl_off": _num(kl) == 0 if _num(kl) is not None else algo == "dapo",
         "is_dapo": algo == "dapo",
         "is_gspo": algo == "gspo",
         "is_grpo": algo == "grpo",
+        "crashed": False,  # set by Monitor.close from the run's ending
     }
 
 
@@ -361,7 +370,7 @@ class Monitor:
         self._rules = self._compile()
         self._leaf_keys = {
             id(leaf): (leaf.detector, repr(leaf.metric), repr(sorted(leaf.params.items())),
-                       repr(leaf.skip_if))
+                       repr(leaf.skip_if), repr(leaf.only_if))
             for r in self._rules
             for leaf in _leaves(r.when)
         }
@@ -490,7 +499,7 @@ class Monitor:
         return new
 
     # -- block close ---------------------------------------------------------------------
-    def _close_block(self) -> list[Finding]:
+    def _close_block(self, trends: bool = True) -> list[Finding]:
         start, end = self._block_first, self._last
         assert start is not None and end is not None
         for t in self._tracks.values():
@@ -512,6 +521,11 @@ class Monitor:
             if a[1]:
                 if t.peak is None or mean > t.peak:
                     t.peak, t.peak_step = mean, end
+                t.last3 = [*t.last3[-2:], (mean, end)]
+                if len(t.last3) == 3:
+                    m3 = (t.last3[0][0] + t.last3[1][0] + t.last3[2][0]) / 3.0
+                    if t.peak3 is None or m3 > t.peak3:
+                        t.peak3, t.peak3_step = m3, t.last3[1][1]
                 if t.trough is None or mean < t.trough:
                     t.trough, t.trough_step = mean, end
                 if not self._warm_done or t.baseline is None:
@@ -534,7 +548,7 @@ class Monitor:
         for t in self._tracks.values():
             if self._warm_done and t.baseline is None and len(t.warm) >= 3 - in_warmup:
                 t.baseline = self._baseline(t, end)
-        return self._evaluate(end, full=self._warm_done and not in_warmup)
+        return self._evaluate(end, full=self._warm_done and not in_warmup and trends)
 
     def _baseline(self, t: _Track, end: int) -> Baseline:
         arr = np.asarray(t.warm, dtype=float)
@@ -572,6 +586,8 @@ class Monitor:
                 baseline=t.baseline,
                 peak=t.peak,
                 peak_step=t.peak_step,
+                peak3=t.peak3,
+                peak3_step=t.peak3_step,
                 trough=t.trough,
                 trough_step=t.trough_step,
                 blocks_total=t.total,
@@ -645,6 +661,8 @@ class Monitor:
     def _leaf(
         self, leaf: Leaf, cache: dict[str, Series | None], missing: set[str]
     ) -> tuple[int, list[Evidence]]:
+        if not all(self._pred[p] for p in leaf.only_if):
+            return NO, []
         skipped = [p for p in leaf.skip_if if self._pred[p]]
         if skipped:
             if leaf.skip_note:
@@ -709,8 +727,14 @@ class Monitor:
         if self._closed:
             return []
         new: list[Finding] = []
+        # A run that died judges its last partial block knowing so (one NaN before a crash).
+        self._pred["crashed"] = ending is not None and ending.kind not in ("completed", "unknown")
         if self._block >= 0:
-            new = self._close_block()
+            # A last block shorter than half a block is too noisy to compare with full ones:
+            # it is judged for events (NaN) only.
+            assert self._block_first is not None and self._last is not None
+            full = self._last - self._block_first + 1 >= self.block_steps / 2
+            new = self._close_block(trends=full)
         self._closed = True
         self.ending = ending
         if ending is None:
