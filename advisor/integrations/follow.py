@@ -329,6 +329,9 @@ def resolve_log(path: Path) -> Path:
                 f"({', '.join(_LOG_SUFFIXES)})"
             )
         return max(files, key=lambda p: p.stat().st_mtime)
+    if not path.exists() and not path.parent.is_dir():
+        # a log not written yet is waited for (tail -F), but only in a directory that exists
+        raise InputError(f"{path}: neither the file nor its directory exists")
     return path
 
 

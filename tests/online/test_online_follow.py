@@ -191,4 +191,6 @@ def test_resolve_log_picks_a_log_in_a_run_directory(tmp_path: Path) -> None:
         resolve_log(tmp_path)
     (tmp_path / "metrics.jsonl").write_text("")
     assert resolve_log(tmp_path) == tmp_path / "metrics.jsonl"
-    assert resolve_log(tmp_path / "x.log") == tmp_path / "x.log"
+    assert resolve_log(tmp_path / "x.log") == tmp_path / "x.log"  # not yet written: waited for
+    with pytest.raises(InputError, match="neither the file nor its directory"):
+        resolve_log(tmp_path / "nope" / "x.log")
