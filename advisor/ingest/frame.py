@@ -17,6 +17,7 @@ from advisor.ingest import names
 from advisor.types import CANONICAL_METRICS, InputError, Run, RunEnding
 
 if TYPE_CHECKING:
+    import numpy as np
     import polars as pl
 
 _EVAL_PREFIXES = ("val-core/", "val-aux/", "val/", "validation/", "eval_", "eval/", "eval-")
@@ -79,30 +80,58 @@ def _ranges(steps: list[int]) -> str:
     return ", ".join(parts[:5]) + (" ..." if len(parts) > 5 else "")
 
 
-def _resume_warnings(df: pl.DataFrame) -> list[str]:
-    """Describe steps logged more than once by training rows (evaluation rows merge silently)."""
+def _train_mask(df: pl.DataFrame) -> np.ndarray:
+    """Rows that hold a training metric (a validation-only row shares its step legitimately)."""
+    import numpy as np
     import polars as pl
 
     train_cols = [
         c for c in df.columns if c != "step" and c not in _BOOKKEEPING and not is_eval_key(c)
     ]
-    train = df if not train_cols else df.filter(pl.any_horizontal(pl.col(train_cols).is_not_null()))
-    counts = Counter(train["step"].to_list())
-    repeated = sorted(s for s, n in counts.items() if n > 1)
-    if not repeated:
-        return []
-    times = max(counts[s] for s in repeated)
-    how = "twice" if times == 2 else f"up to {times} times"
-    first_step = train["step"][0]
-    if repeated[0] <= first_step:
-        cause = "the step counter restarted"
-    else:
-        cause = f"the run was resumed at step {repeated[0] - 1}"
-    return [f"steps {_ranges(repeated)} appear {how}: {cause}; kept the later values"]
+    if not train_cols:
+        return np.ones(df.height, dtype=bool)
+    return df.select(pl.any_horizontal(pl.col(train_cols).is_not_null())).to_series().to_numpy()
 
 
-def dedupe(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
-    """One row per step, sorted; for a step logged twice each metric keeps its last value."""
+def _restarts(df: pl.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """Rows to keep, and what happened. A training row whose step is not above every earlier
+    training step starts a new attempt (a resume from a checkpoint, or a restart from scratch):
+    the trainer threw away what the earlier attempt logged from that step on, so do we."""
+    import numpy as np
+
+    steps = df["step"].to_numpy()
+    train = _train_mask(df)
+    keep = np.ones(len(steps), dtype=bool)
+    restarts: list[tuple[int, int, int]] = []  # (step restarted at, rows dropped, first step)
+    best = None
+    first = None
+    for i in np.flatnonzero(train).tolist():
+        s = int(steps[i])
+        first = s if first is None else first
+        if best is not None and s <= best:
+            earlier = (np.arange(len(steps)) < i) & (steps >= s) & keep
+            restarts.append((s, int(earlier.sum()), first))
+            keep &= ~earlier
+            best = s
+        else:
+            best = s if best is None else max(best, s)
+    warnings = []
+    for s, _dropped, first_step in restarts:
+        twice = sorted(set(steps[(steps >= s)].tolist()) & set(steps[~keep].tolist()))
+        span = _ranges(twice) if twice else str(s)
+        cause = (
+            "the step counter restarted"
+            if s <= first_step
+            else f"the run was resumed at step {s - 1}"
+        )
+        warnings.append(f"steps {span} appear twice: {cause}; kept the later values")
+    return keep, warnings
+
+
+def dedupe(df: pl.DataFrame, sequential: bool = True) -> tuple[pl.DataFrame, list[str]]:
+    """One row per step, sorted. In a log (`sequential`: rows in the order they were written) a
+    later attempt replaces an earlier one from its first step on; in a table, a repeated step
+    keeps its last row. Never an average; a validation row merges into its step's row."""
     import polars as pl
 
     if df["step"].null_count():
@@ -110,10 +139,20 @@ def dedupe(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     steps = df["step"].to_numpy()
     if df.height == 0 or bool((steps[1:] > steps[:-1]).all()):  # strictly increasing
         return df, []
-    warnings = _resume_warnings(df)
+    if sequential:
+        keep, warnings = _restarts(df)
+        if not keep.all():
+            df = df.filter(pl.Series(keep))
+    else:
+        train = df.filter(pl.Series(_train_mask(df)))["step"]
+        repeated = sorted(train.filter(train.is_duplicated()).unique().to_list())
+        warnings = (
+            [f"steps {_ranges(repeated)} appear more than once; kept the last row of each"]
+            if repeated
+            else []
+        )
     metric_cols = [c for c in df.columns if c != "step"]
-    # last non-null value per column in file order: merges a validation row into its step,
-    # and lets a resumed run's rewrite replace the first attempt (never an average)
+    # last non-null value per column in file order: merges a validation row into its step
     out = df.group_by("step", maintain_order=True).agg(
         [pl.col(c).drop_nulls().last() for c in metric_cols]
     )
@@ -191,11 +230,12 @@ def build_run(
     ending: RunEnding | None = None,
     warnings: list[str] | None = None,
     low_precision: bool = False,
+    sequential: bool = True,
 ) -> Run:
     """Finish a reader's raw rows into a Run (see module docstring)."""
     warnings = list(warnings or [])
     df = to_float_frame(raw)
-    df, dup_warnings = dedupe(df)
+    df, dup_warnings = dedupe(df, sequential)
     warnings += dup_warnings
     if df.height == 0:
         raise InputError(f"{source}: expected metric records with a step, found none")

@@ -69,7 +69,7 @@ def _table(df: Any, source: str, fmt: str) -> Run:
         if "step" in df.columns:
             df = df.rename({"step": "step_original"})
         df = df.with_columns(pl.col(key).alias("step"))
-    return build_run(df, source=source, fmt=fmt, warnings=warnings)
+    return build_run(df, source=source, fmt=fmt, warnings=warnings, sequential=False)
 
 
 def _chart_export(df: Any, warnings: list[str]) -> tuple[Any, bool]:

@@ -114,8 +114,24 @@ def test_restarted_counter_is_reported(tmp_path: Path) -> None:
     p = tmp_path / "r.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     run = load_run(p)
-    assert run.frame["reward_mean"].to_list() == [0.5, 0.5, 0.1]
+    # a restart from scratch: the earlier attempt is dropped from step 1 on, not mixed in
+    assert run.frame["reward_mean"].to_list() == [0.5, 0.5]
     assert any("restarted" in w for w in run.warnings)
+
+
+def test_resume_that_ends_before_the_first_attempt_drops_the_abandoned_steps(
+    tmp_path: Path,
+) -> None:
+    lines = [f"step:{s} - critic/rewards/mean:0.1" for s in range(1, 121)]
+    lines += ["step:110 - val-core/x/reward/mean@1:0.7"]  # validation of the first attempt
+    lines += [f"step:{s} - critic/rewards/mean:0.9" for s in range(101, 111)]
+    p = tmp_path / "resumed.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = load_run(p)
+    # the trainer went back to step 100: the first attempt's 101..120 are gone
+    assert run.frame["step"].to_list() == list(range(1, 111))
+    assert run.frame["reward_mean"].to_list()[-10:] == [0.9] * 10
+    assert run.frame["val_reward"].drop_nulls().len() == 0
 
 
 def test_validation_line_at_same_step_is_merged_silently(tmp_path: Path) -> None:
