@@ -139,6 +139,8 @@ class LoadedConfig:
     notes: list[str] = field(default_factory=list)  # assumptions made while loading
     extras: dict[str, Any] = field(default_factory=dict)  # advisor-only settings
     lines: dict[str, int] = field(default_factory=dict)  # param or dotted path -> file line
+    # params / dotted paths whose given value was invalid (C002-C004); rules on them skip
+    invalid: frozenset[str] = frozenset()
 
     def line_of(self, params: Sequence[str]) -> int | None:
         """The file line of the first param that has one."""
@@ -181,8 +183,14 @@ def read_document(path: Path) -> Any:
         raise InputError(f"{path}: is a directory, expected a YAML or JSON job file")
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: cannot be read as UTF-8 text ({err})") from None
+    except UnicodeDecodeError as err:
+        line = path.read_bytes()[: err.start].count(b"\n") + 1
+        raise InputError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{err.object[err.start]:02x}); "
+            "expected a YAML or JSON job file saved as UTF-8"
+        ) from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot be read ({err.strerror or err})") from None
     try:
         doc = _yaml().load(text)
     except MarkedYAMLError as err:
@@ -277,6 +285,9 @@ class _Pass:
         self.label = label
         self.findings: list[ConfigFinding] = []
         self.lines = lines
+        # params / paths given with an invalid value: rules reading them are skipped, so no
+        # finding rests on the default that replaced the user's value
+        self.invalid: set[str] = set()
 
     # -- findings
     def add(
@@ -323,6 +334,7 @@ class _Pass:
         try:
             value = _coerce(raw, spec)
         except _Bad as bad:
+            self.invalid.add(name)
             self.add(
                 "C002",
                 [name],
@@ -335,15 +347,18 @@ class _Pass:
             near = difflib.get_close_matches(str(value).lower(), map(str, spec.choices), n=1)
             hint = f"; did you mean {near[0]}?" if near else ""
             allowed = ", ".join(map(str, spec.choices))
+            what = f"must be {allowed}" if len(spec.choices) == 1 else f"is not one of {allowed}"
+            self.invalid.add(name)
             self.add(
                 "C004",
                 [name],
-                f"{path} = {_show(raw)} is not one of {allowed}{hint}",
+                f"{path} = {_show(raw)} {what}{hint}",
                 line=line,
                 suggested=near[0] if near else spec.default,
             )
             return None
         if not _in_range(value, spec):
+            self.invalid.add(name)
             self.add(
                 "C003",
                 [name],
@@ -375,7 +390,9 @@ def _coerce(raw: Any, spec: Any) -> Any:
                 raw = float(raw.strip().replace("_", ""))
             except ValueError:
                 raise _Bad(f"a{'n integer' if kind == 'int' else ' number'}") from None
-        if not isinstance(raw, int | float) or not math.isfinite(raw):
+        if not isinstance(raw, int | float):
+            raise _Bad(f"a{'n integer' if kind == 'int' else ' number'}, not a {_kind(raw)}")
+        if not math.isfinite(raw):
             raise _Bad("a finite number")
         if kind == "int":
             if float(raw) != int(raw):
@@ -495,6 +512,7 @@ class _Walker(_Pass):
     def mapping(self, raw: Any, path: str, line: int | None) -> Mapping[str, Any] | None:
         if isinstance(raw, Mapping):
             return raw
+        self.invalid.add(path)
         self.add("C002", [path], f"{path} = {_show(raw)} must be a mapping", line=line)
         return None
 
@@ -565,6 +583,7 @@ class _Walker(_Pass):
 
     def functions(self, raw: Any, path: str, line: int | None) -> None:
         if not isinstance(raw, list):
+            self.invalid.add(path)
             self.add("C002", [path], f"{path} must be a list of functions", line=line)
             return
         for i, item in enumerate(raw):
@@ -662,6 +681,7 @@ class _Walker(_Pass):
         from advisor.static import FieldSpec
 
         if not isinstance(raw, list):
+            self.invalid.add(path)
             self.add("C002", [path], f"{path} must be a list of datasets", line=line)
             return
         keyword = key != "datasets"
@@ -848,6 +868,7 @@ def load_config(
         notes=notes,
         extras=extras,
         lines=lines,
+        invalid=frozenset(walker.invalid - walker.hp.keys() - cfg.resources.model_fields_set),
     )
 
 
@@ -936,6 +957,8 @@ def _fill_defaults(
     for key, spec in specs.items():
         hp[key] = walker.hp.get(key, spec.default)
         origin.setdefault(key, "default")
+    if any(p.endswith("hyper_parameters") for p in walker.invalid):
+        report_missing = False  # the block itself is reported as C002
     if report_missing and len(missing) > 5:  # one finding, not a wall of them
         walker.add(
             "C005",
@@ -950,7 +973,7 @@ def _fill_defaults(
                 "C005",
                 [key],
                 f"{key} is missing; the advisor assumes the default "
-                f"{fmt(specs[key].default)} (the guide's example value)",
+                f"{fmt(specs[key].default)} (the guide's example value)" + _misspelt(walker, key),
                 suggested=specs[key].default,
                 line=walker.lines.get("hyper_parameters"),
             )
@@ -962,6 +985,16 @@ def _fill_defaults(
     if missing:
         notes.append("assumed defaults for " + ", ".join(f"{k}={fmt(hp[k])}" for k in missing))
     return hp, notes
+
+
+def _misspelt(walker: _Walker, key: str) -> str:
+    """'; is X (line N) a misspelling of it?' when an unknown key's nearest name is `key`."""
+    for f in walker.findings:
+        near = f.suggested if f.id == "C001" and isinstance(f.suggested, str) else ""
+        if near.rsplit(".", 1)[-1] == key:
+            where = f" (line {f.line})" if f.line else ""
+            return f"; is {f.params[0]}{where} a misspelling of it?"
+    return ""
 
 
 def _training_samples(

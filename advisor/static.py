@@ -613,6 +613,9 @@ def sort_findings(findings: list[ConfigFinding]) -> list[ConfigFinding]:
 
 
 def _judge(rule: ConfigRule, scope: Mapping[str, Any], loaded: LoadedConfig) -> list[ConfigFinding]:
+    params = _params(rule, scope)
+    if _touches_invalid(params, loaded.invalid):
+        return []  # the value was reported as invalid; judging its replacement would mislead
     try:
         if rule.when is not None and not evaluate(rule.when, scope):
             return []
@@ -624,7 +627,6 @@ def _judge(rule: ConfigRule, scope: Mapping[str, Any], loaded: LoadedConfig) -> 
             hits = []
     except Unknown:
         return []
-    params = _params(rule, scope)
     return [
         ConfigFinding(
             id=rule.id,
@@ -639,6 +641,11 @@ def _judge(rule: ConfigRule, scope: Mapping[str, Any], loaded: LoadedConfig) -> 
         )
         for sev, msg, sug in hits
     ]
+
+
+def _touches_invalid(params: Sequence[str], invalid: frozenset[str]) -> bool:
+    """True when a param is, or contains, a value reported invalid at load time."""
+    return any(p == bad or bad.startswith((p + ".", p + "[")) for p in params for bad in invalid)
 
 
 def _fires(check_: Check, scope: Mapping[str, Any]) -> bool:

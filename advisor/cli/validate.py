@@ -104,5 +104,7 @@ def _suggested_text(finding: Any, fmt: Any) -> str:
     if finding.suggested is None:
         return ""
     value = fmt(finding.suggested)
+    if finding.id == "C001":  # the suggestion is a key name, not a value
+        return f"rename to {value}"
     params = [p for p in finding.params if p not in ("model", "mtu_spec_code")]
     return f"{params[0]}: {value}" if params else value
