@@ -38,7 +38,8 @@ def _series(means: list[float], base: Baseline | None = None, metric: str = "m")
         metric=metric, start=arr[:, 0].astype(int), end=arr[:, 1].astype(int), mean=arr[:, 2],
         lo=arr[:, 3], hi=arr[:, 4], count=arr[:, 5].astype(int), nonfinite=arr[:, 6].astype(int),
         first_bad=arr[:, 7].astype(int), raw=arr, baseline=base, peak=float(arr[peak, 2]),
-        peak_step=int(arr[peak, 1]), peak3=None, peak3_step=None, trough=None, trough_step=None, blocks_total=len(means),
+        peak_step=int(arr[peak, 1]), peak3=None, peak3_step=None, trough=None,
+        trough_step=None, blocks_total=len(means),
     )
 
 
