@@ -548,7 +548,44 @@ def job_scope(loaded: LoadedConfig) -> dict[str, Any]:
         n_training_datasets=sum(d.type == "training" for d in cfg.datasets),
         n_validation_datasets=sum(d.type == "validation" for d in cfg.datasets),
     )
+    scope.update(_workspace_scope(loaded))
     return scope
+
+
+_CLASSPATH = re.compile(r"([A-Za-z_][A-Za-z0-9_]*\.)+[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _workspace_scope(loaded: LoadedConfig) -> dict[str, Any]:
+    """What the local project holds, for the registration rules (KB 5); None = not judged.
+
+    The project counts as local only when the top package of some classpath exists under the
+    workspace (workspace_dir, relative to the job file): a job file copied elsewhere, or a
+    submit_job() with entity ids, is never told that its files are missing.
+    """
+    workspace = None
+    if loaded.source is not None:
+        workspace = loaded.source.parent / (loaded.config.workspace_dir or ".")
+    paths = [
+        f.fcmodel.classpath
+        for f in loaded.config.functions
+        if f.fcmodel and f.fcmodel.classpath and _CLASSPATH.fullmatch(f.fcmodel.classpath)
+    ]
+    local = workspace is not None and any(
+        (workspace / p.split(".")[0]).exists() for p in paths
+    )
+    return {
+        "workspace_local": local,
+        "workspace_path": str(workspace) if local else None,
+        "requirements_found": (workspace / "requirements.txt").is_file() if local else None,
+    }
+
+
+def _module_found(base: Mapping[str, Any], classpath: str | None) -> bool | None:
+    """Whether classpath's module (all but the class name) exists in the local project."""
+    if not base.get("workspace_local") or not classpath or not _CLASSPATH.fullmatch(classpath):
+        return None
+    module = Path(base["workspace_path"], *classpath.split(".")[:-1])
+    return module.with_suffix(".py").is_file() or (module / "__init__.py").is_file()
 
 
 def function_scopes(loaded: LoadedConfig, base: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -572,6 +609,7 @@ def function_scopes(loaded: LoadedConfig, base: Mapping[str, Any]) -> list[dict[
             classpath=fn.fcmodel.classpath if fn.fcmodel else None,
             entity_id=fn.entity_id,
         )
+        scope["module_found"] = _module_found(base, scope["classpath"])
         out.append(scope)
     return out
 

@@ -20,6 +20,9 @@ def _job_file(case: dict[str, Any], tmp_path: Path) -> Path:
         return path
     base = read_yaml(BASES / f"{case.get('base', '9b')}.yaml")
     data = merge(base, case.get("config") or {})
+    for rel, text in (case.get("local_files") or {}).items():  # a local project beside the job
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
     if lines := case.get("local_training_lines"):
         (tmp_path / "data").mkdir()
         rows = "".join(f'{{"prompt": "p{i}"}}\n' for i in range(lines))
