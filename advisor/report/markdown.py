@@ -31,10 +31,11 @@ def sparkline(values: Sequence[float | None], width: int = 40) -> str:
             blocks.append("x")
             continue
         finite = [v for v in chunk if v is not None]
-        blocks.append(sum(finite) / len(finite) if finite else None)
+        mean = sum(finite) / len(finite) if finite else None
+        blocks.append("x" if mean is not None and not math.isfinite(mean) else mean)  # overflow
     nums = [b for b in blocks if isinstance(b, float)]
     lo, hi = (min(nums), max(nums)) if nums else (0.0, 0.0)
-    span = hi - lo
+    half_span = hi / 2 - lo / 2  # halves: hi - lo can overflow for values near the float limit
     out = []
     for b in blocks:
         if b == "x":
@@ -42,8 +43,8 @@ def sparkline(values: Sequence[float | None], width: int = 40) -> str:
         elif b is None:
             out.append(" ")
         else:
-            idx = 0 if span == 0 else round((b - lo) / span * (len(TICKS) - 1))  # type: ignore[operator]
-            out.append(TICKS[idx])
+            pos = 0.0 if half_span == 0 else (b / 2 - lo / 2) / half_span  # type: ignore[operator]
+            out.append(TICKS[round(pos * (len(TICKS) - 1))])
     return "".join(out)
 
 

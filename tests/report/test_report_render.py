@@ -155,3 +155,31 @@ def test_verdict_tells_an_abnormal_ending() -> None:
 def test_run_block_shows_the_headline_curves() -> None:
     run_block = render(diag()).split("## Run", 1)[1]
     assert "- `val_reward` `" in run_block and "at step 50 → 0.44 at step 400" in run_block
+
+
+def test_json_is_strict_even_with_non_finite_statistics() -> None:
+    f = finding("NAN")
+    f.evidence[0].statistic.update(first_nan=float("nan"), peak=float("inf"))
+
+    def no_constants(name: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    data = json.loads(render(diag([f]), "json"), parse_constant=no_constants)
+    assert data["findings"][0]["evidence"][0]["statistic"]["first_nan"] is None
+
+
+def test_sparkline_any_input() -> None:
+    from hypothesis import example, given
+    from hypothesis import strategies as st
+
+    values = st.lists(st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)))
+
+    @given(values, st.integers(1, 60))
+    @example([1e308, -1e308, 1e308], 3)  # hi - lo overflows
+    @example([1e308, 1e308], 1)  # the block mean overflows
+    def check(vs, width) -> None:
+        line = sparkline(vs, width)
+        assert len(line) == min(width, len(vs))
+        assert set(line) <= set("▁▂▃▄▅▆▇█× ")
+
+    check()
