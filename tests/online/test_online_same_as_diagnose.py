@@ -68,6 +68,16 @@ def _log_runs(per_format: int = 3) -> list[Path]:
 
 @pytest.mark.parametrize("path", _log_runs(), ids=lambda p: p.name)
 def test_the_sidecar_judges_a_log_as_the_reader(path: Path) -> None:
+    _check_sidecar(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", _log_runs(per_format=1000), ids=lambda p: p.name)
+def test_the_sidecar_on_every_corpus_log(path: Path) -> None:
+    _check_sidecar(path)
+
+
+def _check_sidecar(path: Path) -> None:
     """watch's line parsing (the reader's state machine, line by line) and hints from the
     printed config give what load_run + diagnose give on the whole file."""
     log = _log_of(path)
