@@ -5,6 +5,7 @@ matplotlib (Agg backend) is imported here only, so the CLI pays for it only when
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -45,7 +46,7 @@ def draw(d: Diagnosis, out_dir: Path, stem: str = "report") -> dict[str, str]:
 
 def _figure(plt: Any, d: Diagnosis, f: Finding, e: Evidence) -> Any:
     steps, values = d.series[e.metric]
-    ys = [float("nan") if v is None else v for v in values]
+    ys = [v if v is not None and math.isfinite(v) else float("nan") for v in values]
     fig, ax = plt.subplots(figsize=(6.0, 2.0), dpi=100)
     ax.plot(steps, ys, lw=1.0, color="#1f4e79")
     if d.warmup_steps and steps:
@@ -63,9 +64,9 @@ def _figure(plt: Any, d: Diagnosis, f: Finding, e: Evidence) -> Any:
         ax.axvline(
             f.cleared_step, color="#2ca02c", lw=1.0, ls="--", label=f"cleared {f.cleared_step}"
         )
-    bad = [s for s, v in zip(steps, values, strict=True) if v is not None and v != v]
-    if bad:  # NaN points: the curve has gaps there, so mark them
-        ax.plot(bad, [ax.get_ylim()[0]] * len(bad), "x", color="#d62728", ms=4, label="NaN")
+    bad = [s for s, v in zip(steps, values, strict=True) if v is not None and not math.isfinite(v)]
+    if bad:  # NaN / inf points: the curve has gaps there, so mark them
+        ax.plot(bad, [ax.get_ylim()[0]] * len(bad), "x", color="#d62728", ms=4, label="NaN/inf")
     ax.set_title(f"{f.id} {f.name}: {e.metric}", fontsize=9, loc="left")
     ax.set_xlabel("step", fontsize=8)
     ax.tick_params(labelsize=7)

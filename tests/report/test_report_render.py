@@ -183,3 +183,13 @@ def test_sparkline_any_input() -> None:
         assert set(line) <= set("▁▂▃▄▅▆▇█× ")
 
     check()
+
+
+def test_plots_survive_non_finite_and_empty_curves(tmp_path) -> None:
+    d = diag([finding("NAN")])
+    d.series["reward_mean"] = ([1, 2, 3, 4], [0.1, float("inf"), float("nan"), None])
+    d2 = diag([finding("NAN")])
+    d2.series["reward_mean"] = ([1, 2], [float("nan"), float("nan")])
+    for i, dd in enumerate((d, d2)):
+        render(dd, "markdown", out_dir=tmp_path, stem=f"r{i}")
+        assert (tmp_path / f"r{i}-NAN-reward_mean.png").stat().st_size > 1000
