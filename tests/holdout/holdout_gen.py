@@ -33,7 +33,7 @@ HEALTHY = "healthy"
 
 HEALTHY_VARIANTS = (
     "steady", "noisy", "plateau", "slow", "sawtooth", "saturated", "gspo-clip", "onpolicy",
-    "trl-nokl", "short", "long", "sparse", "missing", "threedec", "spiky",
+    "trl-nokl", "short", "long", "sparse", "missing", "threedec", "spiky", "converged-lowkl",
 )
 VARIANTS: dict[str, tuple[str, ...]] = {
     "P1": ("flat", "stall", "const-reward"),
@@ -64,7 +64,7 @@ ACCEPTABLE: dict[str, tuple[str, ...]] = {
 }
 # Formats each family can be written in: OOM needs a log that survives the crash (the
 # console traceback, or the JSONL with memory at the cap); TRL has no rollout timing.
-FORMATS = ("verl-console", "verl-jsonl", "wandb-csv", "trl-state")
+FORMATS = ("verl-console", "verl-jsonl", "wandb-csv", "trl-state", "trl-wandb-csv")
 FAMILY_FORMATS: dict[str, tuple[str, ...]] = {
     "OOM": ("verl-console", "verl-console", "verl-jsonl"),
     "SLOW": ("verl-console", "verl-jsonl", "wandb-csv"),
@@ -74,7 +74,9 @@ FILE_OF = {
     "verl-jsonl": "metrics.jsonl",
     "wandb-csv": "wandb_history.csv",
     "trl-state": "trainer_state.json",
+    "trl-wandb-csv": "wandb_export.csv",
 }
+TRL_FORMATS = ("trl-state", "trl-wandb-csv")
 
 
 @dataclass
@@ -95,7 +97,7 @@ class Spec:
 
     @property
     def framework(self) -> str:
-        return "trl" if self.fmt == "trl-state" else "verl"
+        return "trl" if self.fmt in TRL_FORMATS else "verl"
 
 
 @dataclass
@@ -149,13 +151,18 @@ def draw_spec(
     if fmt is None:
         choices = FAMILY_FORMATS.get(kind, FORMATS)
         fmt = choices[seed % len(choices)]
-    if kind == HEALTHY and variant == "trl-nokl":
+    if kind == HEALTHY and variant == "trl-nokl" and fmt not in TRL_FORMATS:
         fmt = "trl-state"
+    if kind == HEALTHY and variant == "converged-lowkl" and fmt in TRL_FORMATS:
+        fmt = "verl-jsonl"  # ppo_kl is verl's
     if kind == HEALTHY and variant in ("onpolicy", "threedec"):
-        fmt = "verl-console" if variant == "threedec" else fmt.replace("trl-state", "verl-jsonl")
+        fmt = "verl-console" if variant == "threedec" else fmt
+        fmt = "verl-jsonl" if fmt in TRL_FORMATS else fmt
+    if kind == "OOM" and variant == "sudden":
+        fmt = "verl-console"  # without a memory ramp only the traceback tells
     if kind == "KL0" and variant == "trl":
         fmt = "trl-state"
-    if kind == "KL0" and variant != "trl" and fmt == "trl-state":
+    if kind == "KL0" and variant != "trl" and fmt in TRL_FORMATS:
         fmt = "verl-jsonl"
     # Length: mostly 150..1500, some long ones up to 5,000 (log-uniform).
     n_steps = round(math.exp(rng.uniform(math.log(120), math.log(1800))))
@@ -187,13 +194,13 @@ def draw_spec(
     if kind == HEALTHY and variant == "sparse":
         spec.log_every = 10
         spec.n_steps = max(spec.n_steps, 400)
-    if fmt == "trl-state":
+    if fmt in TRL_FORMATS:
         spec.log_every = int(rng.choice([1, 1, 5, 10])) if spec.log_every == 1 else spec.log_every
     if fmt == "verl-console":
         spec.number_style = str(rng.choice(["full", "np"]))
         if kind == HEALTHY and variant == "threedec":
             spec.number_style = "3dec"
-    if kind == HEALTHY and variant == "steady" and rng.random() < 0.4 and fmt != "trl-state":
+    if kind == HEALTHY and variant == "steady" and rng.random() < 0.4 and fmt not in TRL_FORMATS:
         spec.first_step = 101  # a resumed run, as the public verl PPO log
     return spec
 
@@ -262,6 +269,9 @@ def healthy_base(spec: Spec, rng: np.random.Generator, hp: dict[str, Any]) -> di
         gain, tau = rng.uniform(0.05, 0.12), 1e9
     if v == "saturated":
         p0, gain = rng.uniform(0.93, 0.99), 0.0
+    if v == "converged-lowkl":  # rose, then converged; a small lr keeps ppo_kl ~1e-4
+        p0, tau = rng.uniform(0.1, 0.4), rng.uniform(0.05, 0.15) * n
+        gain = rng.uniform(0.8, 0.95) - p0
     p = p0 + gain * (1 - np.exp(-x / tau)) if tau < 1e8 else p0 + gain * x / max(1, n - 1)
     p = np.clip(p + ar1(rng, n, spec.noise, spec.phi), 0.0, 1.0)
     if v == "saturated":
@@ -280,6 +290,8 @@ def healthy_base(spec: Spec, rng: np.random.Generator, hp: dict[str, Any]) -> di
                 "dapo": rng.uniform(0.003, 0.05)}[spec.algorithm]
     s["kl_ref"] = kl_final * (1 - np.exp(-x / rng.uniform(0.1, 0.5) / n)) * lognoise(rng, n, 0.12)
     s["ppo_kl"] = rng.uniform(2e-4, 2e-3) * rng.normal(0.4, 1.0, n)  # signed, as verl logs it
+    if v == "converged-lowkl":
+        s["ppo_kl"] = rng.uniform(1e-4, 3e-4) * rng.normal(0.5, 1.0, n)
     g0 = rng.uniform(0.2, 3.0)
     s["grad_norm"] = g0 * lognoise(rng, n, 0.18 if v != "noisy" else 0.35)
     if v == "saturated":
@@ -392,7 +404,8 @@ def inj_p2(run, spec, rng, hp):
     on = pick_onset(spec, rng, t)
     i0 = on - int(t[0])
     amp = 0.05 + 0.17 * spec.strength  # weak ~0.09: about 3x the usual noise
-    period = rng.uniform(10, 60)
+    # at least 4 logged points per period: TRL averages logging_steps, a faster swing aliases
+    period = rng.uniform(max(10, 4 * spec.log_every), max(60, 8 * spec.log_every))
     ph = 2 * np.pi * (t[i0:] - on) / period
     if spec.variant == "sine":
         wave = np.sin(ph)
@@ -600,6 +613,8 @@ def make_run(
     hp = draw_hp(spec, rng)
     if kind == HEALTHY and variant == "onpolicy":
         hp["algorithm"] = spec.algorithm
+    if kind == HEALTHY and variant == "converged-lowkl":
+        hp["learning_rate"] = 1e-6
     base = healthy_base(spec, rng, hp)
     t, s = base["t"], base["s"]
     info: dict[str, Any] = {"onset": None, "notes": {}}
@@ -626,7 +641,7 @@ def make_run(
     if kind == HEALTHY and variant == "trl-nokl":
         s.pop("kl_ref", None)
         hp["kl_loss_coef"] = 0.0
-    if spec.log_every > 1 and spec.fmt != "trl-state":
+    if spec.log_every > 1 and spec.fmt not in TRL_FORMATS:
         keep = (t % spec.log_every) == 0
         t = t[keep]
         s = {k: v[keep] for k, v in s.items()}
@@ -773,7 +788,8 @@ def write_wandb_csv(run: SynthRun, path: Path) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def write_trl_state(run: SynthRun, path: Path) -> None:
+def _trl_history(run: SynthRun) -> list[dict[str, Any]]:
+    """TRL's log_history: one entry per logging_steps (means over them), eval entries apart."""
     k = run.spec.log_every
     hist: list[dict[str, Any]] = []
     steps = run.steps
@@ -792,6 +808,12 @@ def write_trl_state(run: SynthRun, path: Path) -> None:
         for vs in sorted(v for v in run.val if int(steps[chunk][0]) <= v <= step):
             hist.append({"eval_reward": run.val[vs], "eval_loss": 0.0,
                          "epoch": entry["epoch"], "step": vs})
+    return hist
+
+
+def write_trl_state(run: SynthRun, path: Path) -> None:
+    hist = _trl_history(run)
+    steps, n_total, k = run.steps, max(1, int(run.steps[-1])), run.spec.log_every
     state = {
         "best_metric": None, "epoch": hist[-1]["epoch"], "eval_steps": run.spec.eval_steps,
         "global_step": int(steps[-1]), "logging_steps": k, "max_steps": n_total,
@@ -802,11 +824,36 @@ def write_trl_state(run: SynthRun, path: Path) -> None:
     path.write_text(json.dumps(state, indent=2), encoding="utf-8")
 
 
+def write_trl_wandb_csv(run: SynthRun, path: Path) -> None:
+    """transformers' W&B callback: train/ and eval/ prefixes, `_step` counts log calls and
+    train/global_step is the optimizer step."""
+    rows = []
+    for i, e in enumerate(_trl_history(run)):
+        row = {"_step": i, "train/global_step": e["step"], "train/epoch": e["epoch"]}
+        for key, v in e.items():
+            if key in ("step", "epoch"):
+                continue
+            row["eval/" + key[5:] if key.startswith("eval_") else "train/" + key] = v
+        rows.append(row)
+    keys: list[str] = []
+    for row in rows:
+        keys.extend(k for k in row if k not in keys)
+    lines = [",".join(keys)]
+    for row in rows:
+        cells = []
+        for k in keys:
+            v = row.get(k)
+            cells.append("" if v is None else ("NaN" if v != v else repr(v)))
+        lines.append(",".join(cells))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 WRITERS = {
     "verl-console": write_verl_console,
     "verl-jsonl": write_verl_jsonl,
     "wandb-csv": write_wandb_csv,
     "trl-state": write_trl_state,
+    "trl-wandb-csv": write_trl_wandb_csv,
 }
 
 
