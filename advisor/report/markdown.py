@@ -189,6 +189,13 @@ def _curves(d: Diagnosis) -> list[dict[str, Any]]:
     return out
 
 
+def _bytecode_cache(jinja2: Any) -> Any:
+    try:
+        return jinja2.FileSystemBytecodeCache()
+    except (OSError, RuntimeError):  # no writable private temp dir: compile every time
+        return None
+
+
 @lru_cache(maxsize=1)
 def _env() -> Any:
     import jinja2
@@ -200,6 +207,9 @@ def _env() -> Any:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
+        # Compiling the templates costs more than importing jinja2: keep the compiled code in
+        # jinja2's per-user temp cache (keyed by the template's checksum, so never stale).
+        bytecode_cache=_bytecode_cache(jinja2),
     )
     env.filters.update(fmt=fmt, cell=cell, change=change_text, clause=clause)
     return env
