@@ -10,6 +10,7 @@ Exit codes as diagnose: 0 nothing at or above --fail-on, 1 something is, 2 unusa
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Annotated, Any
@@ -62,6 +63,14 @@ class Alerts:
         """CMD gets the finding's JSON on stdin; its failure is reported, never fatal."""
         payload = f.model_dump_json(by_alias=True)
         assert self.command is not None
+        # the main fields as variables too, for one-line shell commands
+        env = {
+            **os.environ,
+            "RL_ADVISOR_ID": f.id,
+            "RL_ADVISOR_NAME": f.name,
+            "RL_ADVISOR_SEVERITY": f.severity.value,
+            "RL_ADVISOR_ONSET_STEP": "" if f.onset_step is None else str(f.onset_step),
+        }
         try:
             done = subprocess.run(
                 self.command,
@@ -71,6 +80,7 @@ class Alerts:
                 capture_output=True,
                 timeout=self.timeout,
                 check=False,
+                env=env,
             )
         except subprocess.TimeoutExpired:
             self._failed(f, f"timed out after {self.timeout:g} s")

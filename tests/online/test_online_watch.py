@@ -65,12 +65,14 @@ def test_watch_alerts_while_the_log_grows_and_ends_on_the_status_line(
     src = _console_run("p3")
     lines = (src / "train.log").read_text(encoding="utf-8").splitlines()
     log, alerts, report = tmp_path / "train.log", tmp_path / "alerts.jsonl", tmp_path / "r.md"
+    ids_file = tmp_path / "ids.txt"
     writer = Writer(log, lines, gate=alerts, tail="Job 'raysubmit_1' succeeded\n")
     writer.start()
     t0 = time.monotonic()
     code, out, err = _watch(
         [str(log), "--config", str(src / "job.yaml"), "--poll", "0.05", "--idle", "20",
-         "--on-finding", f"cat >> {alerts}; echo >> {alerts}", "--output", str(report)],
+         "--on-finding", f"cat >> {alerts}; echo >> {alerts}; echo $RL_ADVISOR_ID >> {ids_file}",
+         "--output", str(report)],
         capsys,
     )  # fmt: skip
     writer.join(5)
@@ -83,6 +85,7 @@ def test_watch_alerts_while_the_log_grows_and_ends_on_the_status_line(
         assert fid in err  # printed as it fired
     fired = [json.loads(x) for x in alerts.read_text(encoding="utf-8").splitlines() if x]
     assert sorted({f["id"] for f in fired}) == expected
+    assert ids_file.read_text(encoding="utf-8").split() == [f["id"] for f in fired]
     assert out == ""  # the report went to --output
     text = report.read_text(encoding="utf-8")
     assert all(fid in text for fid in expected)
