@@ -190,9 +190,24 @@ def _curves(d: Diagnosis) -> list[dict[str, Any]]:
 
 
 def _bytecode_cache(jinja2: Any) -> Any:
+    class _Quiet(jinja2.FileSystemBytecodeCache):  # type: ignore[misc, name-defined]
+        """A cache that never fails a report: a full or read-only disk just means no cache."""
+
+        def load_bytecode(self, bucket: Any) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except OSError:
+                pass
+
+        def dump_bytecode(self, bucket: Any) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:
+                pass
+
     try:
-        return jinja2.FileSystemBytecodeCache()
-    except (OSError, RuntimeError):  # no writable private temp dir: compile every time
+        return _Quiet()
+    except (OSError, RuntimeError):  # no private temp dir can be made: compile every time
         return None
 
 
