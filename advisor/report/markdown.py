@@ -6,6 +6,7 @@ piece of Markdown lives in `templates/*.j2`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 from functools import lru_cache
@@ -194,16 +195,12 @@ def _bytecode_cache(jinja2: Any) -> Any:
         """A cache that never fails a report: a full or read-only disk just means no cache."""
 
         def load_bytecode(self, bucket: Any) -> None:
-            try:
+            with contextlib.suppress(OSError):
                 super().load_bytecode(bucket)
-            except OSError:
-                pass
 
         def dump_bytecode(self, bucket: Any) -> None:
-            try:
+            with contextlib.suppress(OSError):
                 super().dump_bytecode(bucket)
-            except OSError:
-                pass
 
     try:
         return _Quiet()
