@@ -5,6 +5,20 @@ an `advisor.types.Run`: one row per step, canonical columns (contract.md) plus e
 column, and what the run said about itself (config hints, how it ended, reader warnings).
 A directory is searched for the run's metrics. Unusable input raises `InputError` with the file,
 the place and what was expected.
+
+Formats (`Run.format`), detected from the first bytes, the name only breaking ties:
+- `verl-console`: `step:N - key:value - ...` lines behind Ray prefixes, ANSI colours, 3-decimal,
+  full-precision or `np.float64(...)` values, amid any output (also pasted in Markdown or an
+  issue); the printed config dump or command-line overrides give the config hints.
+- `trl-console`: transformers/TRL `{'loss': ...}` dict lines amid tqdm bars (the step is derived
+  from the bar, see the warning); `dict-console`: OpenRLHF `Global step N: {...}`, slime
+  `step N: {...}`; `roll-console`: ROLL `metrics_tag: {...}` lines.
+- `verl-jsonl` (`{"step": N, "data": {...}}`), `jsonl` (flat objects, nested ones flattened).
+- `trl-state` (trainer_state.json), `trl-log-history` (a bare log_history list), `json`.
+- `csv` / `wandb-csv` (run history, `_step`) / `wandb-chart-csv` (`<run> - <metric>` columns),
+  `parquet`, `mlflow` (a file-store run folder), `tensorboard` (event files, decoded here).
+Folders: a TRL output dir's own or newest checkpoint trainer_state.json, event files, MLflow
+runs, then files by kind (JSONL, Parquet, CSV, JSON, text logs), four levels down at most.
 """
 
 from __future__ import annotations
