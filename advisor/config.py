@@ -139,8 +139,9 @@ class LoadedConfig:
     notes: list[str] = field(default_factory=list)  # assumptions made while loading
     extras: dict[str, Any] = field(default_factory=dict)  # advisor-only settings
     lines: dict[str, int] = field(default_factory=dict)  # param or dotted path -> file line
-    # params / dotted paths whose given value was invalid (C002-C004); rules on them skip
-    invalid: frozenset[str] = frozenset()
+    # params / dotted paths the file gave no valid value for (invalid: C002-C004, or required
+    # and missing: C005); rules reading them skip rather than judge the assumed default
+    unjudged: frozenset[str] = frozenset()
 
     def line_of(self, params: Sequence[str]) -> int | None:
         """The file line of the first param that has one."""
@@ -318,10 +319,15 @@ class _Pass:
     def unknown(self, path: str, key: str, candidates: Mapping[str, str], line: int | None) -> None:
         """C001 with the nearest valid name; candidates: plain name -> full suggested path."""
         near = difflib.get_close_matches(key, list(candidates), n=1, cutoff=0.6)
+        alias = self.book.hp_aliases.get(key.lower())
+        if alias and alias.param in candidates:  # another framework's name: lr, beta, rollout_n
+            near = [alias.param]
         if key in candidates:  # a valid name, at the wrong level
             hint = f"; did you mean {candidates[key]}?"
         else:
             hint = f"; did you mean {candidates[near[0]]}?" if near else ""
+        if alias and alias.param in candidates and alias.note:
+            hint += f" ({alias.note})"
         sugg = candidates.get(key) or (candidates[near[0]] if near else None)
         self.add("C001", [path], f"{path} is not a known field{hint}", suggested=sugg, line=line)
 
@@ -868,7 +874,7 @@ def load_config(
         notes=notes,
         extras=extras,
         lines=lines,
-        invalid=frozenset(walker.invalid - walker.hp.keys() - cfg.resources.model_fields_set),
+        unjudged=frozenset(walker.invalid - walker.hp.keys() - cfg.resources.model_fields_set),
     )
 
 
@@ -957,6 +963,7 @@ def _fill_defaults(
     for key, spec in specs.items():
         hp[key] = walker.hp.get(key, spec.default)
         origin.setdefault(key, "default")
+    have_file = report_missing
     if any(p.endswith("hyper_parameters") for p in walker.invalid):
         report_missing = False  # the block itself is reported as C002
     if report_missing and len(missing) > 5:  # one finding, not a wall of them
@@ -982,7 +989,14 @@ def _fill_defaults(
             "invalid values replaced by defaults: "
             + ", ".join(f"{k}={fmt(hp[k])}" for k in invalid)
         )
-    if missing:
+    if missing and have_file:
+        walker.invalid.update(missing)  # judged by no rule: C005 already names the assumption
+        notes.append(
+            "assumed defaults for missing "
+            + ", ".join(f"{k}={fmt(hp[k])}" for k in missing)
+            + " (no rule judges them: give the values to have them checked)"
+        )
+    elif missing:
         notes.append("assumed defaults for " + ", ".join(f"{k}={fmt(hp[k])}" for k in missing))
     return hp, notes
 

@@ -47,6 +47,14 @@ class FieldSpec(_Strict):
     meaning: str = ""
 
 
+class HpAlias(_Strict):
+    """Another framework's name for a platform hyperparameter (for C001's "did you mean")."""
+
+    param: str
+    note: str = Field("", description="said when the meaning differs from the platform's")
+    source: str = ""
+
+
 class ModelInfo(_Strict):
     kind: Literal["dense", "moe"]
     params_b: float = Field(gt=0, description="total parameters, billions")
@@ -155,6 +163,7 @@ class ConfigRule(_Strict):
 class ConfigRulebook(_Strict):
     version: int
     hyper_parameters: dict[str, FieldSpec]
+    hp_aliases: dict[str, HpAlias] = Field(default_factory=dict)
     function_runtime: dict[str, FieldSpec]
     resources: dict[str, FieldSpec]
     models: dict[str, ModelInfo]
@@ -168,6 +177,9 @@ class ConfigRulebook(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> ConfigRulebook:
+        stray = {a.param for a in self.hp_aliases.values()} - set(self.hyper_parameters)
+        if stray:
+            raise ValueError(f"hp_aliases name unknown hyperparameters: {sorted(stray)}")
         ids = [r.id for r in self.rules]
         dupes = {i for i in ids if ids.count(i) > 1}
         if dupes:
@@ -570,9 +582,7 @@ def _workspace_scope(loaded: LoadedConfig) -> dict[str, Any]:
         for f in loaded.config.functions
         if f.fcmodel and f.fcmodel.classpath and _CLASSPATH.fullmatch(f.fcmodel.classpath)
     ]
-    local = workspace is not None and any(
-        (workspace / p.split(".")[0]).exists() for p in paths
-    )
+    local = workspace is not None and any((workspace / p.split(".")[0]).exists() for p in paths)
     return {
         "workspace_local": local,
         "workspace_path": str(workspace) if local else None,
@@ -652,8 +662,8 @@ def sort_findings(findings: list[ConfigFinding]) -> list[ConfigFinding]:
 
 def _judge(rule: ConfigRule, scope: Mapping[str, Any], loaded: LoadedConfig) -> list[ConfigFinding]:
     params = _params(rule, scope)
-    if _touches_invalid(params, loaded.invalid):
-        return []  # the value was reported as invalid; judging its replacement would mislead
+    if _touches(params, loaded.unjudged):
+        return []  # reported invalid or missing (C002-C005): judging the default would mislead
     try:
         if rule.when is not None and not evaluate(rule.when, scope):
             return []
@@ -681,9 +691,9 @@ def _judge(rule: ConfigRule, scope: Mapping[str, Any], loaded: LoadedConfig) -> 
     ]
 
 
-def _touches_invalid(params: Sequence[str], invalid: frozenset[str]) -> bool:
-    """True when a param is, or contains, a value reported invalid at load time."""
-    return any(p == bad or bad.startswith((p + ".", p + "[")) for p in params for bad in invalid)
+def _touches(params: Sequence[str], unjudged: frozenset[str]) -> bool:
+    """True when a param is, or contains, a value the file gave no valid value for."""
+    return any(p == u or u.startswith((p + ".", p + "[")) for p in params for u in unjudged)
 
 
 def _fires(check_: Check, scope: Mapping[str, Any]) -> bool:
