@@ -647,6 +647,7 @@ def make_run(
         s = {k: v[keep] for k, v in s.items()}
     symptoms = [] if kind == HEALTHY else [kind]
     onset = info["onset"]
+    info["notes"].update(reward_scale=base["scale"], reward_offset=base["offset"])
     run = SynthRun(spec, t, s, val, hp, symptoms, onset, info.get("ending", "ok"), info["notes"])
     return run
 

@@ -51,12 +51,15 @@ class Result:
         return hits[0] if hits else None
 
 
+USE_CONFIG = True  # --no-config: judge from the log alone, as a user without job.yaml
+
+
 def _cli(run_dir: Path, label: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
     exe = ROOT / ".venv" / "bin" / "rl-advisor"
     cmd = [str(exe) if exe.exists() else "rl-advisor", "diagnose",
            str(run_dir / label["metrics_file"]), "--format", "json", "--no-plots",
            "--fail-on", "never"]
-    if (run_dir / "job.yaml").exists():
+    if USE_CONFIG and (run_dir / "job.yaml").exists():
         cmd += ["--config", str(run_dir / "job.yaml")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if proc.returncode not in (0, 1):
@@ -72,8 +75,9 @@ def _api(run_dir: Path, label: dict[str, Any]) -> tuple[dict[str, Any] | None, s
     from advisor.report import render
 
     cfg = run_dir / "job.yaml"
+    use = USE_CONFIG and cfg.exists()
     try:
-        d = diagnose(run_dir / label["metrics_file"], config=cfg if cfg.exists() else None)
+        d = diagnose(run_dir / label["metrics_file"], config=cfg if use else None)
         return json.loads(render(d, format="json")), None
     except Exception as err:  # a crash is a result to score, not an abort
         return None, f"{type(err).__name__}: {str(err).splitlines()[:1]}"
@@ -84,13 +88,16 @@ def judge(run_dir: Path, use_api: bool) -> Result:
     out, err = (_api if use_api else _cli)(run_dir, label)
     res = Result(run_dir, label, error=err)
     if out is not None:
-        (run_dir / "diagnosis.json").write_text(json.dumps(out, indent=1), encoding="utf-8")
+        name = "diagnosis.json" if USE_CONFIG else "diagnosis-noconfig.json"
+        (run_dir / name).write_text(json.dumps(out, indent=1), encoding="utf-8")
         res.findings = out.get("findings") or []
         res.status = str(out.get("status"))
     return res
 
 
-def _judge_api(run_dir: Path) -> Result:
+def _judge_api(run_dir: Path, use_config: bool = True) -> Result:
+    global USE_CONFIG
+    USE_CONFIG = use_config  # spawned workers start from the module default
     return judge(run_dir, True)
 
 
@@ -104,7 +111,7 @@ def judge_all(corpus: Path, use_api: bool, workers: int) -> list[Result]:
 
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            return list(pool.map(_judge_api, dirs, chunksize=2))
+            return list(pool.map(_judge_api, dirs, [USE_CONFIG] * len(dirs), chunksize=2))
     with ThreadPoolExecutor(workers) as pool:  # each job is its own process (the CLI)
         return list(pool.map(lambda d: judge(d, False), dirs))
 
@@ -251,7 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-j", "--workers", type=int, default=2)
     ap.add_argument("--harness", action="store_true", help="also run advisor.harness")
     ap.add_argument("--out", type=Path, help="write the Markdown results here")
+    ap.add_argument("--no-config", action="store_true", help="judge without job.yaml")
     a = ap.parse_args(argv)
+    global USE_CONFIG
+    USE_CONFIG = not a.no_config
     results = judge_all(a.corpus, a.api, a.workers)
     figs = score(results)
     cmd = "python tests/holdout/score.py " + " ".join(argv if argv is not None else sys.argv[1:])
