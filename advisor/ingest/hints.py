@@ -52,8 +52,12 @@ def verl_hints(cfg: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(lr, int | float):
         out["learning_rate"] = float(lr)
     kl = _first(cfg, f"{actor}.kl_loss_coef", "actor.kl_loss_coef")
-    if isinstance(kl, int | float):
+    if isinstance(kl, int | float) and not isinstance(kl, bool):
         out["kl_loss_coef"] = float(kl)
+        if _get(cfg, f"{actor}.use_kl_loss") is False:
+            # verl ignores the coefficient when the KL loss is off: what ran had none
+            out["kl_loss_coef"] = 0.0
+            out["kl_loss_coef_configured"] = float(kl)
     for key, paths in {
         "batch_size": ("data.train_batch_size",),
         "ppo_mini_batch_size": (f"{actor}.ppo_mini_batch_size", "actor.ppo_mini_batch_size"),

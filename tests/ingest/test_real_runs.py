@@ -71,6 +71,9 @@ def test_verl_dstack_validation_points_and_config() -> None:
     assert run.config_hints["adv_estimator"] == "gae"
     assert "algorithm" not in run.config_hints  # gae is not a platform algorithm
     assert run.config_hints["learning_rate"] == 1e-6
+    # use_kl_loss: False -> the KL loss did not run, whatever kl_loss_coef says
+    assert run.config_hints["kl_loss_coef"] == 0.0
+    assert run.config_hints["kl_loss_coef_configured"] == 0.001
     assert run.config_hints["max_length"] == 512 + 256
     assert run.ending is not None and run.ending.kind == "completed"
     # 3-decimal log: actor/lr reads 0.000 and must not become lr = 0
