@@ -156,8 +156,10 @@ def assemble(
     planned = remedy.plan(findings, hp, rules if rules is not None else _rules(), previous)
     info = run.info()
     save_hp, save_notes = _save_settings(hp, origin or {})
+    # Only a run that completed saved at its last step; a crash or a cut log did not (or may not).
+    completed = info.ending is not None and info.ending.kind == "completed"
     checkpoint = remedy.checkpoint_advice(
-        _points(run, "val_reward"), save_hp, info.last_step, training_samples
+        _points(run, "val_reward"), save_hp, info.last_step, training_samples, completed
     )
     if checkpoint is None or "best_step" not in checkpoint:
         save_notes = []  # no checkpoint advice rests on them

@@ -632,12 +632,16 @@ def _patch(
 
 # ----------------------------------------------------------------------------- checkpoints
 def saved_steps(
-    hp: Mapping[str, Any], last_step: int, training_samples: int | None = None
+    hp: Mapping[str, Any],
+    last_step: int,
+    training_samples: int | None = None,
+    completed: bool = True,
 ) -> tuple[list[int] | None, str]:
     """Steps at which the job saved a checkpoint, as far as its save settings tell.
 
-    Returns (steps or None when unknowable, a note on what was assumed). The final step is
-    counted as saved (trainers save at the end), and said so.
+    Returns (steps or None when unknowable, a note on what was assumed). The final step of a
+    completed run is counted as saved (trainers save at the end), and said so; a crashed run
+    did not get there.
     """
     strategy = hp.get("save_strategy")
     if strategy == "no":
@@ -660,7 +664,7 @@ def saved_steps(
         note = f"save_strategy=epoch saves every {per_epoch} steps (one epoch)"
     else:
         return None, "save_strategy is unknown"
-    if not steps or steps[-1] != last_step:
+    if completed and (not steps or steps[-1] != last_step):
         steps.append(last_step)
         note += f", plus the final step {last_step} (assumed)"
     return steps, note
@@ -671,6 +675,7 @@ def checkpoint_advice(
     hp: Mapping[str, Any],
     last_step: int | None,
     training_samples: int | None = None,
+    completed: bool = True,
 ) -> dict[str, Any] | None:
     """Which checkpoint to publish: the best validation reward, if the save settings kept it
     (knowledge.md §6: publish the best validation/data/reward/mean@1, not necessarily the last;
@@ -697,7 +702,7 @@ def checkpoint_advice(
         }
     best_step, best = max(points, key=lambda p: (p[1], -p[0]))
     last_val_step, last_val = points[-1]
-    saved, note = saved_steps(hp, last_step, training_samples)
+    saved, note = saved_steps(hp, last_step, training_samples, completed)
     limit = hp.get("save_total_limit")
     kept = saved[-limit:] if saved is not None and isinstance(limit, int) else saved
     out: dict[str, Any] = {

@@ -230,3 +230,12 @@ def test_a_part_at_its_bound_does_not_take_the_one_change(rules, hp) -> None:
     res = plan([finding("P2")], hp, rules)
     assert [c.param for c in res.patch.changes] == ["batch_size"]
     assert res.patch.kind == "primary"
+
+
+def test_a_crashed_run_did_not_save_its_last_step(hp) -> None:
+    hp.update(save_steps=10, save_total_limit=3)
+    val = [(80, 0.70), (85, 0.774), (90, 0.771)]
+    done = remedy.checkpoint_advice(val, hp, last_step=92)
+    crashed = remedy.checkpoint_advice(val, hp, last_step=92, completed=False)
+    assert done["kept_steps"] == [80, 90, 92] and crashed["kept_steps"] == [70, 80, 90]
+    assert "final step" not in crashed["advice"]
