@@ -750,16 +750,21 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     slow_ratio = float(p.get("slow_ratio", 2 * min_ratio))
     w = int(p.get("window", 12))
     comp = p.get("_per")
-    norm = _norm_factor(s, comp)
-    fast_last = _span_sd_last(s.raw) / b.sd * float(norm[-1])
     lo = max(0, len(s) - w)
-    y = s.mean[lo:].tolist()
     # A move must beat both the block-mean noise (slow_ratio sigmas) and `slow_sd` times the
     # per-step spread: under strong autocorrelation block means wander nearly as far as single
     # steps, and a warm-up of ~6 block means underestimates their sigma.
-    step_move = float(p.get("slow_sd", 2.0)) * b.sd
-    delta = (np.maximum(slow_ratio * b.scale, step_move) / norm[lo:]).tolist()
-    pivots = [lo + i for i in _zigzag(y, delta)]
+    move = max(slow_ratio * b.scale, float(p.get("slow_sd", 2.0)) * b.sd)
+    fast_last = _span_sd_last(s.raw) / b.sd
+    window = s.mean[lo:]
+    spread = float(np.nanmax(window) - np.nanmin(window)) if np.isfinite(window).any() else 0.0
+    # Gate (the factor below is <= 1, so it can only make both views harder).
+    if not (fast_last >= min_ratio or spread >= move):
+        return None
+    norm = _norm_factor(s, comp)
+    fast_last *= float(norm[-1])
+    delta = (move / norm[lo:]).tolist()
+    pivots = [lo + i for i in _zigzag(window.tolist(), delta)] if spread >= move else []
     # pivots[0] starts the first leg; the turns are the pivots after it.
     slow = len(pivots) - 1 >= int(p.get("min_turns", 2)) and pivots[-1] >= len(s) - w // 2
     fast = False
@@ -838,12 +843,13 @@ def jump(s: Series, p: Params) -> Evidence | None:
     if not _persistent(mask, k, m):
         return None
     j = _onset_index(mask, gap=1)
-    # The excursion began where the level first left the reference of its first exceeding
-    # block: walk back over blocks already at twice that reference (not over the slow, healthy
-    # growth before it).
-    base_ref = float(ref[j]) if np.isfinite(ref[j]) else 0.0
-    while j > 0 and np.isfinite(s.mean[j - 1]) and s.mean[j - 1] >= 2.0 * base_ref > 0:
+    # The acceleration began where block-to-block growth turned steep: walk back while each
+    # block is at least `onset_growth` x the one before (not over slow, healthy growth).
+    growth = float(p.get("onset_growth", 1.3))
+    while j > 0 and np.isfinite(s.mean[j - 1]) and s.mean[j] >= growth * max(s.mean[j - 1], 1e-12):
         j -= 1
+    if j < len(s) - 1 and not s.mean[j + 1] < growth * max(s.mean[j], 1e-12):
+        j += 1  # block j is the last one still at the old level
     r = float(np.nanmedian(ratio[-min(m, len(ratio)) :]))
     level = float(np.nanmedian(s.mean[-min(m, len(s)) :]))
     min_ratio = float(p.get("min_ratio", 5.0))
