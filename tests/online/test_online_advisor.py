@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 
 import numpy as np
@@ -244,3 +245,28 @@ def test_cached_name_mapping_equals_canonicalize(records: list[dict[str, float |
         assert got.keys() == want.keys()
         for k, v in want.items():
             assert got[k] == v or (v != v and got[k] != got[k])  # NaN == NaN here
+
+
+def test_a_symptom_fires_once_then_again_only_after_it_cleared() -> None:
+    """Truncation high for two spells: P9 fires once per spell, with the spell's onset."""
+    rnd = random.Random(0)
+    adv = Advisor(hyper_parameters={"eval_steps": 5, "algorithm": "gspo"})
+    fired: list[tuple[int, str, int | None]] = []
+    spells = [(101, 160), (261, 340)]
+    for s in range(1, 401):
+        high = any(a <= s <= b for a, b in spells)
+        m = {
+            "critic/rewards/mean": 0.3 + 0.001 * s + rnd.gauss(0, 0.02),
+            "actor/entropy": 0.5 + rnd.gauss(0, 0.01),
+            "response_length/clip_ratio": (0.5 if high else 0.01) + rnd.gauss(0, 0.005),
+            "actor/grad_norm": 0.4 + rnd.gauss(0, 0.02),
+            "actor/ppo_kl": 0.002 + abs(rnd.gauss(0, 0.0005)),
+            "actor/kl_loss": 0.01 + rnd.gauss(0, 0.001),
+        }
+        fired += [(s, f.id, f.onset_step) for f in adv.observe(s, m)]
+    p9 = [(s, onset) for s, fid, onset in fired if fid == "P9"]
+    assert len(p9) == 2  # once per spell: not again while it stays
+    for (alert, onset), (start, end) in zip(p9, spells, strict=True):
+        assert start <= onset <= alert <= end  # onset at the spell, alerted within it
+    first, second = [f for f in adv.findings if f.id == "P9"]
+    assert first.cleared_step is not None and first.cleared_step <= second.onset_step  # type: ignore[operator]
