@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +21,24 @@ def read_csv(path: Path, source: str) -> Run:
         header = fh.readline()
     sep = "\t" if header.count(b"\t") > header.count(b",") else ","
     try:
-        df = pl.read_csv(
-            path,
-            separator=sep,
-            infer_schema_length=10000,
-            null_values=["", "null", "None", "NA"],
-            encoding="utf8-lossy",
-            truncate_ragged_lines=True,
-            ignore_errors=True,
-        )
+        with warnings.catch_warnings():  # polars' own "CSV malformed" notes: not for the user
+            warnings.simplefilter("ignore")
+            df = _read_csv(pl, path, sep)
     except Exception as err:  # polars' own message says what and where
         raise InputError(f"{source}:1: expected a CSV table with a header ({err})") from None
     return _table(df, source, "csv")
+
+
+def _read_csv(pl: Any, path: Path, sep: str) -> Any:
+    return pl.read_csv(
+        path,
+        separator=sep,
+        infer_schema_length=10000,
+        null_values=["", "null", "None", "NA"],
+        encoding="utf8-lossy",
+        truncate_ragged_lines=True,
+        ignore_errors=True,
+    )
 
 
 def read_parquet(path: Path, source: str) -> Run:
