@@ -206,27 +206,32 @@ def _save_settings(
     return out, notes
 
 
+# Findings whose action restarts from a checkpoint before the onset (knowledge.md §4: DIV,
+# and NAN in this project's rulebook), and what to call the onset.
+_RESTART = {"NAN": "the first non-finite metrics", "DIV": "the divergence"}
+
+
 def _restart_step(findings: Sequence[Finding], checkpoint: Mapping[str, Any] | None) -> list[str]:
-    """After a divergence, where to restart from (knowledge.md §4, DIV: restart from the best
-    checkpoint before the onset)."""
-    div = next((f for f in findings if f.id == "DIV" and f.onset_step is not None), None)
-    if div is None:
+    """Where to restart from after a collapse: the last kept checkpoint before the onset."""
+    f = next((f for f in findings if f.id in _RESTART and f.onset_step is not None), None)
+    if f is None or f.onset_step is None:
         return []
+    what, onset = _RESTART[f.id], f.onset_step
     kept = (checkpoint or {}).get("kept_steps")
     if kept is None:
         return [
-            f"Restart from the last checkpoint saved before step {div.onset_step} (DIV onset); "
-            "the save settings do not tell which one survived."
+            f"Restart from the last checkpoint saved before step {onset} ({what}); the save "
+            "settings do not tell which one survived."
         ]
-    before = [s for s in kept if s < div.onset_step]  # type: ignore[operator]
+    before = [s for s in kept if s < onset]
     if before:
         return [
-            f"Restart from the checkpoint of step {before[-1]}, the last kept one before the "
-            f"divergence at step {div.onset_step}."
+            f"Restart from the checkpoint of step {before[-1]}, the last kept one before {what} "
+            f"at step {onset}."
         ]
     return [
-        f"No kept checkpoint precedes the divergence at step {div.onset_step}: restart from "
-        "the base model (or the previous run's output)."
+        f"No kept checkpoint precedes {what} at step {onset}: restart from the base model (or "
+        "the previous run's output)."
     ]
 
 

@@ -193,3 +193,11 @@ def test_plots_survive_non_finite_and_empty_curves(tmp_path) -> None:
     for i, dd in enumerate((d, d2)):
         render(dd, "markdown", out_dir=tmp_path, stem=f"r{i}")
         assert (tmp_path / f"r{i}-NAN-reward_mean.png").stat().st_size > 1000
+
+
+def test_nan_also_says_where_to_restart() -> None:
+    d = diag([finding("NAN", onset=320)])
+    assert d.next_steps[0] == (
+        "Restart from the checkpoint of step 300, the last kept one before the first "
+        "non-finite metrics at step 320."
+    )
