@@ -71,15 +71,24 @@ def _static_findings(loaded: Any) -> list[Any]:
 
 
 def _silenced(ignore: Sequence[str]) -> set[str]:
-    """Finding ids to drop, checked against the symptom rulebook."""
+    """Finding ids to drop (symptom or config rules), checked against both rulebooks."""
     ids = {i.strip().upper() for raw in ignore for i in raw.split(",") if i.strip()}
+    if not ids:
+        return ids
     rules = _rules()
-    known = {k.upper() for k in rules.by_id} if rules is not None else ids
+    known = {k.upper() for k in rules.by_id} if rules is not None else set(ids)
+    try:
+        from advisor.static import rulebook
+
+        known |= {r.id.upper() for r in rulebook().rules}
+    except ImportError:
+        known |= {i for i in ids if i.startswith("C")}
     unknown = sorted(ids - known)
     if unknown:
         raise InputError(
-            f"--ignore {', '.join(unknown)}: expected finding ids of the rulebook "
-            f"({', '.join(sorted(known))})"
+            f"--ignore {', '.join(unknown)}: expected finding ids of the rulebooks "
+            f"(symptoms {', '.join(sorted(rules.by_id)) if rules is not None else '-'}; "
+            "config C001...; see `rl-advisor rules`)"
         )
     return ids
 
@@ -172,7 +181,7 @@ def assemble(
         status=status,
         warmup_steps=judgement.warmup_steps,
         findings=planned.findings,
-        config_findings=list(config_findings),
+        config_findings=[c for c in config_findings if c.id.upper() not in silenced],
         patch=planned.patch,
         assumptions=_assumptions(judgement, hp, origin, planned.patch, config_given)
         + save_notes

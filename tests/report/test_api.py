@@ -86,3 +86,15 @@ def test_save_interval_from_the_log_means_saving_by_steps(tmp_path) -> None:
     assert d.checkpoint["kept_steps"] == [200, 300, 400]
     assert any("saving by steps was assumed" in a for a in d.assumptions)
     assert any("save_total_limit is not in the job file" in a for a in d.assumptions)
+
+
+def test_ignore_drops_config_findings_too(tmp_path, job) -> None:
+    metrics = tmp_path / "ok.jsonl"
+    write_verl_jsonl(metrics, 200, "healthy")
+    loud = diagnose(metrics, job, ["learning_rate=5e-5"])
+    ids = {c.id for c in loud.config_findings}
+    assert ids
+    quiet = diagnose(metrics, job, ["learning_rate=5e-5"], ignore=[",".join(ids)])
+    assert quiet.config_findings == []
+    with pytest.raises(InputError, match="--ignore C999"):
+        diagnose(metrics, job, ignore=["C999"])
