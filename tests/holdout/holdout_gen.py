@@ -938,8 +938,13 @@ def plan(n: int, seed0: int, healthy_share: float = 0.35) -> list[tuple[str, str
     return out
 
 
-def generate(out: Path, n: int = 150, seed0: int = 7000, max_steps: int = 5000) -> list[Path]:
-    return [write_run(make_run(k, v, s, max_steps=max_steps), out) for k, v, s in plan(n, seed0)]
+def generate(
+    out: Path, n: int = 150, seed0: int = 7000, max_steps: int = 5000, healthy_share: float = 0.35
+) -> list[Path]:
+    return [
+        write_run(make_run(k, v, s, max_steps=max_steps), out)
+        for k, v, s in plan(n, seed0, healthy_share)
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -948,8 +953,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n", type=int, default=150)
     ap.add_argument("--seed", type=int, default=7000)
     ap.add_argument("--max-steps", type=int, default=5000, help="cap run length")
+    ap.add_argument("--healthy-share", type=float, default=0.35, help="1.0: healthy runs only")
     a = ap.parse_args(argv)
-    dirs = generate(a.out, a.n, a.seed, a.max_steps)
+    dirs = generate(a.out, a.n, a.seed, a.max_steps, a.healthy_share)
     print(f"{len(dirs)} runs written to {a.out}")
 
 

@@ -228,6 +228,11 @@ def render(f: Figures, results: Sequence[Result], corpus: Path, cmd: str) -> str
     return "\n".join(lines) + "\n"
 
 
+def _within(f: Figures) -> float | None:
+    errs = [e for v in f.onset_err.values() for e in v]
+    return sum(e <= 2 for e in errs) / len(errs) if errs else None
+
+
 def harness_compare(corpus: Path, f: Figures, workers: int) -> str:
     """Run advisor.harness on the same corpus; print its figures beside ours."""
     try:
@@ -238,7 +243,8 @@ def harness_compare(corpus: Path, f: Figures, workers: int) -> str:
     hs = rep.corpus
     lines = ["## advisor.harness vs this scorer (same corpus)", "",
              f"healthy false alarms: harness {hs.healthy_with_alarm}/{hs.healthy_runs}, "
-             f"ours {f.healthy_alarmed}/{f.healthy}", "",
+             f"ours {f.healthy_alarmed}/{f.healthy}; onset within 2 x eval_steps: harness "
+             f"{_pct(hs.onset_within_tolerance)}, ours {_pct(_within(f))}", "",
              "| id | harness P | ours P | harness R | ours R | agree |",
              "|---|---|---|---|---|---|"]
     for s in hs.per_symptom:
