@@ -192,6 +192,8 @@ def read_document(path: Path) -> Any:
         ) from None
     except OSError as err:
         raise InputError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if path.suffix.lower() == ".json":
+        _json_error(path, text, always=True)  # a .json file must be JSON, not any YAML
     try:
         doc = _yaml().load(text)
     except MarkedYAMLError as err:
@@ -199,6 +201,8 @@ def read_document(path: Path) -> Any:
         mark = err.problem_mark or err.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         what = (err.problem or err.context or "syntax error").strip()
+        if "another document" in what:  # ruamel's "but found another document"
+            what = "a second YAML document (---) starts here; a job file holds one"
         raise InputError(f"{where}: not valid YAML/JSON: {what}") from None
     except (YAMLError, ValueError, TypeError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
@@ -210,10 +214,12 @@ def read_document(path: Path) -> Any:
     return doc
 
 
-def _json_error(path: Path, text: str) -> None:
+def _json_error(path: Path, text: str, always: bool = False) -> None:
     """Raise JSON's own error (line, column) for a file that looks like JSON."""
-    if not text.lstrip().startswith(("{", "[")):
+    if not always and not text.lstrip().startswith(("{", "[")):
         return
+    if not text.strip():
+        return  # empty: reported as such by the caller
     import json
 
     try:
@@ -383,6 +389,8 @@ class _Bad(Exception):
 def _show(raw: Any) -> str:
     from advisor.static import fmt
 
+    if raw is None:
+        return "null (no value)"
     return repr(raw) if isinstance(raw, str) else fmt(raw)
 
 
