@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,7 @@ _MAX_WARNINGS = 20
 _MAX_PLANS = 64  # distinct key sets remembered (train-only, train+eval, ...); bounded memory
 _SLOW = object()  # plan marker: this key set needs canonicalize's special cases
 _FIRST = -(2**62)  # below any step
+_RECENT_EVALS = 32  # more than save_total_limit checkpoints' worth of evaluations, usually
 
 
 def _number(value: Any) -> float | None:
@@ -115,6 +117,8 @@ class Advisor:
         self._pending: tuple[int, Mapping[str, Any]] | None = None  # held by partial=True
         self._val_best: tuple[int, float] | None = None
         self._val_last: tuple[int, float] | None = None
+        # the last evaluations, exact: the checkpoint advice scores the kept checkpoints
+        self._val_recent: deque[tuple[int, float]] = deque(maxlen=_RECENT_EVALS)
         self._val_prev: int | None = None  # validation cadence: last step, gap counts, count
         self._val_gaps: dict[int, int] = {}
         self._val_n = 0
@@ -338,6 +342,7 @@ class Advisor:
         if not math.isfinite(value):
             return
         self._val_last = (step, value)
+        self._val_recent.append(self._val_last)
         if self._val_best is None or value > self._val_best[1]:
             self._val_best = (step, value)
 
@@ -541,17 +546,20 @@ class Advisor:
         return d.model_copy(update={"run": self.run_info()})
 
     def _history_run(self) -> Run:
-        """A small Run of what is kept: the thinned series, plus the best and the last
-        evaluation (all the checkpoint advice reads)."""
+        """A small Run of what is kept: the thinned series, the best and the last evaluation
+        (all the checkpoint advice reads), the first and last step, and how the run ended."""
         import polars as pl
 
         rows: dict[int, dict[str, float | None]] = {}
         for name, series in self._series.items():
             for step, value in zip(series.steps, series.values, strict=True):
                 rows.setdefault(step, {})[name] = value
-        for point in (self._val_best, self._val_last):
+        for point in (self._val_best, *self._val_recent):
             if point is not None:
                 rows.setdefault(point[0], {})["val_reward"] = point[1]
+        for step in (self._first_step, self._last_step):  # the run's span, sampled or not
+            if step is not None:
+                rows.setdefault(step, {})
         steps = sorted(rows)
         data: dict[str, list[Any]] = {"step": steps}
         schema: dict[str, Any] = {"step": pl.Int64}
@@ -559,7 +567,13 @@ class Advisor:
             data[name] = [rows[s].get(name) for s in steps]
             schema[name] = pl.Float64
         frame = pl.DataFrame(data, schema=schema)
-        return Run(frame=frame, source=self.source, format=self.format, config_hints=self._hints)
+        return Run(
+            frame=frame,
+            source=self.source,
+            format=self.format,
+            config_hints=self._reported_hints(),
+            ending=self.ending,
+        )
 
     def report(
         self, format: str = "markdown", out_dir: str | Path | None = None, stem: str = "report"

@@ -114,3 +114,38 @@ def test_each_symptom_fires_once_until_it_clears() -> None:
             for earlier, later in itertools.pairwise(fs):
                 assert earlier.cleared_step is not None, (path.name, fid)
                 assert earlier.cleared_step <= (later.onset_step or later.detected_step or 0)
+
+
+def test_a_long_run_reports_as_diagnose_from_the_thinned_history(tmp_path: Path) -> None:
+    """1,600 steps (the plot history thins past 1,024 points): the JSON report, checkpoint
+    advice and all, is still the one diagnose writes from the whole file."""
+    import json
+    import math
+    import random
+    import re
+
+    rnd = random.Random(3)
+    log = tmp_path / "metrics.jsonl"
+    with log.open("w", encoding="utf-8") as fh:
+        for s in range(1, 1601):
+            d = {
+                "critic/rewards/mean": 0.2 + 0.5 * (1 - math.exp(-s / 400)) + rnd.gauss(0, 0.03),
+                "actor/entropy": 0.6 + rnd.gauss(0, 0.01),
+                "actor/grad_norm": 0.5 + rnd.gauss(0, 0.05),
+                "actor/ppo_kl": 0.002 + abs(rnd.gauss(0, 0.0005)),
+                "actor/kl_loss": 0.01 + rnd.gauss(0, 0.001),
+                "response_length/clip_ratio": 0.3 if 1000 < s < 1300 else 0.01,
+            }
+            if s % 25 == 0:
+                d["val-core/gsm8k/reward/mean@1"] = 0.3 + 0.4 * math.sin(s / 450)
+            fh.write(json.dumps({"step": s, "data": d}) + "\n")
+    template = next(p for p in corpus_runs() if (p / "job.yaml").exists()) / "job.yaml"
+    job = tmp_path / "job.yaml"
+    text = template.read_text(encoding="utf-8")
+    job.write_text(re.sub(r"eval_steps: \d+", "eval_steps: 25", text), encoding="utf-8")
+    batch = json.loads(diagnose(log, job).model_dump_json(by_alias=True))
+    adv = Advisor.from_config(job, source=str(log))
+    Sidecar(log, adv, idle=0.0, poll=0.01).run()
+    assert max(len(s.steps) for s in adv._series.values()) < 1024  # it did thin
+    assert json.loads(adv.diagnosis().model_dump_json(by_alias=True)) == batch
+    assert batch["findings"] and batch["checkpoint"]["best_step"] == 700
