@@ -81,11 +81,13 @@ def yaml_value(value: Any) -> str:
 
 
 def diff_lines(changes: Sequence[Change]) -> list[str]:
-    """Old vs new hyperparameter lines of the job file, one pair per parameter."""
+    """Old vs new hyperparameter lines, one pair per parameter, under a `hyper_parameters:`
+    context line (it sits under `training:` in the YAML layout, at the top in the keyword one;
+    `--patched-config` writes the real file)."""
     out: list[str] = []
     for c in changes:
-        out.append(f"-    {c.param}: {yaml_value(c.from_)}")
-        out.append(f"+    {c.param}: {yaml_value(c.to)}")
+        out.append(f"-  {c.param}: {yaml_value(c.from_)}")
+        out.append(f"+  {c.param}: {yaml_value(c.to)}")
     return out
 
 

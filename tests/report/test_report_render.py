@@ -52,7 +52,8 @@ def test_findings_table_and_sections_in_priority_order() -> None:
 def test_patch_is_a_diff_block() -> None:
     md = render(diag(), "markdown")
     block = md.split("```diff\n", 1)[1].split("```", 1)[0]
-    assert "-    learning_rate: 2e-06" in block and "+    learning_rate: 4e-06" in block
+    assert block.startswith(" hyper_parameters:\n")
+    assert "-  learning_rate: 2e-06" in block and "+  learning_rate: 4e-06" in block
     assert "max_length" not in block  # one variable at a time
 
 
