@@ -131,13 +131,16 @@ def watch(
     ] = None,
 ) -> None:
     """Follow a growing log, alert on each finding as it fires, end with the full report."""
-    from advisor.cli.diagnose import exit_code, write_atomic
+    from rich.markup import escape
+
+    from advisor.cli.diagnose import _check_outputs, exit_code, write_atomic
     from advisor.integrations.follow import Sidecar, resolve_log
     from advisor.online import Advisor
 
     path = resolve_log(metrics)
-    if output is not None and output.exists() and output.resolve() == path.resolve():
+    if output is not None and output.resolve() == path.resolve():
         raise InputError(f"--output {output}: is the log being watched; expected a new path")
+    _check_outputs(path, config, None, output, None)  # never overwrite an input
     kwargs: dict[str, Any] = {
         "sets": sets or (),
         "source": str(path),
@@ -146,7 +149,9 @@ def watch(
     adv = Advisor.from_config(config, **kwargs) if config is not None else Advisor(**kwargs)
     alerts = Alerts(on_finding, on_finding_timeout)
     sidecar = Sidecar(path, adv, on_finding=alerts, poll=poll, idle=idle)
-    alerts.console.print(f"[dim]rl-advisor: watching {path} (Ctrl-C to stop and report)[/]")
+    alerts.console.print(
+        f"[dim]rl-advisor: watching {escape(str(path))} (Ctrl-C to stop and report)[/]"
+    )
     why = sidecar.run()
     alerts.console.print(f"[dim]rl-advisor: stopped watching ({why}) after {adv.steps} steps[/]")
     d = adv.diagnosis()

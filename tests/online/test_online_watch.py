@@ -162,3 +162,18 @@ def test_watch_json_report_is_the_diagnose_report(
     )
     assert json.loads(out) == batch
     assert code == (1 if any(f["severity"] == "error" for f in batch["findings"]) else 0)
+
+
+def test_watch_never_overwrites_an_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = _console_run("p3")
+    job = tmp_path / "job.yaml"
+    job.write_text((src / "job.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    before = job.read_text(encoding="utf-8")
+    log = tmp_path / "train.log"
+    log.write_text("step:1 - critic/rewards/mean:0.1\n", encoding="utf-8")
+    for out in (job, log):
+        code, stdout, err = _watch(
+            [str(log), "--config", str(job), "--output", str(out), "--idle", "0.1"], capsys
+        )
+        assert code == 2 and stdout == "" and len(err.strip().splitlines()) == 1
+    assert job.read_text(encoding="utf-8") == before
