@@ -164,7 +164,9 @@ def test_watch_json_report_is_the_diagnose_report(
     assert code == (1 if any(f["severity"] == "error" for f in batch["findings"]) else 0)
 
 
-def test_watch_never_overwrites_an_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_watch_never_overwrites_an_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = _console_run("p3")
     job = tmp_path / "job.yaml"
     job.write_text((src / "job.yaml").read_text(encoding="utf-8"), encoding="utf-8")
