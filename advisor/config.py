@@ -55,7 +55,11 @@ _KEYWORD_TOP = (
     "training_file_ids",
     "validation_file_ids",
     "datasets",
+    *("rollout_id", "reward_ids", "rollout_runtime", "reward_runtimes"),
 )
+# submit_job() with registered entity ids (the seed's `dashscope rl submit --rollout-id
+# --reward-ids` and its FAQ "reward_runtimes must be as long as reward_ids"): read as functions.
+_ENTITY_KEYS = ("rollout_id", "reward_ids", "rollout_runtime", "reward_runtimes")
 _FUNCTION_KEYS = (
     "type",
     "name",
@@ -142,6 +146,8 @@ class LoadedConfig:
     # params / dotted paths the file gave no valid value for (invalid: C002-C004, or required
     # and missing: C005); rules reading them skip rather than judge the assumed default
     unjudged: frozenset[str] = frozenset()
+    # per function, the paths its fields were written at when not functions[i] (entity ids)
+    function_paths: list[dict[str, str]] = field(default_factory=list)
 
     def line_of(self, params: Sequence[str]) -> int | None:
         """The file line of the first param that has one."""
@@ -479,6 +485,9 @@ class _Walker(_Pass):
         self.out: dict[str, Any] = {"datasets": [], "functions": [], "resources": {}}
         hp_at = {"yaml": "training.hyper_parameters.", "keyword": "hyper_parameters.", "flat": ""}
         self.hp_prefix = hp_at.get(layout, "")
+        self.entity_args: dict[str, tuple[Any, int | None]] = {}
+        # per function, where its fields were written when not under functions[i]
+        self.fn_paths: list[dict[str, str]] = []
 
     def walk(self, doc: Mapping[str, Any]) -> None:
         top = {"yaml": _YAML_TOP, "keyword": _KEYWORD_TOP}.get(self.layout, _KEYWORD_TOP)
@@ -489,6 +498,7 @@ class _Walker(_Pass):
             for key, raw in doc.items():
                 if str(key) in top:
                     self.section(str(key), raw, str(key), _line(doc, key))
+            self.entity_functions()
             return
         candidates = {k: k for k in top}
         for key, raw in doc.items():
@@ -503,6 +513,71 @@ class _Walker(_Pass):
                 self.section(key, raw, key, line)
             else:
                 self.unknown(key, key, candidates | self._hp_candidates(), line)
+        self.entity_functions()
+
+    def entity_functions(self) -> None:
+        """rollout_id / reward_ids (+ rollout_runtime / reward_runtimes) -> functions."""
+        args = self.entity_args
+        if not args:
+            return
+        self.fn_paths += [{} for _ in self.out["functions"]]
+        if "rollout_id" in args or "rollout_runtime" in args:
+            self.entity_function("rollout", args.get("rollout_id"), args.get("rollout_runtime"))
+        ids_raw, ids_line = args.get("reward_ids", (None, None))
+        rts_raw, rts_line = args.get("reward_runtimes", (None, None))
+        ids = self.entity_list("reward_ids", ids_raw, ids_line)
+        runtimes = self.entity_list("reward_runtimes", rts_raw, rts_line)
+        if ids is not None and runtimes is not None and len(ids) != len(runtimes):
+            self.add(
+                "C520",
+                ["reward_runtimes", "reward_ids"],
+                f"reward_runtimes lists {len(runtimes)} runtime(s) but reward_ids lists "
+                f"{len(ids)} reward function(s): the submission fails unless they match",
+                line=rts_line or ids_line,
+            )
+        for i in range(max(len(ids or []), len(runtimes or []))):
+            rid = (ids[i], _line(ids_raw, i) or ids_line) if ids and i < len(ids) else None
+            rt = (
+                (runtimes[i], _line(rts_raw, i) or rts_line)
+                if runtimes and i < len(runtimes)
+                else None
+            )
+            self.entity_function("reward", rid, rt, index=i)
+
+    def entity_list(self, key: str, raw: Any, line: int | None) -> list[Any] | None:
+        if raw is None:
+            return None
+        if isinstance(raw, str) and key == "reward_ids":  # the CLI's '["rw-xxx"]' or one id
+            raw = [raw]
+        if not isinstance(raw, list):
+            self.invalid.add(key)
+            self.add("C002", [key], f"{key} = {_show(raw)} must be a list", line=line)
+            return None
+        return list(raw)
+
+    def entity_function(
+        self,
+        kind: str,
+        entity: tuple[Any, int | None] | None,
+        runtime: tuple[Any, int | None] | None,
+        index: int | None = None,
+    ) -> None:
+        from advisor.static import FieldSpec
+
+        at = "" if index is None else f"[{index}]"
+        id_path = f"{kind}_id" if index is None else f"reward_ids{at}"
+        rt_path = f"{kind}_runtime" if index is None else f"reward_runtimes{at}"
+        fn: dict[str, Any] = {"type": kind}
+        if entity is not None:
+            self.lines[id_path] = entity[1] or 0
+            fn["entity_id"] = self.value(id_path, entity[0], FieldSpec(type="str"), entity[1])
+        if runtime is not None:
+            self.lines[rt_path] = runtime[1] or 0
+            fn["runtime"] = self.runtime(runtime[0], rt_path, runtime[1])
+        elif index is not None and "reward_runtimes" in self.entity_args:
+            self.invalid.add(rt_path)  # no runtime for this id: C520 says so; judge no default
+        self.out["functions"].append({k: v for k, v in fn.items() if v is not None})
+        self.fn_paths.append({"entity_id": id_path, "runtime": rt_path})
 
     def _hp_candidates(self) -> dict[str, str]:
         return {k: self.hp_prefix + k for k in self.book.hyper_parameters}
@@ -520,6 +595,8 @@ class _Walker(_Pass):
             self.datasets(key, raw, path, line)
         elif key in ("training_file_ids", "validation_file_ids"):
             self.file_ids(key, raw, path, line)
+        elif key in _ENTITY_KEYS:
+            self.entity_args[key] = (raw, line)
         else:
             self.top_scalar(key, raw, path, line)
 
@@ -883,6 +960,7 @@ def load_config(
         extras=extras,
         lines=lines,
         unjudged=frozenset(walker.invalid - walker.hp.keys() - cfg.resources.model_fields_set),
+        function_paths=walker.fn_paths,
     )
 
 

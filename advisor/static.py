@@ -608,9 +608,13 @@ def function_scopes(loaded: LoadedConfig, base: Mapping[str, Any]) -> list[dict[
         for field, spec in specs.items():
             scope[field] = given.get(field, spec.default)
             scope[f"{field}_default"] = field not in given
+        written = loaded.function_paths[i] if i < len(loaded.function_paths) else {}
+        where = written.get("entity_id") or f"functions[{i}]"
         scope.update(
             index=i,
-            label=f"functions[{i}]" + (f" ({fn.name})" if fn.name else ""),
+            written_at=written,
+            id_list_form=bool(written),
+            label=where + (f" ({fn.name or fn.entity_id})" if fn.name or written else ""),
             type=fn.type,
             name=fn.name,
             timeout=fn.timeout,
@@ -693,7 +697,11 @@ def _judge(rule: ConfigRule, scope: Mapping[str, Any], loaded: LoadedConfig) -> 
 
 def _touches(params: Sequence[str], unjudged: frozenset[str]) -> bool:
     """True when a param is, or contains, a value the file gave no valid value for."""
-    return any(p == u or u.startswith((p + ".", p + "[")) for p in params for u in unjudged)
+    return any(
+        p == u or u.startswith((p + ".", p + "[")) or p.startswith((u + ".", u + "["))
+        for p in params
+        for u in unjudged
+    )
 
 
 def _fires(check_: Check, scope: Mapping[str, Any]) -> bool:
@@ -734,7 +742,15 @@ def _params(rule: ConfigRule, scope: Mapping[str, Any]) -> list[str]:
     if rule.scope != "function":
         return list(rule.params)
     prefix = f"functions[{scope['index']}]."
-    return [prefix + p if p.startswith(_FUNCTION_FIELDS) else p for p in rule.params]
+    written = scope.get("written_at") or {}  # rollout_id / reward_runtimes[i] ...
+    out = []
+    for p in rule.params:
+        head, _, rest = p.partition(".")
+        if head in written:
+            out.append(written[head] + ("." + rest if rest else ""))
+        else:
+            out.append(prefix + p if p.startswith(_FUNCTION_FIELDS) else p)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
