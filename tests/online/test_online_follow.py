@@ -194,3 +194,30 @@ def test_resolve_log_picks_a_log_in_a_run_directory(tmp_path: Path) -> None:
     assert resolve_log(tmp_path / "x.log") == tmp_path / "x.log"  # not yet written: waited for
     with pytest.raises(InputError, match="neither the file nor its directory"):
         resolve_log(tmp_path / "nope" / "x.log")
+
+
+def _bar(n: int, total: int) -> str:
+    """tqdm clearing its bar to let a log line through (what the reader counts as a mark)."""
+    return f" {100 * n // total}%|##  | {n}/{total} [00:01<00:03, 1.0it/s]\r" + " " * 30 + "\r"
+
+
+def test_trl_console_dicts_wait_for_their_step() -> None:
+    p = LineParser()
+    assert p.feed("{'loss': 0.1, 'reward': 0.2, 'epoch': 0.1}") == []  # no step known yet
+    assert p.feed(_bar(5, 20)) == [(5, {"loss": 0.1, "reward": 0.2, "epoch": 0.1})]
+    # an evaluation takes the step of the training log before it
+    assert p.feed("{'eval_reward': 0.3, 'epoch': 0.1}") == [(5, {"eval_reward": 0.3, "epoch": 0.1})]
+    assert p.feed("{'loss': 0.1, 'reward': 0.25, 'epoch': 0.2}") == []
+    assert p.feed(_bar(10, 20)) == [(10, {"loss": 0.1, "reward": 0.25, "epoch": 0.2})]
+    assert p.format == "trl-console"
+    assert p.hints() == {"logging_steps": 5, "max_steps": 20}
+    assert p.feed("{'loss': 0.1, 'reward': 0.3, 'epoch': 0.3}") == []
+    assert p.finish() == [(3, {"loss": 0.1, "reward": 0.3, "epoch": 0.3})]  # k x first bar: 3 x 1
+    assert "progress bar" in p.notes()[0]
+
+
+def test_trl_console_printed_logging_steps_number_at_once() -> None:
+    p = LineParser()
+    p.feed("TrainingArguments(logging_steps=4, learning_rate=1e-06, num_generations=8)")
+    assert p.feed("{'loss': 0.1, 'reward': 0.2}") == [(4, {"loss": 0.1, "reward": 0.2})]
+    assert p.feed("{'loss': 0.1, 'reward': 0.3}") == [(8, {"loss": 0.1, "reward": 0.3})]
