@@ -68,6 +68,20 @@ def _register() -> None:
     from advisor.cli import diagnose, rules, validate, watch  # noqa: F401
 
 
+def _click_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """Click's usage-error and abort classes; newer typer vendors its own copy of click."""
+    usage: list[type[Exception]] = []
+    abort: list[type[Exception]] = []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            mod = __import__(name, fromlist=["ClickException"])
+        except ImportError:
+            continue
+        usage.append(mod.ClickException)
+        abort.append(mod.Abort)
+    return tuple(usage), tuple(abort)
+
+
 def main(argv: list[str] | None = None) -> int:
     _register()
     try:
@@ -83,12 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # usage errors from click, and last-resort guard
-        import click
-
-        if isinstance(err, click.exceptions.ClickException):
-            err.show()
+        usage, abort = _click_errors()
+        if isinstance(err, usage):
+            typer.echo(f"rl-advisor: error: {err.format_message()}", err=True)
             return Exit.UNUSABLE
-        if isinstance(err, click.exceptions.Abort):
+        if isinstance(err, abort):
             return 130
         typer.echo(f"rl-advisor: internal error: {type(err).__name__}: {err}", err=True)
         return Exit.UNUSABLE
