@@ -191,14 +191,17 @@ class LineParser:
             return int(marks[k - 1])
         if self._trl_first_bar is None:
             self._trl_first_bar = row.get("_tqdm") or 0
-        if final:  # no bar to tell: the first entry's bar position, else every step
-            self.trl_how = (
-                "the progress bar at the first entry"
-                if self._trl_first_bar
-                else ("nothing: no progress bar or logging_steps found, assumed every step")
-            )
-            return k * (self._trl_first_bar or 1)
-        return None
+        if not final:
+            return None
+        # the log ended before the bar told this entry's step: keep the cadence seen so far,
+        # else the first entry's bar position, else every step
+        if marks:
+            return k * int(marks[0])
+        if self._trl_first_bar:
+            self.trl_how = "the progress bar at the first entry"
+        else:
+            self.trl_how = "nothing: no progress bar or logging_steps found, assumed every step"
+        return k * (self._trl_first_bar or 1)
 
     def notes(self) -> list[str]:
         """What the reader would warn about this log's reading (TRL step numbering)."""

@@ -212,7 +212,8 @@ def test_trl_console_dicts_wait_for_their_step() -> None:
     assert p.format == "trl-console"
     assert p.hints() == {"logging_steps": 5, "max_steps": 20}
     assert p.feed("{'loss': 0.1, 'reward': 0.3, 'epoch': 0.3}") == []
-    assert p.finish() == [(3, {"loss": 0.1, "reward": 0.3, "epoch": 0.3})]  # k x first bar: 3 x 1
+    # the log ends before the bar told the third entry's step: the cadence so far (3 x 5)
+    assert p.finish() == [(15, {"loss": 0.1, "reward": 0.3, "epoch": 0.3})]
     assert "progress bar" in p.notes()[0]
 
 
