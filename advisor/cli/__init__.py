@@ -65,7 +65,7 @@ def fail(message: str) -> None:
 
 def _register() -> None:
     # Each command module adds itself to `app`; imported here so `--help` lists them all.
-    from advisor.cli import diagnose, rules, validate, watch  # noqa: F401
+    from advisor.cli import diagnose, harness, rules, validate, watch  # noqa: F401
 
 
 def _click_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
@@ -78,7 +78,8 @@ def _click_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception],
         except ImportError:
             continue
         usage.append(mod.ClickException)
-        abort.append(mod.Abort)
+        if hasattr(mod, "Abort"):
+            abort.append(mod.Abort)
     return tuple(usage), tuple(abort)
 
 
@@ -99,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # usage errors from click, and last-resort guard
         usage, abort = _click_errors()
         if isinstance(err, usage):
-            typer.echo(f"rl-advisor: error: {err.format_message()}", err=True)
+            message = err.format_message()
+            if message:  # no_args_is_help has printed the help already
+                typer.echo(f"rl-advisor: error: {message}", err=True)
             return Exit.UNUSABLE
         if isinstance(err, abort):
             return 130
