@@ -1,31 +1,39 @@
 """Detectors: small pure functions over one metric's block statistics, registered by name.
 
 The engine (`advisor.engine.Monitor`) never keeps a run's raw history. Each metric's values are
-folded into *blocks* of a fixed number of steps (sum, count, non-finite count, min, max); a block's
-mean is what the detectors test, because a single RL step is mostly noise (knowledge.md "How to
-judge": 50 steps show no trend). A detector sees a `Series`: the last M block records of one metric
-(bounded), the metric's warm-up `Baseline` and its running peak/trough. It returns an
-`advisor.types.Evidence` (window, statistic, effect size, a sentence a person can check against
-the curve) or None.
+folded into *blocks* of a fixed number of steps (sum, count, non-finite count, min, max and the
+sums a least-squares line needs); a block's mean is what most detectors test, because a single
+RL step is mostly noise (knowledge.md "How to judge": 50 steps show no trend). A detector sees a
+`Series`: the last M block records of one metric (bounded), the metric's warm-up `Baseline`
+and its run-wide peaks. It returns an `advisor.types.Evidence` (window, statistic with the
+numbers, effect size, a sentence a person can check against the curve) or None. Each detector
+first checks the latest block alone (persistence requires it), so a healthy evaluation costs a
+few float operations per rule.
 
-False-alarm budget (designed for; held by the accuracy harness, not a unit test): at most ~1 % of
-healthy runs may raise any one warning-or-error symptom. RL curves are noisy and autocorrelated,
-so naive per-step testing would alarm on most healthy runs. The guards, each cutting the rate:
+False-alarm budget (designed for; held by the accuracy harness, not a unit test): at most ~1 %
+of healthy runs may raise any one warning-or-error symptom, because a wrong alarm costs as much
+as a miss. RL curves are noisy and autocorrelated, so naive per-step testing would alarm on
+most healthy runs. The guards, each cutting the rate:
 - test block means, not raw points (averaging removes most of the per-step noise);
-- calibrate every scale on the run's own warm-up (robust: median, MAD and the successive-
-  difference estimator, which is blind to a trend in the warm-up), never on a fixed number;
-- require a direction AND an effect size: a robust z of at least 4 to 6 warm-up sigmas, often
-  together with a ratio (entropy <= 0.3 x its warm-up level) or an absolute level;
-- require persistence: k of the last m blocks (typically 3 of 4), and the latest block too;
-  under independence a 4-sigma excursion in one block has p ~ 6e-5, three of four ~ 1e-12, so
-  even with heavy autocorrelation and ~100 block evaluations per run a healthy run stays inside
-  the budget;
-- trends use Mann-Kendall (scipy.stats.kendalltau on block index) and Theil-Sen slopes, both
-  robust to outliers, and count only when the total change is also large against the warm-up.
+- calibrate every scale on the run's own warm-up, robustly: the larger of the second-difference
+  estimator (blind to the warm-up's trend) and the MAD around a Theil-Sen line (sees the slow
+  wander of autocorrelated noise; a symptom starting inside the warm-up does not inflate it);
+- require a direction AND an effect size: a robust z of 3 to 6 warm-up sigmas together with a
+  ratio to the warm-up level (entropy <= 0.3 x) or an absolute level the guide names;
+- require persistence: k of the last m blocks (typically 3 of 4), the latest included; under
+  independence one 4-sigma block has p ~ 6e-5 and three of four ~ 1e-12, which leaves room for
+  autocorrelation and ~100 evaluations per run;
+- oscillation needs repeated swings (a zigzag with at least three turns, or 5 of 6 noisy spans),
+  a KL explosion needs the level to multiply itself over a fixed lag (a saturating healthy KL
+  does not) and to reach an absolute floor, a divergence needs half the smoothed peak lost for
+  three blocks AND something blowing up;
+- trends use Mann-Kendall (scipy.stats.kendalltau on the block index) and Theil-Sen slopes,
+  both robust to outliers, and count only when the total change is also large.
 
-Every detector also returns the step where the current excursion began (`statistic["onset_step"]`),
-found by walking back over the consecutive blocks that satisfy the same condition: the onset of a
-symptom, not the step at which it became conclusive.
+Every detector also returns where the current excursion began (`statistic["onset_step"]`):
+the first block of the run of blocks satisfying the condition, extended back over a gradual
+approach (a fifth of the way there, or steep growth): the onset of a symptom, not the step at
+which it became conclusive.
 """
 
 from __future__ import annotations
@@ -608,11 +616,17 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     k, m = _k_m(p)
     min_z = float(p.get("min_z", 5.0))
     smooth = int(p.get("smooth", 1))
-    # Gate on the latest (smoothed) block: the cheap absolute and relative conditions.
-    last = float(np.mean(s.mean[-smooth:])) if len(s) >= smooth else math.nan
-    top = s.peak if smooth <= 1 else _smoothed_peak(s, smooth)[0]
-    if top is None or not math.isfinite(last):
+    # Gate on the latest (smoothed) block: the cheap absolute and relative conditions, against
+    # the raw peak first (a smoothed peak is never higher).
+    if s.peak is None or len(s) < smooth:
         return None
+    last = float(s.mean[-1]) if smooth <= 1 else float(np.mean(s.mean[-smooth:]))
+    if not math.isfinite(last):
+        return None
+    rough = s.peak - last
+    if rough < float(p.get("min_abs", 0.0)) or rough < float(p.get("min_rel", 0.0)) * abs(s.peak):
+        return None
+    top = s.peak if smooth <= 1 else _smoothed_peak(s, smooth)[0]
     gap = top - last
     if gap < float(p.get("min_abs", 0.0)) or gap < float(p.get("min_rel", 0.0)) * abs(top):
         return None
@@ -646,9 +660,10 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     level = float(np.nanmedian(y[i:]))
     z = (peak - level) / sigma
     if p.get("onset") == "peak":
-        # The decline starts right after the best point (P6: the checkpoint to publish).
+        # The decline starts at the best point (P6: the checkpoint to publish); a smoothed
+        # peak's middle block is the best estimate of it.
         i = int(np.searchsorted(s.end, peak_step)) if peak_step is not None else i
-        i = min(i + 1, len(s) - 1)
+        i = min(i, len(s) - 1)
     return _evidence(
         s,
         "drop_from_peak",
