@@ -83,18 +83,15 @@ class Baseline:
 
 @dataclass(frozen=True, slots=True)
 class Series:
-    """The block statistics of one metric over the rolling window (oldest first)."""
+    """The block statistics of one metric over the rolling window (oldest first).
+
+    `raw` holds the block records (rows as in span_sd: start, end, mean, lo, hi, n, non-finite,
+    first non-finite step, sd, then the line sums); the named columns are views of it, made
+    only when a detector reads them (a healthy evaluation reads few).
+    """
 
     metric: str
-    start: np.ndarray  # first step of each block
-    end: np.ndarray  # last step of each block
-    mean: np.ndarray  # mean of the finite values (nan if none)
-    lo: np.ndarray  # min of the finite values
-    hi: np.ndarray  # max of the finite values
-    count: np.ndarray  # finite values
-    nonfinite: np.ndarray  # NaN / inf values
-    first_bad: np.ndarray  # first step with a non-finite value in the block (-1 if none)
-    raw: np.ndarray  # the block records (rows as in span_sd), for the rarer statistics
+    raw: np.ndarray
     baseline: Baseline | None
     peak: float | None  # highest block mean so far (whole run)
     peak_step: int | None
@@ -104,8 +101,40 @@ class Series:
     trough_step: int | None
     blocks_total: int  # blocks ever closed for this metric (the window holds the last ones)
 
+    @property
+    def start(self) -> np.ndarray:  # first step of each block
+        return self.raw[:, 0]
+
+    @property
+    def end(self) -> np.ndarray:  # last step of each block
+        return self.raw[:, 1]
+
+    @property
+    def mean(self) -> np.ndarray:  # mean of the finite values (nan if none)
+        return self.raw[:, 2]
+
+    @property
+    def lo(self) -> np.ndarray:  # min of the finite values
+        return self.raw[:, 3]
+
+    @property
+    def hi(self) -> np.ndarray:  # max of the finite values
+        return self.raw[:, 4]
+
+    @property
+    def count(self) -> np.ndarray:  # finite values
+        return self.raw[:, 5]
+
+    @property
+    def nonfinite(self) -> np.ndarray:  # NaN / inf values
+        return self.raw[:, 6]
+
+    @property
+    def first_bad(self) -> np.ndarray:  # first step with a non-finite value (-1 if none)
+        return self.raw[:, 7]
+
     def __len__(self) -> int:
-        return len(self.mean)
+        return len(self.raw)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -410,7 +439,14 @@ def shift(s: Series, p: Params) -> Evidence | None:
     up = str(p.get("direction", "up")) == "up"
     min_z = float(p.get("min_z", 4.0))
     sign = 1.0 if up else -1.0
-    if not sign * (float(s.mean[-1]) - b.median) / b.scale >= min_z:  # gate: latest block
+    last = float(s.mean[-1])
+    if not sign * (last - b.median) / b.scale >= min_z:  # gate: the latest block, all criteria
+        return None
+    if "min_ratio" in p and b.median != 0:
+        r = last / b.median
+        if not (r >= float(p["min_ratio"]) if up else r <= float(p["min_ratio"])):
+            return None
+    if "min_abs" in p and not sign * (last - b.median) >= float(p["min_abs"]):
         return None
     with np.errstate(invalid="ignore", divide="ignore"):
         z = sign * (s.mean - b.median) / b.scale
@@ -630,6 +666,9 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     gap = top - last
     if gap < float(p.get("min_abs", 0.0)) or gap < float(p.get("min_rel", 0.0)) * abs(top):
         return None
+    gap = top - last
+    if gap < float(p.get("min_abs", 0.0)) or gap < float(p.get("min_rel", 0.0)) * abs(top):
+        return None
     if p.get("scale") != "window" and gap < min_z * b.scale:
         return None
     if smooth > 1:
@@ -837,7 +876,9 @@ def jump(s: Series, p: Params) -> Evidence | None:
         return None
     floor = float(p.get("min_level", 0.0))
     n = len(s)
-    last, ref_last = float(s.mean[-1]), float(np.median(s.mean[n - lag - 2 : n - lag + 1]))
+    last = float(s.mean[-1])
+    ref3 = sorted(s.mean[n - lag - 2 : n - lag + 1].tolist())
+    ref_last = ref3[len(ref3) // 2]
     if not (last >= floor and last >= float(p.get("min_ratio", 5.0)) * max(ref_last, 1e-12)):
         return None  # gate on the latest block
     # The reference is the median of three blocks around `lag` back: robust to one spike.

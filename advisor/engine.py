@@ -594,15 +594,6 @@ class Monitor:
             arr = t.buf[: t.nb]
             s = Series(
                 metric=name,
-                # Views of the float buffer (steps and counts are exact in float64): no copies.
-                start=arr[:, 0],
-                end=arr[:, 1],
-                mean=arr[:, 2],
-                lo=arr[:, 3],
-                hi=arr[:, 4],
-                count=arr[:, 5],
-                nonfinite=arr[:, 6],
-                first_bad=arr[:, 7],
                 raw=arr,
                 baseline=t.baseline,
                 peak=t.peak,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -35,9 +34,7 @@ def _series(means: list[float], base: Baseline | None = None, metric: str = "m")
     arr = _blocks([[m] * 5 for m in means])
     peak = int(np.nanargmax(arr[:, 2]))
     return Series(
-        metric=metric, start=arr[:, 0].astype(int), end=arr[:, 1].astype(int), mean=arr[:, 2],
-        lo=arr[:, 3], hi=arr[:, 4], count=arr[:, 5].astype(int), nonfinite=arr[:, 6].astype(int),
-        first_bad=arr[:, 7].astype(int), raw=arr, baseline=base, peak=float(arr[peak, 2]),
+        metric=metric, raw=arr, baseline=base, peak=float(arr[peak, 2]),
         peak_step=int(arr[peak, 1]), peak3=None, peak3_step=None, trough=None,
         trough_step=None, blocks_total=len(means),
     )
@@ -122,10 +119,8 @@ def test_drop_from_peak_follows_the_peak() -> None:
 
 
 def test_nonfinite_counts_points() -> None:
-    arr = _blocks([[1.0] * 5] * 4)
-    arr[-1, 6], arr[-1, 7] = 3, 33
     s = _series([1.0] * 4)
-    s = dataclasses.replace(s, nonfinite=arr[:, 6].astype(int), first_bad=arr[:, 7].astype(int))
+    s.raw[-1, 6], s.raw[-1, 7] = 3, 33
     ev = DETECTORS["nonfinite"](s, {"min_count": 2})
     assert ev is not None and ev.statistic["onset_step"] == 33
     assert DETECTORS["nonfinite"](s, {"min_count": 5}) is None
