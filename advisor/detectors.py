@@ -811,7 +811,14 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     move = max(slow_ratio * b.scale, float(p.get("slow_sd", 2.0)) * b.sd)
     fast_last = _span_sd_last(s.raw) / b.sd
     window = s.mean[lo:]
-    spread = float(np.nanmax(window) - np.nanmin(window)) if np.isfinite(window).any() else 0.0
+    # Two turns need a rise AND a fall of at least `move` inside the window: the smaller of the
+    # largest run-up and the largest drawdown bounds what a zigzag can find (cheap, vectorised).
+    fin = window[np.isfinite(window)]
+    spread = (
+        min(float(np.max(fin - np.minimum.accumulate(fin))),
+            float(np.max(np.maximum.accumulate(fin) - fin)))
+        if len(fin) else 0.0
+    )
     # Gate (the factor below is <= 1, so it can only make both views harder).
     if not (fast_last >= min_ratio or spread >= move):
         return None
