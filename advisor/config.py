@@ -583,6 +583,8 @@ class _Walker(_Pass):
         return {k: self.hp_prefix + k for k in self.book.hyper_parameters}
 
     def section(self, key: str, raw: Any, path: str, line: int | None) -> None:
+        if line:
+            self.lines.setdefault(path, line)  # C516/C517/C701 point at `functions:` etc.
         if key == "training":
             self.training(raw, path, line)
         elif key == "hyper_parameters":
@@ -748,6 +750,8 @@ class _Walker(_Pass):
             key, sub_line = str(key), _line(m, key)
             if key == "classpath":
                 out[key] = self.value(f"{path}.{key}", sub, FieldSpec(type="str"), sub_line)
+                if sub_line:
+                    self.lines[f"{path}.{key}"] = sub_line
             else:
                 self.unknown(f"{path}.{key}", key, {"classpath": f"{path}.classpath"}, sub_line)
         return out if m is not None else None
@@ -764,6 +768,8 @@ class _Walker(_Pass):
                 self.unknown(f"{path}.{key}", key, {k: f"{path}.{k}" for k in specs}, sub_line)
                 continue
             value = self.value(f"{path}.{key}", sub, specs[key], sub_line)
+            if sub_line:
+                self.lines[f"{path}.{key}"] = sub_line  # findings point at the field itself
             if value is not None:
                 out[key] = value
         return out

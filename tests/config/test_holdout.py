@@ -102,3 +102,20 @@ def score() -> str:
 
 if __name__ == "__main__":
     sys.exit(print(score()))
+
+
+# rules about a value that is absent: their line points at the enclosing block instead
+ABSENT_VALUE_RULES = {"C005", "C302", "C512", "C515", "C520"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTATIONS))
+def test_finding_lines_point_at_the_parameter(name: str) -> None:
+    """A finding's file:line shows the line where its first parameter is written."""
+    lines = (HOLDOUT / name).read_text(encoding="utf-8").splitlines()
+    _, findings = validate(name)
+    for f in findings:
+        if f["line"] is None or f["id"] in ABSENT_VALUE_RULES or not f["params"]:
+            continue
+        key = f["params"][0].rsplit(".", 1)[-1].split("[")[0]
+        if any(key in line for line in lines):
+            assert key in lines[f["line"] - 1], (f["id"], key, f["line"], lines[f["line"] - 1])
