@@ -83,8 +83,15 @@ def _api(run_dir: Path, label: dict[str, Any]) -> tuple[dict[str, Any] | None, s
         return None, f"{type(err).__name__}: {str(err).splitlines()[:1]}"
 
 
+CACHED = False  # --cached: re-score the diagnosis.json a previous pass kept
+
+
 def judge(run_dir: Path, use_api: bool) -> Result:
     label = json.loads((run_dir / "label.json").read_text(encoding="utf-8"))
+    kept = run_dir / ("diagnosis.json" if USE_CONFIG else "diagnosis-noconfig.json")
+    if CACHED and kept.exists():
+        out = json.loads(kept.read_text(encoding="utf-8"))
+        return Result(run_dir, label, out.get("findings") or [], str(out.get("status")))
     out, err = (_api if use_api else _cli)(run_dir, label)
     res = Result(run_dir, label, error=err)
     if out is not None:
@@ -101,9 +108,10 @@ def _judge_api(run_dir: Path, use_config: bool = True) -> Result:
     return judge(run_dir, True)
 
 
-def judge_all(corpus: Path, use_api: bool, workers: int) -> list[Result]:
-    dirs = sorted(p.parent for p in corpus.rglob("label.json"))
-    if workers <= 1:
+def judge_all(corpus: Path | Sequence[Path], use_api: bool, workers: int) -> list[Result]:
+    roots = [corpus] if isinstance(corpus, Path) else list(corpus)
+    dirs = sorted(p.parent for root in roots for p in root.rglob("label.json"))
+    if workers <= 1 or CACHED:
         return [judge(d, use_api) for d in dirs]
     if use_api:  # spawned processes (polars dislikes fork), each imports the advisor once
         import multiprocessing
@@ -184,7 +192,7 @@ def _describe_finding(fd: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def render(f: Figures, results: Sequence[Result], corpus: Path, cmd: str) -> str:
+def render(f: Figures, results: Sequence[Result], corpus: Path | str, cmd: str) -> str:
     lines = [f"# Holdout scoring of rl-advisor on `{corpus}` ({len(results)} runs)", "",
              f"Command: `{cmd}`", "",
              f"Healthy runs with a warning+ finding: **{f.healthy_alarmed} / {f.healthy}**"
@@ -212,6 +220,14 @@ def render(f: Figures, results: Sequence[Result], corpus: Path, cmd: str) -> str
         if row:
             lines.append(f"| {fam} | {row['runs']} | "
                          + " | ".join(str(row.get(c, "")) for c in cols) + " |")
+    by_variant: dict[str, Counter] = defaultdict(Counter)
+    for r in results:
+        if not r.label.get("symptoms"):
+            by_variant[r.label.get("variant", "?")]["runs"] += 1
+            by_variant[r.label.get("variant", "?")]["alarmed"] += bool(r.alarms)
+    if by_variant:
+        lines += ["", "Healthy runs alarmed, by variant: " + ", ".join(
+            f"{v} {c['alarmed']}/{c['runs']}" for v, c in sorted(by_variant.items()))]
     lines += ["", "## Misses", ""]
     for r in f.misses:
         lab = r.label
@@ -259,21 +275,25 @@ def harness_compare(corpus: Path, f: Figures, workers: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Independent holdout scoring of rl-advisor.")
-    ap.add_argument("corpus", type=Path)
+    ap.add_argument("corpus", type=Path, nargs="+", help="one or more corpus directories")
     ap.add_argument("--api", action="store_true", help="advisor.api in-process, not the CLI")
     ap.add_argument("-j", "--workers", type=int, default=2)
     ap.add_argument("--harness", action="store_true", help="also run advisor.harness")
     ap.add_argument("--out", type=Path, help="write the Markdown results here")
     ap.add_argument("--no-config", action="store_true", help="judge without job.yaml")
+    ap.add_argument("--cached", action="store_true", help="re-score kept diagnosis.json files")
     a = ap.parse_args(argv)
-    global USE_CONFIG
-    USE_CONFIG = not a.no_config
+    global USE_CONFIG, CACHED
+    USE_CONFIG, CACHED = not a.no_config, a.cached
     results = judge_all(a.corpus, a.api, a.workers)
     figs = score(results)
     cmd = "python tests/holdout/score.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = render(figs, results, a.corpus, cmd)
+    where = " ".join(str(c) for c in a.corpus)
+    text = render(figs, results, where, cmd)
     if a.harness:
-        text += "\n" + harness_compare(a.corpus, figs, a.workers)
+        for c in a.corpus:
+            mine = [r for r in results if r.run_dir.is_relative_to(c)]
+            text += "\n" + harness_compare(c, score(mine), a.workers)
     if a.out:
         a.out.write_text(text, encoding="utf-8")
     print(text)
