@@ -69,6 +69,8 @@ FAMILY_FORMATS: dict[str, tuple[str, ...]] = {
     "OOM": ("verl-console", "verl-console", "verl-jsonl"),
     "SLOW": ("verl-console", "verl-jsonl", "wandb-csv"),
 }
+# Symptom strength range: 0.25 = weak but real. `--strength 0 0.25` probes detection limits.
+STRENGTH = (0.25, 1.0)
 FILE_OF = {
     "verl-console": "train.log",
     "verl-jsonl": "metrics.jsonl",
@@ -189,7 +191,7 @@ def draw_spec(
     phi = float(rng.uniform(0.0, 0.8))
     if kind == HEALTHY and variant == "noisy":
         noise, phi = float(rng.uniform(0.06, 0.10)), float(rng.uniform(0.5, 0.9))
-    strength = float(rng.uniform(0.25, 1.0))
+    strength = float(rng.uniform(*STRENGTH))
     spec = Spec(kind, variant, seed, fmt, n_steps, eval_steps, algorithm, noise, phi, strength)
     if kind == HEALTHY and variant == "sparse":
         spec.log_every = 10
@@ -954,7 +956,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=7000)
     ap.add_argument("--max-steps", type=int, default=5000, help="cap run length")
     ap.add_argument("--healthy-share", type=float, default=0.35, help="1.0: healthy runs only")
+    ap.add_argument("--strength", type=float, nargs=2, default=STRENGTH, metavar=("LO", "HI"))
     a = ap.parse_args(argv)
+    global STRENGTH
+    STRENGTH = (a.strength[0], a.strength[1])
     dirs = generate(a.out, a.n, a.seed, a.max_steps, a.healthy_share)
     print(f"{len(dirs)} runs written to {a.out}")
 
