@@ -956,7 +956,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=7000)
     ap.add_argument("--max-steps", type=int, default=5000, help="cap run length")
     ap.add_argument("--healthy-share", type=float, default=0.35, help="1.0: healthy runs only")
-    ap.add_argument("--strength", type=float, nargs=2, default=STRENGTH, metavar=("LO", "HI"))
+    ap.add_argument("--strength", type=float, nargs=2, default=[0.25, 1.0], metavar=("LO", "HI"))
     a = ap.parse_args(argv)
     global STRENGTH
     STRENGTH = (a.strength[0], a.strength[1])
