@@ -614,7 +614,7 @@ def function_scopes(loaded: LoadedConfig, base: Mapping[str, Any]) -> list[dict[
             index=i,
             written_at=written,
             id_list_form=bool(written),
-            label=where + (f" ({fn.name or fn.entity_id})" if fn.name or written else ""),
+            label=where + (f" ({fn.name or fn.entity_id})" if fn.name or fn.entity_id else ""),
             type=fn.type,
             name=fn.name,
             timeout=fn.timeout,

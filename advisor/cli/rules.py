@@ -112,6 +112,8 @@ def find_rule(docs: list[RuleDoc], key: str) -> RuleDoc:
     from advisor.types import InputError
 
     wanted = key.strip().lower()
+    # C2O1 / CZ01 / c2l1: a letter typed for a digit in an id
+    digits = wanted[:1] + wanted[1:].translate(str.maketrans("oilsz", "01152"))
     for doc in docs:
         if wanted in (doc.id.lower(), doc.name.lower()):
             return doc
@@ -119,6 +121,8 @@ def find_rule(docs: list[RuleDoc], key: str) -> RuleDoc:
     near = difflib.get_close_matches(key, names, n=3, cutoff=0.5) or difflib.get_close_matches(
         key.upper(), names, n=3, cutoff=0.5
     )
+    same = [d.id for d in docs if d.id.lower() == digits]
+    near = same + [n for n in near if n not in same][: 3 - len(same)]
     hint = f"; did you mean {' or '.join(near)}?" if near else "; `rl-advisor rules` lists them"
     raise InputError(f"rules {key}: no rule with this id or name{hint}")
 
