@@ -593,6 +593,39 @@ def plateau(s: Series, p: Params) -> Evidence | None:
     )
 
 
+@detector("steady")
+def steady(s: Series, p: Params) -> Evidence | None:
+    """The level stayed within x`max_ratio` of its warm-up level (both ways) for k of the last m
+    blocks: a positive metric that should grow (KL to the reference as the policy moves) and
+    does not."""
+    b = s.baseline
+    if b is None or not b.median > 0:
+        return None
+    k, m = _k_m(p)
+    r_max = float(p.get("max_ratio", 1.5))
+    last = float(s.mean[-1]) / b.median
+    if not (1.0 / r_max <= last <= r_max):
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = s.mean / b.median
+        mask = (ratio <= r_max) & (ratio >= 1.0 / r_max)
+    if not _persistent(mask, k, m):
+        return None
+    i = _onset_index(mask)
+    r = float(np.nanmedian(ratio[i:]))
+    return _evidence(
+        s,
+        "steady",
+        i,
+        f"{s.metric} stayed at x{r:.2f} of its warm-up level {_fmt(b.median)} over steps "
+        f"{_steps(s, i)}: it is not growing.",
+        effect=r,
+        excess=_excess(r_max, max(r, 1.0 / max(r, 1e-12))),
+        ratio=r,
+        warmup_level=b.median,
+    )
+
+
 @detector("no_rise")
 def no_rise(s: Series, p: Params) -> Evidence | None:
     """The metric never rose more than `max_rise` warm-up sigmas above its start level."""
