@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -179,3 +180,66 @@ def test_watch_never_overwrites_an_input(
         )
         assert code == 2 and stdout == "" and len(err.strip().splitlines()) == 1
     assert job.read_text(encoding="utf-8") == before
+
+
+def _read_to_end(path: Path, timeout: float = 10.0) -> bool:
+    """Wait until a descriptor of this process (watch's) has read `path` to its end (Linux
+    /proc): a rotation before that would hide lines from any `tail -F`, not only ours."""
+    deadline = time.monotonic() + timeout
+    target, size = str(path.resolve()), path.stat().st_size
+    fd_dir = Path("/proc/self/fd")
+    while time.monotonic() < deadline:
+        for fd in fd_dir.iterdir():
+            try:
+                if os.readlink(fd) != target:
+                    continue
+                info = (Path("/proc/self/fdinfo") / fd.name).read_text()
+            except OSError:
+                continue
+            if int(info.split("pos:")[1].split()[0]) == size:
+                return True
+        time.sleep(0.02)
+    return False
+
+
+class RotatingWriter(threading.Thread):
+    """Writes the first half of a log, rotates it away (rename), writes the rest anew."""
+
+    def __init__(self, dest: Path, lines: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.dest, self.lines = dest, lines
+        self.rotated_after_read = False
+
+    def run(self) -> None:
+        half = len(self.lines) // 2
+        for part, chunk in enumerate((self.lines[:half], self.lines[half:])):
+            if part:
+                self.rotated_after_read = _read_to_end(self.dest)
+                self.dest.rename(self.dest.with_suffix(".jsonl.1"))
+            with self.dest.open("a", encoding="utf-8") as fh:
+                for i, line in enumerate(chunk):
+                    fh.write(line + "\n")
+                    fh.flush()
+                    if i % 50 == 0:
+                        time.sleep(0.01)
+
+
+def test_watch_follows_a_rotated_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = _jsonl_run("p3")
+    lines = src.read_text(encoding="utf-8").splitlines()
+    log = tmp_path / "metrics.jsonl"
+    writer = RotatingWriter(log, lines)
+    writer.start()
+    _, out, _ = _watch(
+        [str(log), "--config", str(src.parent / "job.yaml"), "--format", "json",
+         "--poll", "0.05", "--idle", "1.5"],
+        capsys,
+    )  # fmt: skip
+    writer.join(5)
+    assert writer.rotated_after_read
+    data = json.loads(out)
+    batch = json.loads(diagnose(src, src.parent / "job.yaml").model_dump_json(by_alias=True))
+    assert data["run"]["steps"] == batch["run"]["steps"]  # every line of both files was read
+    assert sorted((f["id"], f["onset_step"]) for f in data["findings"]) == sorted(
+        (f["id"], f["onset_step"]) for f in batch["findings"]
+    )
