@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -200,6 +201,7 @@ def read_document(path: Path) -> Any:
         raise InputError(f"{path}: cannot be read ({err.strerror or err})") from None
     if path.suffix.lower() == ".json":
         _json_error(path, text, always=True)  # a .json file must be JSON, not any YAML
+    text = _strip_assignment(text)
     try:
         doc = _yaml().load(text)
     except MarkedYAMLError as err:
@@ -218,6 +220,24 @@ def read_document(path: Path) -> Any:
     if not isinstance(doc, Mapping):
         raise InputError(f"{path}:1: expected a mapping of job config keys, got a {_kind(doc)}")
     return doc
+
+
+_ASSIGNMENT = re.compile(
+    r"\A(?:[ \t]*(?:#[^\n]*)?\n)*"  # blank and comment lines
+    r"[ \t]*([A-Za-z_][A-Za-z0-9_]*[ \t]*=[ \t]*)(?=[{\[])"  # name = {
+)
+
+
+def _strip_assignment(text: str) -> str:
+    """`hyper_parameters = {...}` pasted from the guide's Python: read the dict literal.
+
+    Python's dict literal (double or single quotes, trailing commas, # comments) is a YAML flow
+    mapping; only the `name = ` in front is not. It is blanked out so lines and columns stay.
+    """
+    m = _ASSIGNMENT.match(text)
+    if not m:
+        return text
+    return text[: m.start(1)] + " " * len(m[1]) + text[m.end(1) :]
 
 
 def _json_error(path: Path, text: str, always: bool = False) -> None:
@@ -1161,7 +1181,7 @@ def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -
     else:
         source = Path(source)
         doc = read_document(source)
-        text = source.read_text(encoding="utf-8")
+        text = _strip_assignment(source.read_text(encoding="utf-8"))
         is_json = text.lstrip().startswith("{")
         _apply_changes(doc, clean, detect_layout(doc))
     _atomic_write(dest, _dump(doc, text, is_json))
