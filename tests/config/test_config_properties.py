@@ -18,7 +18,8 @@ NAMES = sorted(
     {*BOOK.hyper_parameters, *BOOK.function_runtime, *BOOK.resources}
     | {"training", "hyper_parameters", "resources", "functions", "datasets", "model", "type",
        "runtime", "fcmodel", "classpath", "entity_id", "timeout", "weight", "mode",
-       "reward_metric_weight", "training_datasets", "file_name", "env"}
+       "reward_metric_weight", "training_datasets", "file_name", "env", "workspace_dir",
+       "rollout_id", "reward_ids", "rollout_runtime", "reward_runtimes"}
 )  # fmt: skip
 KEYS = st.one_of(st.sampled_from(NAMES), st.text(string.ascii_letters + "_.-", max_size=12))
 SCALARS = st.one_of(
@@ -65,10 +66,10 @@ def test_any_hyperparameter_values_in_the_yaml_layout(hp: dict, tmp_path: Path) 
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(text=st.text(max_size=80))
-def test_any_text_gives_findings_or_input_error(text: str, tmp_path: Path) -> None:
+@given(text=st.text(max_size=80), prefix=st.sampled_from(["", "hyper_parameters = {", "x=["]))
+def test_any_text_gives_findings_or_input_error(text: str, prefix: str, tmp_path: Path) -> None:
     path = tmp_path / "job.yaml"
-    path.write_text(text, encoding="utf-8")
+    path.write_text(prefix + text, encoding="utf-8")
     assert all(isinstance(f, ConfigFinding) for f in _judge(path))
 
 
