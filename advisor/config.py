@@ -192,9 +192,11 @@ def read_document(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
-        line = path.read_bytes()[: err.start].count(b"\n") + 1
+        raw = path.read_bytes()
+        line = raw[: err.start].count(b"\n") + 1
+        what = "saved as UTF-16" if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else "not UTF-8 text"
         raise InputError(
-            f"{path}:{line}: not UTF-8 text (byte 0x{err.object[err.start]:02x}); "
+            f"{path}:{line}: {what} (byte 0x{err.object[err.start]:02x}); "
             "expected a YAML or JSON job file saved as UTF-8"
         ) from None
     except OSError as err:

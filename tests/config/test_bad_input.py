@@ -18,6 +18,7 @@ BAD_FILES = {
     "only_comments": (b"# nothing here\n", "job.yaml:1: empty file"),
     "binary": (b"algorithm: gspo\n\x7fELF\x02\x01\x01\x00\xd0\xff\n", "job.yaml:2: not UTF-8"),
     "latin1": (b"job_name: x\n# caf\xe9\nalgorithm: gspo\n", "job.yaml:2: not UTF-8"),
+    "utf16": ("algorithm: gspo\n".encode("utf-16"), "job.yaml:1: saved as UTF-16"),
     "tab_indent": (b"algorithm: gspo\n\tbatch_size: 64\n", "job.yaml:2:"),
     "duplicate_key": (b"algorithm: gspo\nalgorithm: grpo\n", "job.yaml:2:"),
     "two_documents": (b"algorithm: gspo\n---\nbatch_size: 64\n", "a second YAML document"),
