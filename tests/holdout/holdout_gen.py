@@ -71,6 +71,8 @@ FAMILY_FORMATS: dict[str, tuple[str, ...]] = {
 }
 # Symptom strength range: 0.25 = weak but real. `--strength 0 0.25` probes detection limits.
 STRENGTH = (0.25, 1.0)
+# verl console number style forced for every console run (None: drawn); "3dec" = verl <= 0.4.
+NUMBER_STYLE: str | None = None
 FILE_OF = {
     "verl-console": "train.log",
     "verl-jsonl": "metrics.jsonl",
@@ -202,6 +204,7 @@ def draw_spec(
         spec.number_style = str(rng.choice(["full", "np"]))
         if kind == HEALTHY and variant == "threedec":
             spec.number_style = "3dec"
+        spec.number_style = NUMBER_STYLE or spec.number_style
     if kind == HEALTHY and variant == "steady" and rng.random() < 0.4 and fmt not in TRL_FORMATS:
         spec.first_step = 101  # a resumed run, as the public verl PPO log
     return spec
@@ -925,7 +928,9 @@ def _plain(v: Any) -> Any:
 # ----------------------------------------------------------------------------- corpus
 
 
-def plan(n: int, seed0: int, healthy_share: float = 0.35) -> list[tuple[str, str, int]]:
+def plan(
+    n: int, seed0: int, healthy_share: float = 0.35, families: tuple[str, ...] = SYMPTOMS
+) -> list[tuple[str, str, int]]:
     """(kind, variant, seed) for n runs: ~35 % healthy (each variant), the rest over symptoms."""
     n_healthy = round(n * healthy_share)
     out = []
@@ -933,19 +938,20 @@ def plan(n: int, seed0: int, healthy_share: float = 0.35) -> list[tuple[str, str
         out.append((HEALTHY, HEALTHY_VARIANTS[i % len(HEALTHY_VARIANTS)], seed0 + i))
     i = 0
     while len(out) < n:
-        kind = SYMPTOMS[i % len(SYMPTOMS)]
+        kind = families[i % len(families)]
         variants = VARIANTS[kind]
-        out.append((kind, variants[(i // len(SYMPTOMS)) % len(variants)], seed0 + n_healthy + i))
+        out.append((kind, variants[(i // len(families)) % len(variants)], seed0 + n_healthy + i))
         i += 1
     return out
 
 
 def generate(
-    out: Path, n: int = 150, seed0: int = 7000, max_steps: int = 5000, healthy_share: float = 0.35
+    out: Path, n: int = 150, seed0: int = 7000, max_steps: int = 5000, healthy_share: float = 0.35,
+    families: tuple[str, ...] = SYMPTOMS, fmt: str | None = None,
 ) -> list[Path]:
     return [
-        write_run(make_run(k, v, s, max_steps=max_steps), out)
-        for k, v, s in plan(n, seed0, healthy_share)
+        write_run(make_run(k, v, s, fmt=fmt, max_steps=max_steps), out)
+        for k, v, s in plan(n, seed0, healthy_share, families)
     ]
 
 
@@ -957,10 +963,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-steps", type=int, default=5000, help="cap run length")
     ap.add_argument("--healthy-share", type=float, default=0.35, help="1.0: healthy runs only")
     ap.add_argument("--strength", type=float, nargs=2, default=[0.25, 1.0], metavar=("LO", "HI"))
+    ap.add_argument("--families", default=",".join(SYMPTOMS), help="symptom ids, comma-separated")
+    ap.add_argument("--format", choices=FORMATS, help="write every run in this format")
+    ap.add_argument("--number-style", choices=("full", "np", "3dec"), help="verl console numbers")
     a = ap.parse_args(argv)
-    global STRENGTH
+    global STRENGTH, NUMBER_STYLE
     STRENGTH = (a.strength[0], a.strength[1])
-    dirs = generate(a.out, a.n, a.seed, a.max_steps, a.healthy_share)
+    NUMBER_STYLE = a.number_style
+    fams = tuple(f.strip().upper() for f in a.families.split(",") if f.strip())
+    dirs = generate(a.out, a.n, a.seed, a.max_steps, a.healthy_share, fams, a.format)
     print(f"{len(dirs)} runs written to {a.out}")
 
 
