@@ -570,7 +570,12 @@ class _Walker(_Pass):
         if raw is None:
             return None
         if isinstance(raw, str) and key == "reward_ids":  # the CLI's '["rw-xxx"]' or one id
-            raw = [raw]
+            import json
+
+            try:
+                raw = json.loads(raw) if raw.strip().startswith("[") else [raw]
+            except json.JSONDecodeError:
+                raw = [raw]
         if not isinstance(raw, list):
             self.invalid.add(key)
             self.add("C002", [key], f"{key} = {_show(raw)} must be a list", line=line)
