@@ -491,11 +491,11 @@ def _payloads_to_frame(texts: list[str], offsets: list[int], steps: list[int], s
     """'k:v - k:v ...' payloads -> one row per payload, one Float64 column per key, in the order
     the keys first appear in the file; a key a row does not have is null there.
 
-    Split and parsed in polars, laid out with numpy (a pivot is several times slower at 150
-    keys). verl prints the same keys in the same order on almost every step: the rows that
-    repeat the commonest key sequence are read as a block (keys checked, stripped, values cast,
-    reshaped); only the others (validation steps, a first step with fewer keys) go through the
-    general (row, key, value) scatter.
+    Split and parsed in polars. verl prints the same keys in the same order on almost every
+    step: the rows that repeat the commonest key sequence are read as one block (keys checked,
+    stripped and values cast at once, in column order so that each column is a slice); only
+    the others (validation steps, a first step with fewer keys) go through the general
+    (row, key, value) scatter, laid out with numpy (a pivot is several times slower).
     """
     import numpy as np
     import polars as pl
@@ -507,16 +507,35 @@ def _payloads_to_frame(texts: list[str], offsets: list[int], steps: list[int], s
     pieces = payloads.str.split(" - ")
     lens = pieces.list.len().to_numpy()
     ref = _reference_keys(texts, offsets, lens)
-    cols = _Columns(n, ref or [])
+    parts: list[tuple[Any, Any, dict[str, tuple[int, int]]]] = []  # (frame, row ids, first)
     in_block = np.zeros(n, dtype=bool)
     if ref:
-        in_block = _read_block(pieces, lens, ref, cols)
+        block = _read_block(pieces, lens, ref)
+        in_block[block[1]] = True
+        parts.append(block)
     if not in_block.all():
         rest = np.flatnonzero(~in_block)
-        _read_general(pieces.gather(rest), rest, cols)
-    if not cols.names:
+        parts.append(_read_general(pieces.gather(rest), rest))
+    wide = _join_parts(parts, n)
+    if not wide.width:
         raise InputError(f"{source}: step lines hold no 'key:value' metric")
-    return cols.frame().insert_column(0, pl.Series("step", steps, dtype=pl.Int64))
+    return wide.insert_column(0, pl.Series("step", steps, dtype=pl.Int64))
+
+
+def _join_parts(parts: list[tuple[Any, Any, dict[str, tuple[int, int]]]], n: int) -> Any:
+    """The block and the other rows as one frame: rows in file order, columns in the order
+    their keys first appear (row, place in the row)."""
+    import polars as pl
+
+    if len(parts) == 1 and len(parts[0][1]) == n:
+        return parts[0][0]
+    first: dict[str, tuple[int, int]] = {}
+    for _, _, seen in parts:
+        for key, place in seen.items():
+            first[key] = min(first.get(key, place), place)
+    frames = [f.with_columns(pl.Series("_row", rows)) for f, rows, _ in parts]
+    wide = pl.concat(frames, how="diagonal").sort("_row")
+    return wide.select(sorted(first, key=first.__getitem__))
 
 
 def _reference_keys(texts: list[str], offsets: list[int], lens: Any) -> list[str] | None:
@@ -536,82 +555,39 @@ def _reference_keys(texts: list[str], offsets: list[int], lens: Any) -> list[str
     return keys if len(set(keys)) == len(keys) else None
 
 
-class _Columns:
-    """The wide table being gathered: the column names, each key's first place in the file
-    (row, index in the row) that orders the columns as they first appear, and the cells, laid
-    out by `frame()` into one n x K array (null: the key was not printed in that row, or its
-    value is no number; a printed nan stays nan)."""
-
-    def __init__(self, n: int, ref: list[str]) -> None:
-        self.n = n
-        self.names: list[str] = list(ref)
-        self.index = {k: i for i, k in enumerate(ref)}
-        self.first: list[tuple[int, int]] = [(n, i) for i in range(len(ref))]
-        self.cells: list[tuple[Any, Any, Any, Any]] = []  # (rows, cols, values, present)
-
-    def add(self, key: str, first: tuple[int, int]) -> int:
-        i = self.index.get(key)
-        if i is None:
-            i = self.index[key] = len(self.names)
-            self.names.append(key)
-            self.first.append(first)
-        else:
-            self.first[i] = min(self.first[i], first)
-        return i
-
-    def frame(self) -> Any:
-        import numpy as np
-        import polars as pl
-
-        k = len(self.names)
-        values = np.full((self.n, k), np.nan)
-        present = np.zeros((self.n, k), dtype=bool)
-        for rows, cols, vals, ok in self.cells:
-            values[rows, cols] = vals
-            present[rows, cols] = ok
-        order = sorted(range(k), key=self.first.__getitem__)
-        if order != list(range(k)):
-            values, present = values[:, order], present[:, order]
-        names = [self.names[i] for i in order]
-        wide = pl.from_numpy(values, schema=names, orient="row")
-        holes = np.flatnonzero(~present.all(axis=0)).tolist()
-        if holes:
-            wide = wide.with_columns(
-                pl.when(pl.Series(present[:, i])).then(pl.col(names[i])).alias(names[i])
-                for i in holes
-            )
-        return wide
-
-
-def _read_block(pieces: Any, lens: Any, ref: list[str], cols: _Columns) -> Any:
-    """Rows whose pairs are exactly the reference keys in order: checked and read at once.
-    Returns the mask of the rows read."""
+def _read_block(pieces: Any, lens: Any, ref: list[str]) -> tuple[Any, Any, dict[str, Any]]:
+    """The rows whose pairs are exactly the reference keys in order, read at once (string work
+    in file order, where the memory is; the values then taken column by column)."""
     import numpy as np
     import polars as pl
 
     k = len(ref)
     cand = np.flatnonzero(lens == k)
-    kv = (pieces if len(cand) == len(lens) else pieces.gather(cand)).explode()
+    m = len(cand)
+    kv = (pieces if m == len(lens) else pieces.gather(cand)).explode()
     prefix = pl.Series([key + ":" for key in ref], dtype=pl.String)
-    prefix = prefix.gather(np.tile(np.arange(k, dtype=np.int64), len(cand)))
-    ok = kv.str.starts_with(prefix).to_numpy().reshape(len(cand), k).all(axis=1)
-    value = _parse_values(kv.str.strip_prefix(prefix))
-    rows = cand[ok]
-    vals = value.to_numpy().reshape(len(cand), k)
-    present = value.is_not_null().to_numpy().reshape(len(cand), k)
+    prefix = prefix.gather(np.tile(np.arange(k, dtype=np.int64), m))
+    raw = kv.str.strip_prefix(prefix)
+    # the prefix was there iff stripping shortened the piece by its length
+    cut = (kv.str.len_bytes() - raw.str.len_bytes()) == prefix.str.len_bytes()
+    ok = cut.to_numpy().reshape(m, k).all(axis=1)
+    value = _parse_values(raw)
+    # value of row i, key j sits at i*k + j: taken in column order, each column is a slice
+    value = value.gather(
+        (np.arange(m, dtype=np.int64)[None, :] * k + np.arange(k)[:, None]).ravel()
+    )
+    columns = [value.slice(j * m, m).alias(key) for j, key in enumerate(ref)]
+    frame = pl.DataFrame(columns)
+    rows = cand
     if not ok.all():
-        vals, present = vals[ok], present[ok]
-    cols.cells.append((rows[:, None], np.arange(k)[None, :], vals, present))
-    if len(rows):
-        for i in range(k):
-            cols.first[i] = (int(rows[0]), i)
-    mask = np.zeros(len(lens), dtype=bool)
-    mask[rows] = True
-    return mask
+        rows = cand[ok]
+        frame = frame.filter(pl.Series(ok))
+    first = {key: (int(rows[0]), j) for j, key in enumerate(ref)} if len(rows) else {}
+    return frame, rows, first
 
 
-def _read_general(pieces: Any, row_ids: Any, cols: _Columns) -> None:
-    """Any rows: (row, key, value) triples scattered into the table."""
+def _read_general(pieces: Any, row_ids: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """Any rows: (row, key, value) triples scattered into a matrix."""
     import numpy as np
     import polars as pl
 
@@ -632,21 +608,32 @@ def _read_general(pieces: Any, row_ids: Any, cols: _Columns) -> None:
     if not keep.all():
         key, raw, rows = key.filter(keep), raw.filter(keep), rows.filter(keep)
     if key.len() == 0:
-        return
+        return pl.DataFrame(), row_ids, {}
     value = _parse_values(raw)
     names = key.unique(maintain_order=True)
     local = rows.to_numpy()
     first_at = key.arg_unique().to_numpy()  # in the order of `names`
     row_start = np.searchsorted(local, local[first_at])
-    remap = np.array(
-        [
-            cols.add(name, (int(row_ids[local[at]]), int(at - start)))
-            for name, at, start in zip(names.to_list(), first_at, row_start, strict=True)
-        ],
-        dtype=np.int64,
-    )
-    codes = remap[key.cast(pl.Enum(names)).to_physical().to_numpy().astype(np.int64)]
-    cols.cells.append((row_ids[local], codes, value.to_numpy(), value.is_not_null().to_numpy()))
+    first = {
+        name: (int(row_ids[local[at]]), int(at - start))
+        for name, at, start in zip(names.to_list(), first_at, row_start, strict=True)
+    }
+    k = names.len()
+    codes = key.cast(pl.Enum(names)).to_physical().to_numpy().astype(np.int64)
+    flat = local * k + codes
+    matrix = np.full(m * k, np.nan)
+    present = np.zeros(m * k, dtype=bool)
+    matrix[flat] = value.to_numpy()  # null (unparsable) -> nan; `present` keeps them apart
+    present[flat] = value.is_not_null().to_numpy()
+    matrix, present = matrix.reshape(m, k), present.reshape(m, k)
+    cols = names.to_list()
+    wide = pl.from_numpy(matrix, schema=cols, orient="row")
+    holes = np.flatnonzero(~present.all(axis=0)).tolist()
+    if holes:  # nan where the key was missing or unparsable -> null; a printed nan stays
+        wide = wide.with_columns(
+            pl.when(pl.Series(present[:, i])).then(pl.col(cols[i])).alias(cols[i]) for i in holes
+        )
+    return wide, row_ids, first
 
 
 def _parse_values(raw: Any) -> Any:
