@@ -33,21 +33,44 @@ def step_key(keys: Any) -> str | None:
 
 def read_jsonl(path: Path, source: str) -> Run:
     """polars first (fast); the Python fallback copes with NaN tokens, junk and a cut last line."""
-    data = path.read_bytes() if path.stat().st_size < (1 << 30) else None
-    df = read_ndjson_complete(data) if data is not None else None
+    import mmap
+
+    df, order = None, []
+    size = path.stat().st_size
+    if 0 < size < (1 << 30):
+        # mapped, not read: polars reads the file itself, the text is only scanned here
+        with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            df = read_ndjson_complete(mm, path=path)
+            order = _first_keys(mm)
     warnings: list[str] = []
     if df is None:
         df, warnings, fmt = _jsonl_python(path, source)
     else:
         fmt = "jsonl"
-    return _records_frame(df, source, warnings, fmt)
+    return _records_frame(df, source, warnings, fmt, order)
 
 
-def read_ndjson_complete(data: bytes, fields: int | None = None) -> Any:
+def _first_keys(data: Any) -> list[str]:
+    """The field names of the first record, flattened as the frame names them (the `data`
+    fields of the verl file logger): polars lays out a wide object's fields in no set order."""
+    end = data.find(b"\n")
+    try:
+        first = json.loads(data[: end if end >= 0 else len(data)])
+    except ValueError:
+        return []
+    if not isinstance(first, dict):
+        return []
+    if isinstance(first.get("data"), dict):
+        return ["step", *first["data"]]
+    return list(_nested_keys(first))
+
+
+def read_ndjson_complete(data: Any, fields: int | None = None, path: Path | None = None) -> Any:
     """polars.read_ndjson that loses no key: a key first seen after the schema-inference rows
     would be dropped silently, so count the fields read against the `":` in the text (or the
-    caller's count) and re-read with full inference when they differ. None if polars refuses."""
-    if fields is None and data.count(b"\n") < 100:
+    caller's count) and re-read with full inference when they differ. None if polars refuses.
+    `data`: the text (bytes or a mapped file); polars reads `path` instead when given."""
+    if fields is None and _fewer_lines(data, 100):
         fields = -1  # the default inference sees every line: nothing can be missed
     import io
 
@@ -55,14 +78,33 @@ def read_ndjson_complete(data: bytes, fields: int | None = None) -> Any:
 
     # one byte is counted several times faster than two; a ':' inside a string value only
     # costs a second read
-    expected = data.count(b":") if fields is None else fields
+    expected = _count_colons(data) if fields is None else fields
+    src: Any = path if path is not None else io.BytesIO(data)
     try:
-        df = pl.read_ndjson(io.BytesIO(data))
+        df = pl.read_ndjson(src)
         if expected >= 0 and _cells(df) != expected:
-            df = pl.read_ndjson(io.BytesIO(data), infer_schema_length=None)
+            src = path if path is not None else io.BytesIO(data)
+            df = pl.read_ndjson(src, infer_schema_length=None)
     except Exception:  # NaN tokens, junk lines, a cut last line: the caller falls back
         return None
-    return df
+    # read in parallel, each column comes in many chunks; every later select would pay for them
+    return df.rechunk()
+
+
+def _count_colons(data: Any) -> int:
+    import numpy as np
+
+    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == ord(":")))
+
+
+def _fewer_lines(data: bytes, n: int) -> bool:
+    """Fewer than n newlines (found one by one: counting them all costs a pass over the data)."""
+    at = -1
+    for _ in range(n):
+        at = data.find(b"\n", at + 1)
+        if at < 0:
+            return True
+    return False
 
 
 def _cells(df: Any) -> int:
@@ -147,7 +189,9 @@ def _num(v: Any) -> Any:
     return None
 
 
-def _records_frame(df: Any, source: str, warnings: list[str], fmt: str = "jsonl") -> Run:
+def _records_frame(
+    df: Any, source: str, warnings: list[str], fmt: str = "jsonl", order: list[str] | None = None
+) -> Run:
     import polars as pl
 
     if "data" in df.columns and isinstance(df.schema["data"], pl.Struct):
@@ -156,6 +200,12 @@ def _records_frame(df: Any, source: str, warnings: list[str], fmt: str = "jsonl"
         df = data if step is None or "step" in data.columns else data.with_columns(step)
         fmt = "verl-jsonl"
     df = _flatten_structs(df)
+    if order:
+        have = set(df.columns)
+        known = [k for k in dict.fromkeys(order) if k in have]
+        placed = set(known)
+        cols = known + [c for c in df.columns if c not in placed]
+        df = df.select(cols) if cols != df.columns else df
     key = step_key(df.columns)
     if key is None:
         warnings = [*warnings, f"{source}: no step field; records numbered 1..{df.height}"]
@@ -170,6 +220,8 @@ def _flatten_structs(df: Any) -> Any:
     """Nested objects ({"train": {"loss": 1}}) become `train/loss` columns; lists are dropped."""
     import polars as pl
 
+    if not any(isinstance(t, pl.Struct | pl.List | pl.Array) for t in df.schema.values()):
+        return df
     while any(isinstance(t, pl.Struct) for t in df.schema.values()):
         cols = []
         for name, dtype in df.schema.items():
