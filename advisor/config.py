@@ -203,10 +203,14 @@ def read_document(path: Path) -> Any:
         raise InputError(f"{path}: cannot be read ({err.strerror or err})") from None
     if path.suffix.lower() == ".json":
         _json_error(path, text, always=True)  # a .json file must be JSON, not any YAML
-    text = _strip_assignment(text)
+    if path.suffix.lower() == ".py" and (pydoc := _python_job(text)) is not None:
+        return pydoc
+    source_text, text = text, _strip_assignment(text)
     try:
         doc = _yaml().load(text)
     except MarkedYAMLError as err:
+        if (pydoc := _python_job(source_text)) is not None:
+            return pydoc  # client.run(...) written in Python, as the guide shows it
         _json_error(path, text)  # a JSON file: JSON's own message is more precise
         mark = err.problem_mark or err.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -240,6 +244,13 @@ def _strip_assignment(text: str) -> str:
     if not m:
         return text
     return text[: m.start(1)] + " " * len(m[1]) + text[m.end(1) :]
+
+
+def _python_job(text: str) -> Mapping[str, Any] | None:
+    """The keyword arguments of a run()/submit_job() call written in Python, if any."""
+    from advisor.pyconfig import read_python_job
+
+    return read_python_job(text)
 
 
 def _json_error(path: Path, text: str, always: bool = False) -> None:
@@ -1191,6 +1202,8 @@ def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -
         text = _strip_assignment(source.read_text(encoding="utf-8"))
         is_json = text.lstrip().startswith("{")
         _apply_changes(doc, clean, detect_layout(doc))
+        if not hasattr(doc, "ca"):  # read from Python source: written as the YAML keyword form
+            doc, text, is_json = _plain(doc), None, False
     _atomic_write(dest, _dump(doc, text, is_json))
 
 
