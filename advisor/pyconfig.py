@@ -50,7 +50,7 @@ def read_python_job(text: str) -> dict[str, Any] | None:
     """The keyword arguments of the first run()/submit_job() call, or None if there is none."""
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     names: dict[str, ast.expr] = {}
     for node in tree.body:  # module-level NAME = literal, for **rollout_runtime and the like
