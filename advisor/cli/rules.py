@@ -54,7 +54,12 @@ def config_rule_docs() -> list[RuleDoc]:
 
 def _config_extra(rule: Any) -> dict[str, str]:
     check = rule.check.model_dump(exclude_none=True)
-    extra = {"Check": ", ".join(f"{k}: {v}" for k, v in check.items())}
+    if check.get("kind") == "load":
+        extra = {"Check": "while the job file is read (names, types, ranges, choices, layout)"}
+    elif check.get("kind") == "require":
+        extra = {"Check": f"fires unless `{check['expr']}`"}
+    else:
+        extra = {"Check": ", ".join(f"{k}: {v}" for k, v in check.items())}
     if rule.when:
         extra["When"] = rule.when
     return extra
