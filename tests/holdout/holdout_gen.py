@@ -810,10 +810,17 @@ def _trl_history(run: SynthRun) -> list[dict[str, Any]]:
                 entry[key] = float(np.mean(vals)) if name != "lr" else float(vals[-1])
         entry["epoch"] = round(step / n_total * run.hp["n_epochs"], 4)
         entry["step"] = step
+        # Trainer order: an evaluation at step s is logged at s, so one inside the chunk comes
+        # before the chunk's training entry, one at its last step right after it.
+        evals = sorted(v for v in run.val if int(steps[chunk][0]) <= v <= step)
+        for vs in evals:
+            if vs < step:
+                hist.append({"eval_reward": run.val[vs], "eval_loss": 0.0,
+                             "epoch": entry["epoch"], "step": vs})
         hist.append(entry)
-        for vs in sorted(v for v in run.val if int(steps[chunk][0]) <= v <= step):
-            hist.append({"eval_reward": run.val[vs], "eval_loss": 0.0,
-                         "epoch": entry["epoch"], "step": vs})
+        if evals and evals[-1] == step:
+            hist.append({"eval_reward": run.val[step], "eval_loss": 0.0,
+                         "epoch": entry["epoch"], "step": step})
     return hist
 
 
