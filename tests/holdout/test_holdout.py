@@ -84,3 +84,15 @@ def test_advisor_clears_generous_floors_on_fresh_runs(tmp_path: Path) -> None:
     assert tp / (tp + fn) >= 0.6, score.render(figs, results, tmp_path, "test")
     assert tp / (tp + fp) >= 0.6, score.render(figs, results, tmp_path, "test")
     assert figs.healthy_alarmed <= 3, score.render(figs, results, tmp_path, "test")
+
+
+@pytest.mark.parametrize("seed", [3, 8, 21])
+def test_trl_log_history_is_in_step_order(seed: int, tmp_path: Path) -> None:
+    # an evaluation at step s is logged at s: inside a logging chunk it precedes the chunk's entry
+    run = gen.make_run("P6", "peak-decline", seed=seed, fmt="trl-state", max_steps=600)
+    run.spec.log_every = 10
+    d = gen.write_run(run, tmp_path)
+    hist = json.loads((d / "trainer_state.json").read_text())["log_history"]
+    steps = [e["step"] for e in hist]
+    assert steps == sorted(steps)
+    assert any("eval_reward" in e for e in hist)
