@@ -966,7 +966,7 @@ def load_config(
     hints: Mapping[str, Any] | None = None,
     training_samples: int | None = None,
 ) -> LoadedConfig:
-    """Load a job config (any of the three shapes), layer defaults < file < run < --set.
+    """Load a job config (any of the three shapes), layer defaults < run hints < file < --set.
 
     Raises InputError only when the file or a --set is unusable; everything else is a finding.
     """
@@ -1015,7 +1015,11 @@ def _layer_hints(
     have_file: bool,
     extras: dict[str, Any],
 ) -> None:
-    """Values the run's own log reports; they beat the file (they are what actually ran)."""
+    """Values the run's own log reports: they fill what the file leaves out.
+
+    An explicit job file wins over them (issue 3: "an explicit --config wins"): the patch is a diff
+    of the file the user will resubmit. A disagreement is reported as C006 so it is never silent.
+    """
     from advisor.static import fmt
 
     specs = walker.book.hyper_parameters
@@ -1036,15 +1040,17 @@ def _layer_hints(
         if not _in_range(value, specs[key]) or (choices and value not in choices):
             continue
         old = walker.hp.get(key)
-        if have_file and old is not None and old != value:
-            walker.add(
-                "C006",
-                [key],
-                f"{key}: the run's log says {fmt(value)}, the file says "
-                f"{fmt(old)}; the run's value is used",
-                line=walker.lines.get(key),
-                suggested=value,
-            )
+        if have_file and old is not None:
+            if old != value:
+                walker.add(
+                    "C006",
+                    [key],
+                    f"{key}: the run's log says {fmt(value)}, the file says "
+                    f"{fmt(old)}; the file's value is used",
+                    line=walker.lines.get(key),
+                    suggested=value,
+                )
+            continue
         walker.hp[key] = value
         origin[key] = "run"
 

@@ -145,8 +145,8 @@ class Advisor:
     def add_hints(self, hints: Mapping[str, Any], expected_steps: int | None = None) -> None:
         """Hyperparameters the run itself reveals (TrainingArguments, verl's config).
 
-        They are what actually ran, so they beat the job file (a disagreement is reported, C006)
-        and --set beats them: defaults < file < run < --set, as load_config layers them. Only
+        They fill what the job file leaves out; an explicit file wins (a disagreement is reported,
+        C006) and --set beats both: defaults < run < file < --set, as load_config layers them. Only
         possible before the first observe: the engine's thresholds are fixed once judging
         starts, as they are for diagnose.
         """

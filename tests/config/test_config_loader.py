@@ -61,13 +61,16 @@ def test_layering_default_file_run_set(tmp_path: Path) -> None:
     loaded = load_config(
         JOBS / "guide_config.yaml",
         sets=["n_rollouts=16", "training.hyper_parameters.batch_size=128"],
-        hints={"learning_rate": 3e-6},
+        hints={"learning_rate": 3e-6, "max_prompt_length": 1536},
     )
     hp, origin = loaded.hyper_parameters, loaded.origin
     assert (hp["n_rollouts"], origin["n_rollouts"]) == (16, "set")
     assert (hp["batch_size"], origin["batch_size"]) == (128, "set")
-    assert (hp["learning_rate"], origin["learning_rate"]) == (3e-6, "run")
+    # the file says 2e-6: an explicit config wins over the log's value (reported as C006)
+    assert (hp["learning_rate"], origin["learning_rate"]) == (2e-6, "file")
     assert (hp["kl_loss_coef"], origin["kl_loss_coef"]) == (0.002, "file")
+    # what the file leaves out, the run's log fills
+    assert (hp["max_prompt_length"], origin["max_prompt_length"]) == (1536, "run")
     assert (hp["n_gpus_training"], origin["n_gpus_training"]) == (8, "default")
     assert len(hp) == 25
     assert [f.id for f in loaded.findings if f.id == "C006"] == ["C006"]
