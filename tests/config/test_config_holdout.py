@@ -2,7 +2,7 @@
 
 `tests/config/holdout/expectations.yaml` says, per file, which finding must appear on which
 parameter at which severity, and which must not. Run this file as a script for the score:
-`.venv/bin/python tests/config/test_holdout.py`.
+`.venv/bin/python tests/config/test_config_holdout.py`.
 """
 
 from __future__ import annotations
