@@ -581,7 +581,9 @@ class Monitor:
         blocks = t.buf[: int(arr[-1, 2])]
         spans = span_sd(blocks)
         ok = np.isfinite(spans)
-        sd = float(np.median(spans[ok])) if ok.any() else floor
+        # The lower quartile, not the median: an oscillation that starts inside the warm-up must
+        # not set its own yardstick (the early spans are still clean).
+        sd = float(np.percentile(spans[ok], 25)) if ok.any() else floor
         t.warm = []
         return Baseline(med, robust_scale(x, floor), start, max(sd, floor), len(x), end)
 
