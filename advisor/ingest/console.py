@@ -49,8 +49,6 @@ class _State:
     verl_texts: list[str] = field(default_factory=list)
     verl_offsets: list[int] = field(default_factory=list)
     verl_lines: list[int] = field(default_factory=list)
-    # step lines found by `_scan_fast`, a chunk at a time: (payloads, steps, line numbers)
-    batches: list[tuple[Any, Any, Any]] = field(default_factory=list)
     dict_rows: list[dict[str, Any]] = field(default_factory=list)  # with '_kind', '_step', '_tqdm'
     config_lines: list[str] | None = None
     config_prefix: str = ""
@@ -101,19 +99,16 @@ class _Payloads(Sequence[str]):
         return self._texts[i][o:] if o else self._texts[i]
 
 
-def iter_chunks(path: Path, state: _State | None = None) -> Iterator[tuple[int, str, bool]]:
-    """(number of the chunk's first line - 1, decoded text, is the last line without newline):
-    complete lines ending in a newline, then possibly the cut last line alone. Streamed in
-    chunks; bad UTF-8 is replaced."""
+def iter_lines(path: Path, state: _State | None = None) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, is_last_without_newline), streamed in chunks; bad UTF-8 is replaced."""
     lineno = 0
     carry = b""
-    done = b""  # the last chunk yielded: its lines are counted only if more follows
     with path.open("rb") as fh:
         while True:
             chunk = fh.read(_CHUNK)
             if not chunk:
                 break
-            data = carry + chunk if carry else chunk
+            data = carry + chunk
             cut = data.rfind(b"\n")
             if cut < 0:
                 carry = data
@@ -122,30 +117,15 @@ def iter_chunks(path: Path, state: _State | None = None) -> Iterator[tuple[int, 
                 carry, data = data[cut + 1 :], data[: cut + 1]
             else:
                 carry = b""
-            lineno += _newlines(done)
-            done = data
-            yield lineno, _decode(data, lineno, state), False
+            lines = _decode(data, lineno, state).split("\n")
+            lines.pop()  # the empty piece after the last newline
+            for line in lines:
+                lineno += 1
+                yield lineno, line, False
+            del lines, data
     if carry:
-        lineno += _newlines(done)
-        yield lineno, _decode(carry, lineno, state), True
-
-
-def _newlines(data: bytes) -> int:
-    import numpy as np
-
-    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10)) if data else 0
-
-
-def iter_lines(path: Path, state: _State | None = None) -> Iterator[tuple[int, str, bool]]:
-    """(line number, text, is_last_without_newline), streamed in chunks; bad UTF-8 is replaced."""
-    for before, text, last in iter_chunks(path, state):
-        if last:
-            yield before + 1, text, True
-            continue
-        lines = text.split("\n")
-        lines.pop()  # the empty piece after the last newline
-        for i, line in enumerate(lines, start=before + 1):
-            yield i, line, False
+        text = _decode(carry, lineno, state)
+        yield lineno + 1, text, True
 
 
 def _decode(data: bytes, lineno: int, state: _State | None) -> str:
@@ -159,21 +139,15 @@ def _decode(data: bytes, lineno: int, state: _State | None) -> str:
 
 def read_console(path: Path, source: str) -> Run:
     st = _State(source=source)
-    for before, text, last in iter_chunks(path, st):
-        if last:
-            _line(st, before + 1, text, True)
-        elif not _scan_fast(st, before, text):
-            lines = text.split("\n")
-            lines.pop()
-            for i, line in enumerate(lines, start=before + 1):
-                _line(st, i, line, False)
+    for lineno, line, last in iter_lines(path, st):
+        _line(st, lineno, line, last)
     if st.bad_bytes_line is not None:
         st.warnings.append(
             f"{source}:{st.bad_bytes_line}: bytes that are not UTF-8 were replaced (U+FFFD)"
         )
     if st.truncated:
         st.warnings.append(f"{source}: dropped {st.truncated} truncated metric line(s)")
-    if st.verl_texts or st.batches:
+    if st.verl_texts:
         return _finish_verl(st)
     if st.dict_rows:
         return _finish_dicts(st)
@@ -181,93 +155,6 @@ def read_console(path: Path, source: str) -> Run:
         f"{source}:1: expected training metrics (verl 'step:N - key:value' lines, TRL "
         "{'loss': ...} dicts, 'metrics_tag:' lines ...), found none"
     )
-
-
-_SPACE_OR_END = [" ", "\t", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f", "]", "`", "|"]
-_MIN_FAST_LINES = 64
-
-
-def _scan_fast(st: _State, before: int, text: str) -> bool:
-    """A chunk of complete lines, the plain verl step lines (`_plain_step`) found with polars
-    at once, the other lines through `_line` one by one in their place. False (nothing done)
-    when the chunk is not ASCII or has too few step lines to be worth it."""
-    if not text.isascii() or text.count("step:", 0, 1 << 16) < min(4, _MIN_FAST_LINES):
-        return False
-    import numpy as np
-    import polars as pl
-
-    lines = pl.Series([text]).str.split("\n").explode()
-    lines = lines.head(len(lines) - 1)  # the empty piece after the last newline
-    plain, steps, offsets = _plain_lines(lines)
-    fast = np.flatnonzero(plain)
-    if len(fast) < _MIN_FAST_LINES:
-        return False
-    steps, offsets = steps[fast], offsets[fast]
-    others = np.flatnonzero(~plain)
-    other_text = lines.gather(others).to_list() if len(others) else []
-    take = np.zeros(len(fast), dtype=bool)
-    starts = [*np.searchsorted(fast, others).tolist(), len(fast)]
-    lo = 0
-    for j, hi in enumerate(starts):
-        lo = _take_run(st, lines, fast, steps, before, lo, hi, take)
-        if j < len(others):
-            _line(st, before + int(others[j]) + 1, other_text[j], False)
-    if take.any():
-        idx = fast[take]
-        payloads = lines.gather(idx).str.slice(pl.Series(offsets[take]))
-        st.batches.append((payloads, steps[take], before + idx + 1))
-    return True
-
-
-def _take_run(
-    st: _State, lines: Any, fast: Any, steps: Any, before: int, lo: int, hi: int, take: Any
-) -> int:
-    """Plain step lines fast[lo:hi] (no other line between them): taken as a batch, or one by
-    one through `_line` while a config dump is being collected. Returns hi."""
-    while lo < hi and st.config_lines is not None:
-        i = int(fast[lo])
-        _line(st, before + i + 1, lines[i], False)
-        lo += 1
-    if lo < hi:
-        take[lo:hi] = True
-        top = int(steps[lo:hi].max())
-        st.last_step = top if st.last_step is None else max(st.last_step, top)
-        st.last_metric_line = before + int(fast[hi - 1]) + 1
-    return hi
-
-
-def _plain_lines(lines: Any) -> tuple[Any, Any, Any]:
-    """Which (ASCII) lines are plain verl step lines as `_plain_step` has them, with their
-    step and where the payload starts. Conservative: a line it does not accept goes through
-    `_line`, which gives the same result the slow way."""
-    import polars as pl
-
-    at = pl.col("line").str.find("step:", literal=True)
-    rest = pl.col("line").str.slice(at + 5)
-    dash = rest.str.find(" - ", literal=True)
-    head = pl.col("line").str.head(at)
-    frame = pl.DataFrame({"line": lines}).select(
-        at=at,
-        dash=dash,
-        num=rest.str.head(dash).str.strip_chars(" "),
-        head=head,
-        ok=~rest.str.contains("\x1b", literal=True)
-        & ~pl.col("line").str.contains("\r", literal=True)
-        & ~pl.col("line").str.slice(-1).is_in(_SPACE_OR_END)
-        & ~rest.str.slice(dash + 3, 1).is_in(_SPACE_OR_END),
-    )
-    if frame["head"].str.contains("\x1b", literal=True).any():
-        frame = frame.with_columns(pl.col("head").str.replace_all(_ANSI.pattern, ""))
-    frame = frame.select(
-        ok=pl.col("ok").fill_null(False)
-        & (pl.col("dash") < 25)
-        & pl.col("num").str.contains(r"^[0-9]{1,18}$")
-        & ((pl.col("at") == 0) | pl.col("head").str.slice(-1).is_in(list(_STEP_BEFORE))),
-        step=pl.col("num").cast(pl.Int64, strict=False),
-        offset=pl.col("at") + 5 + pl.col("dash") + 3,
-    )
-    ok = frame["ok"].fill_null(False).to_numpy()
-    return ok, frame["step"].fill_null(0).to_numpy(), frame["offset"].fill_null(0).to_numpy()
 
 
 def _strip_ansi(line: str) -> str:
@@ -318,7 +205,7 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
         m = _TOTAL.search(line)
         if m:
             st.total = int(m.group(1).replace(",", ""))
-    elif "=" in line and not st.dict_rows and not st.verl_texts and not st.batches:
+    elif "=" in line and not st.dict_rows and not st.verl_texts:
         if _OVERRIDE_ROOTS.search(line):  # a verl command line: data.train_batch_size=256 ...
             for key, value in _OVERRIDE.findall(line):
                 st.overrides.setdefault(key, value)
@@ -582,9 +469,13 @@ def _nest(flat: dict[str, str]) -> dict[str, Any]:
 
 
 def _finish_verl(st: _State) -> Run:
-    payloads, steps = _all_payloads(st)
-    wide = _payloads_to_frame(payloads, steps, st.source)
-    three_decimals = _three_decimals(max(payloads.head(5).to_list(), key=len))
+    texts, offsets, steps = st.verl_texts, st.verl_offsets, st.verl_rows
+    if st.verl_lines != sorted(st.verl_lines):  # validation dicts are added out of line order
+        order = sorted(range(len(steps)), key=st.verl_lines.__getitem__)
+        texts, offsets = [texts[i] for i in order], [offsets[i] for i in order]
+        steps = [steps[i] for i in order]
+    wide = _payloads_to_frame(texts, offsets, steps, st.source)
+    three_decimals = _three_decimals(max(_Payloads(texts, offsets)[:5], key=len))
     return build_run(
         wide,
         source=st.source,
@@ -596,31 +487,7 @@ def _finish_verl(st: _State) -> Run:
     )
 
 
-def _all_payloads(st: _State) -> tuple[Any, Any]:
-    """The payloads (a polars String series) and their steps, in line order: the batches of
-    `_scan_fast` and the lines `_line` took one by one."""
-    import numpy as np
-    import polars as pl
-
-    series = [b[0] for b in st.batches]
-    steps = [np.asarray(b[1], dtype=np.int64) for b in st.batches]
-    linenos = [np.asarray(b[2], dtype=np.int64) for b in st.batches]
-    if st.verl_texts:
-        texts = pl.Series(st.verl_texts, dtype=pl.String)
-        if any(st.verl_offsets):
-            texts = texts.str.slice(pl.Series(st.verl_offsets, dtype=pl.Int64))
-        series.append(texts)
-        steps.append(np.asarray(st.verl_rows, dtype=np.int64))
-        linenos.append(np.asarray(st.verl_lines, dtype=np.int64))
-    payloads = series[0] if len(series) == 1 else pl.concat(series, rechunk=True)
-    step, line = np.concatenate(steps), np.concatenate(linenos)
-    if len(line) > 1 and not bool((line[1:] >= line[:-1]).all()):
-        order = np.argsort(line, kind="stable")
-        payloads, step = payloads.gather(order), step[order]
-    return payloads, step
-
-
-def _payloads_to_frame(payloads: Any, steps: Any, source: str) -> Any:
+def _payloads_to_frame(texts: list[str], offsets: list[int], steps: list[int], source: str) -> Any:
     """'k:v - k:v ...' payloads -> one row per payload, one Float64 column per key, in the order
     the keys first appear in the file; a key a row does not have is null there.
 
@@ -633,10 +500,13 @@ def _payloads_to_frame(payloads: Any, steps: Any, source: str) -> Any:
     import numpy as np
     import polars as pl
 
-    n = len(payloads)
-    pieces = _split_pairs(payloads)
+    n = len(texts)
+    payloads = pl.Series(texts, dtype=pl.String)
+    if any(offsets):
+        payloads = payloads.str.slice(pl.Series(offsets, dtype=pl.Int64))
+    pieces = payloads.str.split(" - ")
     lens = pieces.list.len().to_numpy()
-    ref = _reference_keys(payloads, lens)
+    ref = _reference_keys(texts, offsets, lens)
     parts: list[tuple[Any, Any, dict[str, tuple[int, int]]]] = []  # (frame, row ids, first)
     in_block = np.zeros(n, dtype=bool)
     if ref:
@@ -668,7 +538,7 @@ def _join_parts(parts: list[tuple[Any, Any, dict[str, tuple[int, int]]]], n: int
     return wide.select(sorted(first, key=first.__getitem__))
 
 
-def _reference_keys(payloads: Any, lens: Any) -> list[str] | None:
+def _reference_keys(texts: list[str], offsets: list[int], lens: Any) -> list[str] | None:
     """The keys of the first row with the commonest number of pairs, if they are clean: unique,
     non-empty, without surrounding spaces (else every row takes the general path)."""
     import numpy as np
@@ -677,7 +547,7 @@ def _reference_keys(payloads: Any, lens: Any) -> list[str] | None:
         return None
     r0 = int(np.flatnonzero(lens == np.bincount(lens).argmax())[0])
     keys = []
-    for piece in payloads[r0].split(" - "):
+    for piece in texts[r0][offsets[r0] :].split(" - "):
         key, sep, _ = piece.partition(":")
         if not sep or not key or key != key.strip():
             return None
@@ -697,9 +567,11 @@ def _read_block(pieces: Any, lens: Any, ref: list[str]) -> tuple[Any, Any, dict[
     kv = (pieces if m == len(lens) else pieces.gather(cand)).explode()
     prefix = pl.Series([key + ":" for key in ref], dtype=pl.String)
     prefix = prefix.gather(np.tile(np.arange(k, dtype=np.int64), m))
-    raw, cut, value = _strip_and_cast(kv, prefix)
+    raw = kv.str.strip_prefix(prefix)
+    # the prefix was there iff stripping shortened the piece by its length
+    cut = (kv.str.len_bytes() - raw.str.len_bytes()) == prefix.str.len_bytes()
     ok = cut.to_numpy().reshape(m, k).all(axis=1)
-    value = _fix_values(raw, value)
+    value = _parse_values(raw)
     # value of row i, key j sits at i*k + j: taken in column order, each column is a slice
     value = value.gather(
         (np.arange(m, dtype=np.int64)[None, :] * k + np.arange(k)[:, None]).ravel()
@@ -764,68 +636,13 @@ def _read_general(pieces: Any, row_ids: Any) -> tuple[Any, Any, dict[str, Any]]:
     return wide, row_ids, first
 
 
-def _parts(n: int) -> list[tuple[int, int]]:
-    """(offset, length) of the pieces a long column is cut into, one per polars thread: a
-    string operation on one column runs on one thread, separate frames run side by side."""
-    import polars as pl
-
-    count = max(1, min(pl.thread_pool_size(), n // 50_000))
-    if n <= 0 or count == 1:
-        return [(0, max(n, 0))]
-    size = -(-n // count)
-    return [(a, min(size, n - a)) for a in range(0, n, size)]
-
-
-def _split_pairs(payloads: Any) -> Any:
-    """Each payload split at ' - ' (a list per row), the rows cut in parts run in parallel."""
-    import polars as pl
-
-    parts = _parts(int(payloads.str.len_bytes().sum() or 0) // 40)  # ~40 bytes a pair
-    if len(parts) == 1:
-        return payloads.str.split(" - ")
-    n = len(payloads)
-    rows = [(a * n // len(parts), (a + 1) * n // len(parts)) for a in range(len(parts))]
-    frames = [
-        pl.LazyFrame({"p": payloads.slice(a, b - a)}).select(pl.col("p").str.split(" - "))
-        for a, b in rows
-    ]
-    return pl.concat([f["p"] for f in pl.collect_all(frames)], rechunk=True)
-
-
-def _strip_and_cast(kv: Any, prefix: Any) -> tuple[Any, Any, Any]:
-    """The pieces with their key prefix stripped, whether it was there (stripping shortened the
-    piece by its length), and the rest cast to Float64 (null where not a number as it is)."""
-    import polars as pl
-
-    raw = pl.col("kv").str.strip_prefix(pl.col("prefix"))
-    exprs = [
-        raw.alias("raw"),
-        (
-            (pl.col("kv").str.len_bytes() - raw.str.len_bytes()) == pl.col("prefix").str.len_bytes()
-        ).alias("cut"),
-        raw.cast(pl.Float64, strict=False).alias("value"),
-    ]
-    frames = [
-        pl.LazyFrame({"kv": kv.slice(a, size), "prefix": prefix.slice(a, size)}).select(exprs)
-        for a, size in _parts(len(kv))
-    ]
-    out = pl.concat(pl.collect_all(frames), rechunk=True)
-    return out["raw"], out["cut"], out["value"]
-
-
 def _parse_values(raw: Any) -> Any:
-    """Value strings -> Float64, null where no number (see `_fix_values`)."""
-    import polars as pl
-
-    return _fix_values(raw, raw.cast(pl.Float64, strict=False))
-
-
-def _fix_values(raw: Any, value: Any) -> Any:
-    """Cleaning (spaces, np.float64(...), tensor(...) wrappers) applied only to the values that
-    did not parse as they are."""
+    """Value strings -> Float64, null where no number. Cleaning (spaces, np.float64(...),
+    tensor(...) wrappers) is applied only to the values that did not parse as they are."""
     import numpy as np
     import polars as pl
 
+    value = raw.cast(pl.Float64, strict=False)
     bad = value.is_null()
     if bad.any():
         idx = np.flatnonzero(bad.to_numpy())
