@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import Any, overload
 
@@ -99,16 +100,19 @@ class _Payloads(Sequence[str]):
         return self._texts[i][o:] if o else self._texts[i]
 
 
-def iter_lines(path: Path, state: _State | None = None) -> Iterator[tuple[int, str, bool]]:
-    """(line number, text, is_last_without_newline), streamed in chunks; bad UTF-8 is replaced."""
+def iter_chunks(path: Path, state: _State | None = None) -> Iterator[tuple[int, str, bool]]:
+    """(number of lines before it, decoded text, is the last line without newline): chunks of
+    complete lines ending in a newline, then possibly the cut last line alone. Streamed; bad
+    UTF-8 is replaced."""
     lineno = 0
     carry = b""
+    done = b""  # the last chunk yielded: its lines are counted only if more follows
     with path.open("rb") as fh:
         while True:
             chunk = fh.read(_CHUNK)
             if not chunk:
                 break
-            data = carry + chunk
+            data = carry + chunk if carry else chunk
             cut = data.rfind(b"\n")
             if cut < 0:
                 carry = data
@@ -117,15 +121,49 @@ def iter_lines(path: Path, state: _State | None = None) -> Iterator[tuple[int, s
                 carry, data = data[cut + 1 :], data[: cut + 1]
             else:
                 carry = b""
-            lines = _decode(data, lineno, state).split("\n")
-            lines.pop()  # the empty piece after the last newline
-            for line in lines:
-                lineno += 1
-                yield lineno, line, False
-            del lines, data
+            lineno += _newlines(done)
+            done = data
+            yield lineno, _decode(data, lineno, state), False
     if carry:
-        text = _decode(carry, lineno, state)
-        yield lineno + 1, text, True
+        lineno += _newlines(done)
+        yield lineno, _decode(carry, lineno, state), True
+
+
+def _newlines(data: bytes) -> int:
+    import numpy as np
+
+    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10)) if data else 0
+
+
+def iter_lines(path: Path, state: _State | None = None) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, is_last_without_newline), streamed in chunks; bad UTF-8 is replaced."""
+    for before, text, last in iter_chunks(path, state):
+        if last:
+            yield before + 1, text, True
+            continue
+        lines = text.split("\n")
+        lines.pop()  # the empty piece after the last newline
+        yield from zip(range(before + 1, before + 1 + len(lines)), lines, repeat(False))
+
+
+def _scan_text(st: _State, before: int, text: str) -> None:
+    """The lines of a chunk (each ends in a newline) in order. A plain verl step line only has
+    its payload copied out; the line itself is never made (splitting a 12 MB log into lines
+    costs more than finding its step lines); any other line goes through `_line`."""
+    find, pos, lineno = text.find, 0, before
+    end = len(text)
+    while pos < end:
+        nl = find("\n", pos)
+        lineno += 1
+        hit = _plain_at(text, pos, nl) if st.config_lines is None else None
+        if hit is None:
+            _line(st, lineno, text[pos:nl], False)
+        else:
+            step, start = hit
+            st.add_payload(step, text[pos + start : nl], 0, lineno)
+            st.last_step = step if st.last_step is None else max(st.last_step, step)
+            st.last_metric_line = lineno
+        pos = nl + 1
 
 
 def _decode(data: bytes, lineno: int, state: _State | None) -> str:
@@ -139,8 +177,11 @@ def _decode(data: bytes, lineno: int, state: _State | None) -> str:
 
 def read_console(path: Path, source: str) -> Run:
     st = _State(source=source)
-    for lineno, line, last in iter_lines(path, st):
-        _line(st, lineno, line, last)
+    for before, text, last in iter_chunks(path, st):
+        if last:
+            _line(st, before + 1, text, True)
+        else:
+            _scan_text(st, before, text)
     if st.bad_bytes_line is not None:
         st.warnings.append(
             f"{source}:{st.bad_bytes_line}: bytes that are not UTF-8 were replaced (U+FFFD)"
@@ -223,34 +264,44 @@ def _split_prefix(line: str) -> tuple[str, str]:
     return "", line
 
 
-_PLAIN_END = frozenset(" \t\r\f\v]`|")
-
-
 def _plain_step(st: _State, lineno: int, line: str) -> bool:
-    """The common verl step line, recorded without copying it: `step:` is the first one of the
-    line and starts it or follows a space/bracket, no ANSI code or carriage return after it,
-    the payload neither starts nor ends with anything `_verl_step` would strip. Anything else
-    is left to the general path, which gives the same result the slow way."""
-    at = line.find("step:")
-    if at < 0 or line[-1:] in _PLAIN_END or line.find("\x1b", at) >= 0 or "\r" in line:
+    """The common verl step line, recorded without copying it (see `_plain_at`)."""
+    hit = _plain_at(line, 0, len(line))
+    if hit is None:
         return False
-    if at:
-        head = line[:at]
+    st.add_payload(hit[0], line, hit[1], lineno)
+    st.last_step = hit[0] if st.last_step is None else max(st.last_step, hit[0])
+    st.last_metric_line = lineno
+    return True
+
+
+def _plain_at(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """(step, where the payload starts) if text[start:end] is a plain verl step line: `step:`
+    is the first one of the line and starts it or follows a space/bracket, no ANSI code or
+    carriage return after it, the payload neither starts nor ends with anything `_verl_step`
+    would strip. Anything else is left to the general path (same result, the slow way).
+    Works on the bounds, not on a copy of the line: this runs on every metric line."""
+    at = text.find("step:", start, end)
+    if at < 0 or end <= start:
+        return None
+    last = text[end - 1]
+    if last.isspace() or last in "]`|" or text.find("\x1b", at, end) >= 0:
+        return None
+    if text.find("\r", start, end) >= 0:
+        return None
+    if at > start:
+        head = text[start:at]
         if "\x1b" in head:
             head = _ANSI.sub("", head)
         if head and head[-1] not in _STEP_BEFORE:
-            return False
-    dash = line.find(" - ", at + 5)
+            return None
+    dash = text.find(" - ", at + 5, end)
     if dash < 0 or dash - at >= 30:
-        return False
-    num = line[at + 5 : dash].strip()
-    if not num.isdigit() or line[dash + 3 : dash + 4].isspace():
-        return False
-    step = int(num)
-    st.add_payload(step, line, dash + 3, lineno)
-    st.last_step = step if st.last_step is None else max(st.last_step, step)
-    st.last_metric_line = lineno
-    return True
+        return None
+    num = text[at + 5 : dash].strip()
+    if not num.isdigit() or text[dash + 3 : dash + 4].isspace():
+        return None
+    return int(num), dash + 3 - start
 
 
 _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
