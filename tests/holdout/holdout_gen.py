@@ -30,6 +30,9 @@ import numpy as np
 
 SYMPTOMS = ("P1", "P2", "P3", "KL0", "P4", "SLOW", "OOM", "P9", "P6", "NAN", "DIV")
 HEALTHY = "healthy"
+# Drawn only when named (--healthy-variants): the default cycle, and so the corpora of
+# tests/holdout/README.md, stay as they were.
+EXTRA_HEALTHY = ("length-growth",)
 
 HEALTHY_VARIANTS = (
     "steady", "noisy", "plateau", "slow", "sawtooth", "saturated", "gspo-clip", "onpolicy",
@@ -319,6 +322,8 @@ def healthy_base(spec: Spec, rng: np.random.Generator, hp: dict[str, Any]) -> di
     s["rollout_time"] = gen_frac * s["step_time"] * lognoise(rng, n, 0.04)
     s["memory"] = rng.uniform(25, 62) + np.cumsum(rng.random(n) < 0.01) * 0.3
     s["pg_loss"] = rng.normal(0, 0.02, n)
+    if v == "length-growth":
+        _length_growth(s, rng, x, n, cap)
     if v == "spiky" or (spec.kind == HEALTHY and rng.random() < 0.3):
         for i in rng.choice(n, size=max(1, n // 300), replace=False):
             s["grad_norm"][i] *= rng.uniform(3, 8)  # isolated spikes: a hard batch
@@ -334,6 +339,19 @@ def healthy_base(spec: Spec, rng: np.random.Generator, hp: dict[str, Any]) -> di
         if rng.random() < 0.5:
             del s["kl_ref"]
     return {"t": t, "x": x, "s": s, "scale": scale, "offset": offset, "cap": cap}
+
+
+def _length_growth(s: dict, rng: np.random.Generator, x: np.ndarray, n: int, cap: int) -> None:
+    """Healthy long-CoT emergence (R1-Zero-style runs, knowledge.md §3 "long chain-of-thought"):
+    responses grow x2-4 over the run, generation time with them, entropy eases up a little."""
+    grow = rng.uniform(2.0, 4.0)
+    r = 1 / (1 + np.exp(-(x / max(1, n - 1) - rng.uniform(0.3, 0.6)) * 10))
+    factor = 1 + (grow - 1) * r
+    s["response_length"] = np.minimum(s["response_length"] * factor, 0.8 * cap)
+    gen_before = s["rollout_time"].copy()
+    s["rollout_time"] = gen_before * factor**0.9
+    s["step_time"] = s["step_time"] + s["rollout_time"] - gen_before
+    s["entropy"] = s["entropy"] * (1 + 0.3 * r)
 
 
 def make_val(spec: Spec, rng: np.random.Generator, t: np.ndarray, p: np.ndarray,
@@ -936,13 +954,15 @@ def _plain(v: Any) -> Any:
 
 
 def plan(
-    n: int, seed0: int, healthy_share: float = 0.35, families: tuple[str, ...] = SYMPTOMS
+    n: int, seed0: int, healthy_share: float = 0.35, families: tuple[str, ...] = SYMPTOMS,
+    healthy_variants: tuple[str, ...] = HEALTHY_VARIANTS,
 ) -> list[tuple[str, str, int]]:
     """(kind, variant, seed) for n runs: ~35 % healthy (each variant), the rest over symptoms."""
     n_healthy = round(n * healthy_share)
     out = []
+    hv = healthy_variants
     for i in range(n_healthy):
-        out.append((HEALTHY, HEALTHY_VARIANTS[i % len(HEALTHY_VARIANTS)], seed0 + i))
+        out.append((HEALTHY, hv[i % len(hv)], seed0 + i))
     i = 0
     while len(out) < n:
         kind = families[i % len(families)]
@@ -955,10 +975,11 @@ def plan(
 def generate(
     out: Path, n: int = 150, seed0: int = 7000, max_steps: int = 5000, healthy_share: float = 0.35,
     families: tuple[str, ...] = SYMPTOMS, fmt: str | None = None,
+    healthy_variants: tuple[str, ...] = HEALTHY_VARIANTS,
 ) -> list[Path]:
     return [
         write_run(make_run(k, v, s, fmt=fmt, max_steps=max_steps), out)
-        for k, v, s in plan(n, seed0, healthy_share, families)
+        for k, v, s in plan(n, seed0, healthy_share, families, healthy_variants)
     ]
 
 
@@ -972,13 +993,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--strength", type=float, nargs=2, default=[0.25, 1.0], metavar=("LO", "HI"))
     ap.add_argument("--families", default=",".join(SYMPTOMS), help="symptom ids, comma-separated")
     ap.add_argument("--format", choices=FORMATS, help="write every run in this format")
+    ap.add_argument("--healthy-variants", help="comma-separated (default: all but "
+                    + ", ".join(EXTRA_HEALTHY) + ")")
     ap.add_argument("--number-style", choices=("full", "np", "3dec"), help="verl console numbers")
     a = ap.parse_args(argv)
     global STRENGTH, NUMBER_STYLE
     STRENGTH = (a.strength[0], a.strength[1])
     NUMBER_STYLE = a.number_style
     fams = tuple(f.strip().upper() for f in a.families.split(",") if f.strip())
-    dirs = generate(a.out, a.n, a.seed, a.max_steps, a.healthy_share, fams, a.format)
+    hv = HEALTHY_VARIANTS
+    if a.healthy_variants:
+        hv = tuple(v.strip() for v in a.healthy_variants.split(",") if v.strip())
+        unknown = set(hv) - set(HEALTHY_VARIANTS) - set(EXTRA_HEALTHY)
+        if unknown:
+            ap.error(f"unknown healthy variants: {sorted(unknown)}")
+    dirs = generate(a.out, a.n, a.seed, a.max_steps, a.healthy_share, fams, a.format, hv)
     print(f"{len(dirs)} runs written to {a.out}")
 
 

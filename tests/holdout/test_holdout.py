@@ -18,7 +18,8 @@ import score
 
 @pytest.mark.parametrize("kind", [gen.HEALTHY, *gen.SYMPTOMS])
 def test_every_family_writes_a_labelled_run(kind: str, tmp_path: Path) -> None:
-    variants = gen.HEALTHY_VARIANTS if kind == gen.HEALTHY else gen.VARIANTS[kind]
+    healthy = gen.HEALTHY_VARIANTS + gen.EXTRA_HEALTHY
+    variants = healthy if kind == gen.HEALTHY else gen.VARIANTS[kind]
     for i, variant in enumerate(variants):
         run = gen.make_run(kind, variant, seed=300 + i, max_steps=400)
         d = gen.write_run(run, tmp_path)
