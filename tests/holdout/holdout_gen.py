@@ -32,7 +32,7 @@ SYMPTOMS = ("P1", "P2", "P3", "KL0", "P4", "SLOW", "OOM", "P9", "P6", "NAN", "DI
 HEALTHY = "healthy"
 # Drawn only when named (--healthy-variants): the default cycle, and so the corpora of
 # tests/holdout/README.md, stay as they were.
-EXTRA_HEALTHY = ("length-growth",)
+EXTRA_HEALTHY = ("length-growth", "saturating")
 
 HEALTHY_VARIANTS = (
     "steady", "noisy", "plateau", "slow", "sawtooth", "saturated", "gspo-clip", "onpolicy",
@@ -277,6 +277,9 @@ def healthy_base(spec: Spec, rng: np.random.Generator, hp: dict[str, Any]) -> di
         gain, tau = rng.uniform(0.05, 0.12), 1e9
     if v == "saturated":
         p0, gain = rng.uniform(0.93, 0.99), 0.0
+    if v == "saturating":  # learns the task: rises early to 0.95-0.99 and stays
+        p0, tau = rng.uniform(0.3, 0.5), rng.uniform(0.05, 0.2) * n
+        gain = rng.uniform(0.95, 0.99) - p0
     if v == "converged-lowkl":  # rose, then converged; a small lr keeps ppo_kl ~1e-4
         p0, tau = rng.uniform(0.1, 0.4), rng.uniform(0.05, 0.15) * n
         gain = rng.uniform(0.8, 0.95) - p0
@@ -324,6 +327,12 @@ def healthy_base(spec: Spec, rng: np.random.Generator, hp: dict[str, Any]) -> di
     s["pg_loss"] = rng.normal(0, 0.02, n)
     if v == "length-growth":
         _length_growth(s, rng, x, n, cap)
+    if v == "saturating":
+        # all-correct groups carry no advantage: the gradient shrinks with the informative
+        # share 1 - zero_std_frac (GRPO), relative to the warm-up's
+        share = np.clip(1 - s["zero_std_frac"], 0.02, 1)
+        s["grad_norm"] = s["grad_norm"] * share / share[: max(5, n // 20)].mean()
+        s["ppo_kl"] = s["ppo_kl"] * share
     if v == "spiky" or (spec.kind == HEALTHY and rng.random() < 0.3):
         for i in rng.choice(n, size=max(1, n // 300), replace=False):
             s["grad_norm"][i] *= rng.uniform(3, 8)  # isolated spikes: a hard batch
