@@ -560,7 +560,7 @@ def _payloads_to_frame(texts: list[str], offsets: list[int], steps: list[int], s
     payloads = pl.Series(texts, dtype=pl.String)
     if any(offsets):
         payloads = payloads.str.slice(pl.Series(offsets, dtype=pl.Int64))
-    pieces = payloads.str.split(" - ")
+    pieces = _split_pairs(payloads)
     lens = pieces.list.len().to_numpy()
     ref = _reference_keys(texts, offsets, lens)
     parts: list[tuple[Any, Any, dict[str, tuple[int, int]]]] = []  # (frame, row ids, first)
@@ -623,11 +623,9 @@ def _read_block(pieces: Any, lens: Any, ref: list[str]) -> tuple[Any, Any, dict[
     kv = (pieces if m == len(lens) else pieces.gather(cand)).explode()
     prefix = pl.Series([key + ":" for key in ref], dtype=pl.String)
     prefix = prefix.gather(np.tile(np.arange(k, dtype=np.int64), m))
-    raw = kv.str.strip_prefix(prefix)
-    # the prefix was there iff stripping shortened the piece by its length
-    cut = (kv.str.len_bytes() - raw.str.len_bytes()) == prefix.str.len_bytes()
+    raw, cut, value = _strip_and_cast(kv, prefix)
     ok = cut.to_numpy().reshape(m, k).all(axis=1)
-    value = _parse_values(raw)
+    value = _fix_values(raw, value)
     # value of row i, key j sits at i*k + j: taken in column order, each column is a slice
     value = value.gather(
         (np.arange(m, dtype=np.int64)[None, :] * k + np.arange(k)[:, None]).ravel()
@@ -692,13 +690,68 @@ def _read_general(pieces: Any, row_ids: Any) -> tuple[Any, Any, dict[str, Any]]:
     return wide, row_ids, first
 
 
+_PART_MIN = 50_000  # elements per part: below, a thread costs more than it saves
+
+
+def _parts(n: int) -> list[tuple[int, int]]:
+    """(offset, length) of the parts a long column is cut into, one per polars thread: a string
+    operation on one column runs on one thread, separate frames run side by side."""
+    import polars as pl
+
+    count = max(1, min(pl.thread_pool_size(), n // _PART_MIN))
+    if count == 1:
+        return [(0, n)]
+    size = -(-n // count)
+    return [(a, min(size, n - a)) for a in range(0, n, size)]
+
+
+def _split_pairs(payloads: Any) -> Any:
+    """Each payload split at ' - ' (a list per row); the rows of a big log cut in parts split
+    side by side."""
+    import polars as pl
+
+    n = len(payloads)
+    parts = _parts(int(payloads.str.len_bytes().sum() or 0) // 40)  # ~40 bytes a pair
+    if len(parts) == 1:
+        return payloads.str.split(" - ")
+    bounds = [(i * n // len(parts), (i + 1) * n // len(parts)) for i in range(len(parts))]
+    frames = [
+        pl.LazyFrame({"p": payloads.slice(a, b - a)}).select(pl.col("p").str.split(" - "))
+        for a, b in bounds
+    ]
+    return pl.concat([f["p"] for f in pl.collect_all(frames)], rechunk=True)
+
+
+def _strip_and_cast(kv: Any, prefix: Any) -> tuple[Any, Any, Any]:
+    """The pieces with their key prefix stripped, whether it was there (stripping shortened the
+    piece by its length), and the rest cast to Float64 (null where not a number as it is);
+    in parts side by side."""
+    import polars as pl
+
+    raw = pl.col("kv").str.strip_prefix(pl.col("prefix"))
+    cut = pl.col("kv").str.len_bytes() - raw.str.len_bytes() == pl.col("prefix").str.len_bytes()
+    exprs = [raw.alias("raw"), cut.alias("cut"), raw.cast(pl.Float64, strict=False).alias("value")]
+    frames = [
+        pl.LazyFrame({"kv": kv.slice(a, size), "prefix": prefix.slice(a, size)}).select(exprs)
+        for a, size in _parts(len(kv))
+    ]
+    out = frames[0].collect() if len(frames) == 1 else pl.concat(pl.collect_all(frames))
+    return out["raw"], out["cut"], out["value"]
+
+
 def _parse_values(raw: Any) -> Any:
-    """Value strings -> Float64, null where no number. Cleaning (spaces, np.float64(...),
-    tensor(...) wrappers) is applied only to the values that did not parse as they are."""
+    """Value strings -> Float64, null where no number (see `_fix_values`)."""
+    import polars as pl
+
+    return _fix_values(raw, raw.cast(pl.Float64, strict=False))
+
+
+def _fix_values(raw: Any, value: Any) -> Any:
+    """Cleaning (spaces, np.float64(...), tensor(...) wrappers) is applied only to the values
+    that did not parse as they are."""
     import numpy as np
     import polars as pl
 
-    value = raw.cast(pl.Float64, strict=False)
     bad = value.is_null()
     if bad.any():
         idx = np.flatnonzero(bad.to_numpy())
