@@ -619,7 +619,10 @@ def _join_parts(parts: list[tuple[Any, Any, dict[str, tuple[int, int]]]], n: int
     for _, _, seen in parts:
         for key, place in seen.items():
             first[key] = min(first.get(key, place), place)
-    frames = [f.with_columns(pl.Series("_row", rows)) for f, rows, _ in parts]
+    frames = [  # a part with no pair at all still holds its rows (all null)
+        f.with_columns(pl.Series("_row", rows)) if f.width else pl.DataFrame({"_row": rows})
+        for f, rows, _ in parts
+    ]
     wide = pl.concat(frames, how="diagonal").sort("_row")
     return wide.select(sorted(first, key=first.__getitem__))
 
