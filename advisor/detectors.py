@@ -27,8 +27,9 @@ most healthy runs. The guards, each cutting the rate:
   a KL explosion needs the level to multiply itself over a fixed lag (a saturating healthy KL
   does not) and to reach an absolute floor, a divergence needs half the smoothed peak lost for
   three blocks AND something blowing up;
-- trends use Mann-Kendall (scipy.stats.kendalltau on the block index) and Theil-Sen slopes,
-  both robust to outliers, and count only when the total change is also large.
+- trends use Mann-Kendall (Kendall's tau on the block index, computed as scipy.stats.kendalltau
+  does) and Theil-Sen slopes, both robust to outliers, and count only when the total change is
+  also large.
 
 Every detector also returns where the current excursion began (`statistic["onset_step"]`):
 the first block of the run of blocks satisfying the condition, extended back over a gradual
@@ -42,6 +43,7 @@ import math
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -499,13 +501,45 @@ def _window(s: Series, p: Params, default: int) -> int:
 
 
 def _trend_stats(y: np.ndarray) -> tuple[float, float, float]:
-    """Mann-Kendall tau and p (kendalltau on the block index) and the Theil-Sen slope."""
-    from scipy import stats
+    """Mann-Kendall tau and p (Kendall's tau-b of y against the block index) and the Theil-Sen
+    slope, as scipy.stats.kendalltau / theilslopes compute them (tests hold them equal).
 
-    x = np.arange(len(y), dtype=float)
-    tau, pval = stats.kendalltau(x, y)
-    slope = stats.theilslopes(y, x)[0]
-    return float(tau), float(pval), float(slope)
+    Computed here in numpy because importing scipy.stats costs ~0.9 s, more than the rest of a
+    `diagnose` run together; on <= 32 block means the pairwise arithmetic is trivial.
+    """
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    i, j = np.triu_indices(n, k=1)  # all pairs i < j; x = block index has no ties
+    dy = y[j] - y[i]
+    slope = float(np.median(dy / (j - i))) if n > 1 else math.nan
+    tot = n * (n - 1) // 2
+    _, counts = np.unique(y, return_counts=True)
+    ytie = int((counts * (counts - 1) // 2).sum())
+    if tot == 0 or ytie == tot:
+        return math.nan, math.nan, slope
+    s = float(np.sign(dy).sum())  # concordant minus discordant pairs
+    tau = max(-1.0, min(1.0, s / math.sqrt(tot) / math.sqrt(tot - ytie)))
+    dis = int((dy < 0).sum())
+    if ytie == 0 and (n <= 33 or min(dis, tot - dis) <= 1):
+        return tau, _kendall_exact_p(n, dis), slope
+    var = (n * (n - 1) * (2 * n + 5) - float((counts * (counts - 1) * (2 * counts + 5)).sum())) / 18
+    return tau, math.erfc(abs(s) / math.sqrt(2 * var)), slope
+
+
+def _kendall_exact_p(n: int, dis: int) -> float:
+    """Two-sided exact p of Kendall's tau with no ties: the number of discordant pairs of a random
+    order is the inversion count of a random permutation (Mahonian distribution)."""
+    tail = min(dis, n * (n - 1) // 2 - dis)
+    return float(min(1.0, 2.0 * _inversion_cdf(n)[tail]))
+
+
+@lru_cache(maxsize=64)
+def _inversion_cdf(n: int) -> np.ndarray:
+    """P(inversions <= k) for a uniformly random permutation of n items, k = 0 .. n(n-1)/2."""
+    dist = np.ones(1)
+    for m in range(2, n + 1):  # the m-th item adds 0 .. m-1 inversions, uniformly
+        dist = np.convolve(dist, np.full(m, 1.0 / m))
+    return np.cumsum(dist)
 
 
 @detector("trend")

@@ -1,0 +1,47 @@
+"""The numpy Mann-Kendall / Theil-Sen of the trend detectors agree with scipy.stats."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from advisor.detectors import _trend_stats
+
+# Block means: continuous values, and coarse ones that tie (3-decimal logs, saturated rewards).
+_values = st.one_of(
+    st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False),
+    st.integers(-3, 3).map(float),
+)
+
+
+def _reference(y: np.ndarray) -> tuple[float, float, float]:
+    x = np.arange(len(y), dtype=float)
+    tau, p = stats.kendalltau(x, y)
+    return float(tau), float(p), float(stats.theilslopes(y, x)[0])
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_values, min_size=2, max_size=60))
+def test_matches_scipy(values: list[float]) -> None:
+    y = np.array(values)
+    ours, ref = _trend_stats(y), _reference(y)
+    assert all(_same(a, b) for a, b in zip(ours, ref, strict=True)), (ours, ref)
+
+
+def test_exact_and_asymptotic_branches() -> None:
+    rng = np.random.default_rng(7)
+    for n in (3, 10, 33, 34, 80):  # exact up to 33 without ties, asymptotic beyond
+        y = np.cumsum(rng.normal(size=n))
+        ours, ref = _trend_stats(y), _reference(y)
+        assert all(_same(a, b) for a, b in zip(ours, ref, strict=True)), (n, ours, ref)
+    flat = np.ones(8)
+    tau, p, slope = _trend_stats(flat)
+    assert math.isnan(tau) and math.isnan(p) and slope == 0.0
