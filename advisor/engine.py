@@ -200,10 +200,12 @@ def rulebook_path() -> Path:
 def parse_symptom_rules(path: Path) -> SymptomRulebook:
     """Read and schema-check a symptom rulebook; InputError names the file and the field."""
     from pydantic import ValidationError
-    from ruamel.yaml import YAML, YAMLError
+    from ruamel.yaml import YAMLError
+
+    from advisor.resources import read_yaml_data
 
     try:
-        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+        data = read_yaml_data(path)
     except OSError as err:
         raise InputError(f"{path}: cannot read the symptom rulebook: {err}") from None
     except YAMLError as err:

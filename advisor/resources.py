@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from pathlib import Path
+from typing import Any
 
 
 def rulebook_dir() -> Path:
@@ -13,3 +17,50 @@ def rulebook_dir() -> Path:
     from importlib.resources import files
 
     return Path(str(files("advisor.rulebook")))
+
+
+def read_yaml_data(path: Path) -> Any:
+    """The plain data of a shipped YAML file (the rulebooks), through a JSON cache.
+
+    ruamel's pure-Python parser takes ~0.3 s for the rulebooks, more than judging a whole run;
+    its C parser would read YAML 1.1 (`no` as false, which save_strategy needs as a string).
+    So the parsed data is cached as JSON under the user's cache folder, keyed by the file's
+    content hash: an edited rulebook is read afresh, and any cache failure only costs time.
+    """
+    raw = path.read_bytes()
+    cached = _cache_file(path, raw)
+    if cached is not None:
+        try:
+            return json.loads(cached.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+    from ruamel.yaml import YAML
+
+    data = YAML(typ="safe", pure=True).load(raw.decode("utf-8"))
+    if cached is not None:
+        _write_cache(cached, data)
+    return data
+
+
+def _cache_file(path: Path, raw: bytes) -> Path | None:
+    base = os.environ.get("RL_ADVISOR_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "rl-advisor",
+    )
+    if os.environ.get("RL_ADVISOR_NO_CACHE"):
+        return None
+    digest = hashlib.sha256(raw).hexdigest()[:20]
+    return Path(base) / f"{path.stem}-{digest}.json"
+
+
+def _write_cache(dest: Path, data: Any) -> None:
+    try:
+        text = json.dumps(data)
+        if json.loads(text) != data:  # not JSON-shaped (e.g. int keys): do not cache it
+            return
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, dest)
+    except (OSError, TypeError, ValueError):
+        return

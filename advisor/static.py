@@ -225,9 +225,9 @@ def _rulebook_file(name: str) -> Path:
 
 
 def _read_yaml(path: Path) -> Any:
-    from ruamel.yaml import YAML
+    from advisor.resources import read_yaml_data
 
-    return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+    return read_yaml_data(path)
 
 
 def export_schema(dest: Path) -> None:

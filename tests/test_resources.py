@@ -1,0 +1,45 @@
+"""The rulebook YAML cache: an edited file is read afresh; a broken cache only costs time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.resources import read_yaml_data
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RL_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("RL_ADVISOR_NO_CACHE", raising=False)
+    return tmp_path / "cache"
+
+
+def test_cache_follows_edits(tmp_path: Path) -> None:
+    book = tmp_path / "rules.yaml"
+    book.write_text("save_strategy: [steps, epoch, no]\nlr: 1e-6\n", encoding="utf-8")
+    first = read_yaml_data(book)
+    assert first == {"save_strategy": ["steps", "epoch", "no"], "lr": 1e-6}  # YAML 1.2
+    assert read_yaml_data(book) == first  # from the cache
+    assert len(list((tmp_path / "cache").glob("rules-*.json"))) == 1
+    book.write_text("save_strategy: [steps]\n", encoding="utf-8")
+    assert read_yaml_data(book) == {"save_strategy": ["steps"]}
+
+
+def test_corrupt_cache_is_ignored(tmp_path: Path) -> None:
+    book = tmp_path / "rules.yaml"
+    book.write_text("a: 1\n", encoding="utf-8")
+    read_yaml_data(book)
+    for f in (tmp_path / "cache").glob("*.json"):
+        f.write_text("{not json", encoding="utf-8")
+    assert read_yaml_data(book) == {"a": 1}
+
+
+def test_unwritable_cache_still_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    monkeypatch.setenv("RL_ADVISOR_CACHE_DIR", str(blocker / "sub"))  # a file in the way
+    book = tmp_path / "rules.yaml"
+    book.write_text("a: [1, 2]\n", encoding="utf-8")
+    assert read_yaml_data(book) == {"a": [1, 2]}
