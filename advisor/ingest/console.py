@@ -592,15 +592,25 @@ def _payloads_to_frame(texts: list[str], offsets: list[int], steps: list[int], s
         payloads = payloads.str.slice(pl.Series(offsets, dtype=pl.Int64))
     pieces = _split_pairs(payloads)
     lens = pieces.list.len().to_numpy()
-    ref = _reference_keys(texts, offsets, lens)
     parts: list[tuple[Any, Any, dict[str, tuple[int, int]]]] = []  # (frame, row ids, first)
-    in_block = np.zeros(n, dtype=bool)
-    if ref:
-        block = _read_block(pieces, lens, ref)
-        in_block[block[1]] = True
-        parts.append(block)
-    if not in_block.all():
-        rest = np.flatnonzero(~in_block)
+    rest = np.arange(n)
+    # the commonest key sequence, then the commonest of the rows left (validation steps)...
+    for _ in range(_BLOCKS):
+        sub = rest if len(rest) < n else None
+        sub_lens = lens if sub is None else lens[sub]
+        ref = _reference_keys(payloads if sub is None else payloads.gather(sub), sub_lens)
+        if ref is None:
+            break
+        frame, rows, first = _read_block(
+            pieces if sub is None else pieces.gather(sub), sub_lens, ref
+        )
+        if not len(rows):
+            break
+        parts.append((frame, rest[rows], {k: (int(rest[r]), j) for k, (r, j) in first.items()}))
+        rest = np.delete(rest, rows)
+        if not len(rest):
+            break
+    if len(rest):
         parts.append(_read_general(pieces.gather(rest), rest))
     wide = _join_parts(parts, n)
     if not wide.width:
@@ -627,16 +637,19 @@ def _join_parts(parts: list[tuple[Any, Any, dict[str, tuple[int, int]]]], n: int
     return wide.select(sorted(first, key=first.__getitem__))
 
 
-def _reference_keys(texts: list[str], offsets: list[int], lens: Any) -> list[str] | None:
+_BLOCKS = 4  # key sequences read as blocks; rows with none of them go through the scatter
+
+
+def _reference_keys(payloads: Any, lens: Any) -> list[str] | None:
     """The keys of the first row with the commonest number of pairs, if they are clean: unique,
-    non-empty, without surrounding spaces (else every row takes the general path)."""
+    non-empty, without surrounding spaces (else the rows take the general path)."""
     import numpy as np
 
     if not len(lens):
         return None
     r0 = int(np.flatnonzero(lens == np.bincount(lens).argmax())[0])
     keys = []
-    for piece in texts[r0][offsets[r0] :].split(" - "):
+    for piece in payloads[r0].split(" - "):
         key, sep, _ = piece.partition(":")
         if not sep or not key or key != key.strip():
             return None
