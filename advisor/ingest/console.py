@@ -579,9 +579,10 @@ def _payloads_to_frame(texts: list[str], offsets: list[int], steps: list[int], s
 
     Split and parsed in polars. verl prints the same keys in the same order on almost every
     step: the rows that repeat the commonest key sequence are read as one block (keys checked,
-    stripped and values cast at once, in column order so that each column is a slice); only
-    the others (validation steps, a first step with fewer keys) go through the general
-    (row, key, value) scatter, laid out with numpy (a pivot is several times slower).
+    stripped and values cast at once, in column order so that each column is a slice), then
+    the rows of the next commonest (validation steps) and so on (`_BLOCKS`); the rest (a first
+    step with fewer keys, odd lines) goes through the general (row, key, value) scatter, laid
+    out with numpy (a pivot is several times slower).
     """
     import numpy as np
     import polars as pl
