@@ -9,7 +9,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_package_is_listed() -> None:
-    conf = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    conf = tomllib.loads(text)["tool"]["setuptools"]
     listed = set(conf["packages"])
     found = {
         ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "advisor").rglob("__init__.py")
