@@ -324,12 +324,8 @@ def _plain_at(text: str, start: int, end: int) -> tuple[int, int] | None:
         return None
     if text.find("\r", start, end) >= 0:
         return None
-    if at > start:
-        head = text[start:at]
-        if "\x1b" in head:
-            head = _ANSI.sub("", head)
-        if head and head[-1] not in _STEP_BEFORE:
-            return None
+    if at > start and not _head_ok(text[start:at]):
+        return None
     dash = text.find(" - ", at + 5, end)
     if dash < 0 or dash - at >= 30:
         return None
@@ -337,6 +333,21 @@ def _plain_at(text: str, start: int, end: int) -> tuple[int, int] | None:
     if not num.isdigit() or text[dash + 3 : dash + 4].isspace():
         return None
     return int(num), dash + 3 - start
+
+
+_HEADS: dict[str, bool] = {}  # a log repeats a few line heads ("(TaskRunner pid=1) ")
+
+
+def _head_ok(head: str) -> bool:
+    """What precedes `step:` (ANSI colours removed) is empty or ends in a space/bracket."""
+    ok = _HEADS.get(head)
+    if ok is None:
+        bare = _ANSI.sub("", head) if "\x1b" in head else head
+        ok = not bare or bare[-1] in _STEP_BEFORE
+        if len(_HEADS) > 4096:
+            _HEADS.clear()
+        _HEADS[head] = ok
+    return ok
 
 
 _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
