@@ -897,6 +897,13 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     # per-step spread: under strong autocorrelation block means wander nearly as far as single
     # steps, and a warm-up of ~6 block means underestimates their sigma.
     move = max(slow_ratio * b.scale, float(p.get("slow_sd", 2.0)) * b.sd)
+    if "window_ratio" in p:
+        # ...and `window_ratio` sigmas of the block means' own spread over the whole window
+        # (robust second differences): six warm-up block means under-rate that spread 2-2.5x
+        # on unseen runs, and with one logged point per block the per-step spread reads ~0
+        # (issue 4). A swing slower than ~6 blocks barely moves second differences.
+        floor = max(0.01 * abs(b.median), 1e-12)
+        move = max(move, float(p["window_ratio"]) * robust_scale(s.mean, floor, line=False))
     fast_last = _span_sd_last(s.raw) / b.sd
     window = s.mean[lo:]
     # Two turns need a rise AND a fall of at least `move` inside the window: the smaller of the
