@@ -741,15 +741,18 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     last = float(s.mean[-1]) if smooth <= 1 else float(np.mean(s.mean[-smooth:]))
     if not math.isfinite(last):
         return None
+    rel = float(p.get("min_rel", 0.0))
+    rise = p.get("rel_to") == "rise"
+
+    def base(top: float) -> float:
+        return max(top - b.start, b.scale) if rise else abs(top)
+
     rough = s.peak - last
-    if rough < float(p.get("min_abs", 0.0)) or rough < float(p.get("min_rel", 0.0)) * abs(s.peak):
+    if rough < float(p.get("min_abs", 0.0)) or rough < rel * base(s.peak):
         return None
     top = s.peak if smooth <= 1 else _smoothed_peak(s, smooth)[0]
     gap = top - last
-    if gap < float(p.get("min_abs", 0.0)) or gap < float(p.get("min_rel", 0.0)) * abs(top):
-        return None
-    gap = top - last
-    if gap < float(p.get("min_abs", 0.0)) or gap < float(p.get("min_rel", 0.0)) * abs(top):
+    if gap < float(p.get("min_abs", 0.0)) or gap < rel * base(top):
         return None
     if p.get("scale") != "window" and gap < min_z * b.scale:
         return None
@@ -772,10 +775,14 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
         # sqrt(2 ln n) of their sigma, which a plain z-test would read as a decline.
         n = max(2, int(np.isfinite(y).sum()))
         need += sigma / math.sqrt(max(smooth, 1)) * math.sqrt(2.0 * math.log(n))
+    # min_rel is a fraction of |peak|, or with rel_to: rise of the rise from the run's start
+    # (a signed or offset reward, e.g. format penalties, has a peak near 0: "half of |peak|"
+    # is then any dip).
+    rel_base = peak - b.start if p.get("rel_to") == "rise" else abs(peak)
     with np.errstate(invalid="ignore"):
         mask = drop >= need
         if "min_rel" in p:
-            mask &= drop >= float(p["min_rel"]) * max(abs(peak), b.scale)
+            mask &= drop >= float(p["min_rel"]) * max(rel_base, b.scale)
         if "min_abs" in p:
             mask &= drop >= float(p["min_abs"])
     if peak_step is not None:  # the fall must follow the peak
