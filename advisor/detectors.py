@@ -449,6 +449,9 @@ def shift(s: Series, p: Params) -> Evidence | None:
     up = str(p.get("direction", "up")) == "up"
     min_z = float(p.get("min_z", 4.0))
     sign = 1.0 if up else -1.0
+    comp = p.get("_per")
+    if comp is not None:
+        s = _per_companion(s, comp)
     last = float(s.mean[-1])
     if not sign * (last - b.median) / b.scale >= min_z:  # gate: the latest block, all criteria
         return None
@@ -495,6 +498,27 @@ def shift(s: Series, p: Params) -> Evidence | None:
         ratio=ratio,
         z=zz,
         sigma=b.scale,
+    )
+
+
+def _per_companion(s: Series, comp: Series) -> Series:
+    """`s` with each block mean divided by its companion's growth over the companion's warm-up
+    level (max 1: growth the companion explains is forgiven, a shrinking companion never
+    inflates). Rollout time per response_length: generation time scales with the tokens
+    generated, so longer reasoning is not a slower rollout (verl logs timing_per_token_ms/gen
+    for the same reason)."""
+    if comp.baseline is None or not comp.baseline.median > 0 or len(comp) == 0:
+        return s
+    idx = np.clip(np.searchsorted(comp.start, s.start), 0, len(comp) - 1)
+    aligned = np.where(comp.start[idx] == s.start, comp.mean[idx], np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        growth = np.maximum(1.0, aligned / comp.baseline.median)
+    growth = np.where(np.isfinite(growth), growth, 1.0)
+    raw = s.raw.copy()
+    raw[:, 2] = raw[:, 2] / growth
+    return Series(
+        metric=s.metric, raw=raw, baseline=s.baseline, peak=None, peak_step=None, peak3=None,
+        peak3_step=None, trough=None, trough_step=None, blocks_total=s.blocks_total,
     )
 
 
