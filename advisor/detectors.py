@@ -626,6 +626,10 @@ def plateau(s: Series, p: Params) -> Evidence | None:
     more than `max_rise` sigmas above the run's start (a run that learned and then levelled off
     has converged, it is not stuck)."""
     b = s.baseline
+    # `min_steps`: not judged before the run has that many steps (knowledge.md "How to judge":
+    # 50 steps show no trend, 150 is the least). A window that dropped blocks is >= 160 steps.
+    if len(s) and s.blocks_total <= len(s) and s.end[-1] - s.start[0] + 1 < p.get("min_steps", 0):
+        return None
     i = _window(s, p, 8)
     y = s.mean[i:]
     ok = np.isfinite(y)
