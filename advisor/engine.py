@@ -752,6 +752,11 @@ class Monitor:
             assert self._block_first is not None and self._last is not None
             full = self._last - self._block_first + 1 >= self.block_steps / 2
             new = self._close_block(trends=full)
+        # A symptom whose evidence no longer held at the last judged block is reported as
+        # cleared there (validation back near its peak, KL grown after an early ~0), not as
+        # still present (issue 4).
+        for rid in [r for r in self._active if self._misses.get(r, 0) > 0]:
+            self._active.pop(rid).cleared_step = self._last
         self._closed = True
         self.ending = ending
         if ending is None:

@@ -83,3 +83,23 @@ def test_oom_fires_from_the_ending_only() -> None:
     assert len(oom) == 1 and oom[0].severity is Severity.error and oom[0].onset_step == 151
     clean = _judge(base(150), ending=RunEnding(kind="completed"))
     assert "OOM" not in {f.id for f in clean.findings}
+
+
+def test_evidence_gone_at_the_end_is_cleared() -> None:
+    """A symptom that no longer holds at the last judged block carries cleared_step, even when
+    the run ends before clear_after misses (issue 4: no "still present" on a recovered run)."""
+    s = base()
+    mon_probe = Monitor(HP)
+    n = len(s["truncation_rate"])
+    end = n - 2 * mon_probe.block_steps  # two full blocks back to normal before the end
+    s["truncation_rate"][ONSET:end] = 0.4
+    mon = _judge(s)
+    p9 = [f for f in mon.findings if f.id == "P9"]
+    assert p9 and p9[0].cleared_step is not None and p9[0].cleared_step >= end
+
+
+def test_evidence_still_there_at_the_end_is_not_cleared() -> None:
+    s = base()
+    s["truncation_rate"][ONSET:] = 0.4
+    p9 = [f for f in _judge(s).findings if f.id == "P9"]
+    assert p9 and p9[0].cleared_step is None
