@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import difflib
 import math
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.resources import write_text_atomic
 from advisor.types import ConfigFinding, InputError, Severity
 
 Origin = Literal["default", "file", "run", "set"]
@@ -1210,7 +1209,7 @@ def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -
         _apply_changes(doc, clean, detect_layout(doc))
         if not hasattr(doc, "ca"):  # read from Python source: written as the YAML keyword form
             doc, text, is_json = _plain(doc), None, False
-    _atomic_write(dest, _dump(doc, text, is_json))
+    write_text_atomic(dest, _dump(doc, text, is_json))
 
 
 def _scalar(value: Any) -> Any:
@@ -1275,15 +1274,3 @@ def _mapping_indent(text: str) -> int:
         r"^([^\s#-][^\n]*):[ \t]*(?:#[^\n]*)?\n((?:[ \t]*#[^\n]*\n)*)( +)[^\s-]", text, re.M
     )
     return len(match[3]) if match else 2
-
-
-def _atomic_write(dest: Path, text: str) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -53,14 +53,27 @@ def _cache_file(path: Path, raw: bytes) -> Path | None:
     return Path(base) / f"{path.stem}-{digest}.json"
 
 
+def write_text_atomic(dest: Path, text: str) -> None:
+    """Write `text` to `dest` through a temp file renamed into place: a failure never leaves
+    a partly written file, and a reader never sees one."""
+    import tempfile
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _write_cache(dest: Path, data: Any) -> None:
     try:
         text = json.dumps(data)
         if json.loads(text) != data:  # not JSON-shaped (e.g. int keys): do not cache it
             return
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, dest)
+        write_text_atomic(dest, text)
     except (OSError, TypeError, ValueError):
         return

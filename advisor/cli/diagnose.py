@@ -10,13 +10,13 @@ when the input is unusable.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from advisor.cli import Exit, FailOn, OutputFormat, app
+from advisor.resources import write_text_atomic as write_atomic
 from advisor.types import Diagnosis, InputError, Severity
 
 _FAIL_RANK = {FailOn.error: 2, FailOn.warning: 1, FailOn.info: 0}
@@ -28,19 +28,6 @@ def exit_code(d: Diagnosis, fail_on: FailOn) -> int:
         return Exit.OK
     worst: Severity | None = d.worst()
     return Exit.FINDINGS if worst is not None and worst.rank >= _FAIL_RANK[fail_on] else Exit.OK
-
-
-def write_atomic(dest: Path, text: str) -> None:
-    """Write `text` to `dest` via a temp file in the same directory and a rename."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _same_file(a: Path, b: Path) -> bool:

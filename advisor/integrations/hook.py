@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.online import Advisor
+from advisor.resources import write_text_atomic
 from advisor.types import Finding, Severity
 
 log = logging.getLogger("rl_advisor")
@@ -114,15 +115,9 @@ def write_report(advisor: Advisor, path: str | Path) -> Path:
     """Write the Markdown report at `path` and the JSON one beside it (`.json`), atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(path, advisor.report(format="markdown", out_dir=path.parent))
-    _write_atomic(path.with_suffix(".json"), advisor.report(format="json"))
+    write_text_atomic(path, advisor.report(format="markdown", out_dir=path.parent))
+    write_text_atomic(path.with_suffix(".json"), advisor.report(format="json"))
     return path
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def make_hook(
