@@ -129,7 +129,7 @@ def diagnose(
     judgement = judge_run(run, hp, origin=origin)
     silenced = _silenced(ignore)
     prev_hp = dict(_load_config(previous).hyper_parameters) if previous is not None else None
-    return assemble(
+    diagnosis = assemble(
         run,
         hp,
         judgement,
@@ -140,6 +140,30 @@ def diagnose(
         training_samples=training_samples,
         silenced=silenced,
     )
+    return with_file_diff(diagnosis, config)
+
+
+def with_file_diff(diagnosis: Diagnosis, config: Path | str | None) -> Diagnosis:
+    """Add the patch as a diff of the user's job file (diagnose and the online Advisor alike)."""
+    if config is not None and diagnosis.patch is not None and diagnosis.patch.changes:
+        diagnosis.patch_diff = _file_diff(Path(config), diagnosis.patch.changes)
+    return diagnosis
+
+
+def _file_diff(source: Path, changes: Sequence[Any]) -> str:
+    """The patch as the unified diff of the user's own job file (its layout and comments)."""
+    import difflib
+    import tempfile
+
+    from advisor.config import write_patched
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dest = Path(tmp) / source.name
+        write_patched(source, {c.param: c.to for c in changes}, dest)
+        new = dest.read_text(encoding="utf-8").splitlines()
+    old = source.read_text(encoding="utf-8").splitlines()
+    lines = difflib.unified_diff(old, new, source.name, f"{source.name} (patched)", n=2)
+    return "\n".join(line.rstrip("\n") for line in lines)
 
 
 def assemble(

@@ -524,7 +524,7 @@ class Advisor:
         Monitor's judgement and the bounded history this Advisor keeps."""
         from types import SimpleNamespace
 
-        from advisor.api import _static_findings, assemble
+        from advisor.api import _static_findings, assemble, with_file_diff
 
         loaded = self._config()
         judgement = SimpleNamespace(
@@ -543,7 +543,7 @@ class Advisor:
             rules=self._rules,
             config_given=self._config_path is not None,
         )
-        return d.model_copy(update={"run": self.run_info()})
+        return with_file_diff(d.model_copy(update={"run": self.run_info()}), self._config_path)
 
     def _history_run(self) -> Run:
         """A small Run of what is kept: the thinned series, the best and the last evaluation

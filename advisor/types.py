@@ -208,6 +208,8 @@ class Diagnosis(_Model):
     checkpoint: dict[str, Any] | None = None
     hyper_parameters: dict[str, Any] = Field(default_factory=dict)  # effective, before the patch
     plots: dict[str, str] = Field(default_factory=dict)  # finding id -> image path
+    # the patch as a unified diff of the user's own job file (None without --config)
+    patch_diff: str | None = None
     # metric -> (steps, values) the report draws; excluded from the JSON
     series: dict[str, tuple[list[int], list[float | None]]] = Field(
         default_factory=dict, exclude=True
