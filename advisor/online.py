@@ -94,6 +94,7 @@ class Advisor:
         self._config_path = Path(config_path) if config_path is not None else None
         self._sets = tuple(sets)
         self._hints: dict[str, Any] = dict(hints or {})
+        self._lr_peak = 0.0
         self._training_samples = training_samples
         self.expected_steps = expected_steps  # run length, when the trainer knows it
         self._loaded: LoadedConfig | None = config
@@ -239,6 +240,9 @@ class Advisor:
 
     def _push(self, step: int, metrics: Mapping[str, Any]) -> list[Finding]:
         row = self._row(metrics)
+        lr = row.get("lr")
+        if lr is not None and 0 < lr < math.inf and lr > self._lr_peak:
+            self._lr_peak = lr  # the run's lr when no config says it, as the readers take it
         new = list(self._monitor.push(step, row))
         self._track(step, row)
         self._steps += 1
@@ -364,6 +368,10 @@ class Advisor:
             gap, n = max(self._val_gaps.items(), key=lambda kv: kv[1])  # first on ties
             if gap > 0 and n >= max(1, (self._val_n - 1) // 2):
                 hints["eval_steps"] = gap
+        if "learning_rate" not in hints and self._lr_peak > 0:
+            from advisor.ingest.frame import peak_lr_hint
+
+            hints["learning_rate"] = peak_lr_hint(self._lr_peak)
         return hints
 
     def warn(self, text: str) -> None:
@@ -526,7 +534,7 @@ class Advisor:
 
         from advisor.api import _static_findings, assemble, with_file_diff
 
-        loaded = self._config()
+        loaded = self._report_config()
         judgement = SimpleNamespace(
             findings=list(self._monitor.findings) if self._monitor is not None else [],
             status=self.status,
@@ -544,6 +552,20 @@ class Advisor:
             config_given=self._config_path is not None,
         )
         return with_file_diff(d.model_copy(update={"run": self.run_info()}), self._config_path)
+
+    def _report_config(self) -> LoadedConfig:
+        """The config the report is built on: as judged, plus the learning rate the run logged
+        when nothing else gave one (what `load_run` adds as a hint for diagnose)."""
+        if "learning_rate" in self._hints or self._lr_peak <= 0:
+            return self._config()
+        from advisor.config import load_config
+        from advisor.ingest.frame import peak_lr_hint
+
+        sets = list(self._sets) + [_as_set(k, v) for k, v in self._explicit.items()]
+        hints = {**self._hints, "learning_rate": peak_lr_hint(self._lr_peak)}
+        return load_config(
+            self._config_path, sets=sets, hints=hints, training_samples=self._training_samples
+        )
 
     def _history_run(self) -> Run:
         """A small Run of what is kept: the thinned series, the best and the last evaluation

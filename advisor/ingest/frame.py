@@ -249,9 +249,27 @@ def build_run(
     df = add_canonical(df, skip)
     hints = dict(hints or {})
     _cadence_hint(df, hints)
+    _lr_hint(df, hints)
     return Run(
         frame=df, source=source, format=fmt, config_hints=hints, ending=ending, warnings=warnings
     )
+
+
+def _lr_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:
+    """The configured learning rate, when the log prints none, is the peak of the logged lr
+    series: warm-up rises to it and the decay starts from it (TRL logs `learning_rate` per step).
+    The online Advisor derives it the same way (`peak_lr_hint`)."""
+    if "learning_rate" in hints or "lr" not in df.columns:
+        return
+    col = df["lr"].drop_nulls().drop_nans()
+    col = col.filter(col.is_finite() & (col > 0))
+    if col.len() > 0:
+        hints["learning_rate"] = peak_lr_hint(float(col.max()))
+
+
+def peak_lr_hint(peak: float) -> float:
+    """The lr hint from the peak of a logged lr series (6 significant digits, as printed)."""
+    return float(f"{peak:.6g}")
 
 
 def _lr_all_zero(df: pl.DataFrame) -> bool:
