@@ -24,36 +24,10 @@ from typing import Any
 
 from advisor.types import Action, Change, Finding, Patch
 
-# Valid ranges (knowledge.md §2.1 required, §2.2 optional). (lo, hi, is_integer)
-BOUNDS: dict[str, tuple[float, float, bool]] = {
-    "kl_loss_coef": (0.0, 10.0, False),
-    "learning_rate": (0.0, 1.0, False),
-    "lr_warmup_steps": (-1, 1_000_000, True),
-    "n_epochs": (1, 200, True),
-    "batch_size": (1, 100_000, True),
-    "n_rollouts": (1, 1024, True),
-    "ppo_mini_batch_size": (1, 100_000, True),
-    "max_length": (1, 131_072, True),
-    "max_prompt_length": (1, 131_072, True),
-    "eval_steps": (1, 999_999, True),
-    "save_steps": (1, 999_999, True),
-    "save_total_limit": (1, 200, True),
-    "expert_model_parallel_size": (1, 256, True),
-    "inference_gpu_memory_utilization": (0.05, 1.0, False),  # (0, 1]: 0 itself is invalid
-    "inference_tensor_parallel_size": (1, 256, True),
-    "n_gpus_rollout": (1, 1024, True),
-    "n_gpus_training": (1, 1024, True),
-    "nnodes_rollout": (1, 256, True),
-    "nnodes_training": (1, 256, True),
-    "pipeline_model_parallel_size": (1, 256, True),
-    "sequence_parallel_size": (1, 256, True),
-    "tensor_model_parallel_size": (1, 256, True),
-}
-CHOICES: dict[str, tuple[str, ...]] = {
-    "algorithm": ("gspo", "grpo", "dapo"),
-    "lr_scheduler_type": ("cosine", "linear", "constant"),
-    "save_strategy": ("steps", "epoch", "no"),
-}
+# The smallest sensible value where the valid range excludes its minimum: (0, 1] for the
+# rollout's GPU memory share, where 0 itself is invalid. The ranges themselves come from the
+# config rulebook (`valid_ranges`), the one source of truth.
+_EXCLUSIVE_FLOOR = {"inference_gpu_memory_utilization": 0.05}
 # What an algorithm switch implies, only where the guide says so (knowledge.md §3: DAPO's
 # typical KL coefficient is 0, and kl_loss_coef 0 is an anti-pattern only outside DAPO).
 IMPLIED_BY_SWITCH: dict[tuple[str, Any], dict[str, tuple[Any, str]]] = {
@@ -170,14 +144,11 @@ def choose_amount(spec: ChangeSpec, strength: float) -> float:
 
 @lru_cache(maxsize=1)
 def valid_ranges() -> tuple[dict[str, tuple[float, float, bool]], dict[str, tuple[Any, ...]]]:
-    """Ranges and choices from the config rulebook (helper C's `rulebook/config.yaml`, the one
-    source of truth); the local tables above when it is not importable."""
-    try:
-        from advisor.static import rulebook
+    """Ranges and choices of the hyperparameters, from the config rulebook
+    (`rulebook/config.yaml`, the one source of truth)."""
+    from advisor.static import rulebook
 
-        specs = rulebook().hyper_parameters
-    except ImportError:
-        return BOUNDS, CHOICES
+    specs = rulebook().hyper_parameters
     bounds: dict[str, tuple[float, float, bool]] = {}
     choices: dict[str, tuple[Any, ...]] = {}
     for name, spec in specs.items():
@@ -187,7 +158,7 @@ def valid_ranges() -> tuple[dict[str, tuple[float, float, bool]], dict[str, tupl
             lo = spec.min if spec.min is not None else -math.inf
             hi = spec.max if spec.max is not None else math.inf
             if spec.min_exclusive:  # (0, 1]: the smallest sensible value, not 0 itself
-                lo = BOUNDS.get(name, (lo, hi, False))[0]
+                lo = _EXCLUSIVE_FLOOR.get(name, lo)
             bounds[name] = (lo, hi, spec.type == "int")
     return bounds, choices
 
@@ -292,29 +263,6 @@ def repair_couplings(hp: dict[str, Any], changed: set[str]) -> list[Change]:
 AntiPatternCheck = Callable[[Mapping[str, Any]], set[str]]
 
 
-def _builtin_anti_patterns(hp: Mapping[str, Any]) -> set[str]:
-    """Minimal stand-in for `advisor.static.check` (knowledge.md §2.4), used only when the
-    static rules are not importable. Items are "rule:param", as static_anti_patterns gives."""
-    out: set[str] = set()
-    lr, kl, algo = hp.get("learning_rate"), hp.get("kl_loss_coef"), hp.get("algorithm")
-    if isinstance(lr, (int, float)) and lr >= 5e-5:
-        out.add("lr-sft-level:learning_rate")
-    if kl == 0 and algo not in (None, "dapo"):
-        out |= {"kl-zero-not-dapo:kl_loss_coef", "kl-zero-not-dapo:algorithm"}
-    if isinstance(hp.get("n_epochs"), int) and hp["n_epochs"] >= 10:
-        out.add("too-many-epochs:n_epochs")
-    if hp.get("n_rollouts") == 1:
-        out.add("single-rollout:n_rollouts")
-    if isinstance(hp.get("max_length"), int) and hp["max_length"] >= 32768:
-        out.add("max-length-32k:max_length")
-    iu = hp.get("inference_gpu_memory_utilization")
-    if isinstance(iu, (int, float)) and iu >= 0.95:
-        out.add("inference-memory-095:inference_gpu_memory_utilization")
-    if hp.get("tensor_model_parallel_size") == 8:
-        out.add("tp-8:tensor_model_parallel_size")
-    return out
-
-
 def static_anti_patterns(hp: Mapping[str, Any]) -> set[str]:
     """Static warnings/errors on `hp` as "rule:param" items, from helper C's static rules (the
     one source of truth for anti-patterns)."""
@@ -333,11 +281,9 @@ def _static_ids_cached(key: tuple[tuple[str, Any], ...]) -> frozenset[str]:
 
 
 def _static_ids(hp: Mapping[str, Any]) -> frozenset[str]:
-    try:
-        from advisor.config import load_config
-        from advisor.static import check
-    except ImportError:
-        return frozenset(_builtin_anti_patterns(hp))
+    from advisor.config import load_config
+    from advisor.static import check
+
     loaded = load_config(None, hints=dict(hp))
     return frozenset(
         f"{f.id}:{p}" for f in check(loaded) if f.severity.rank >= 1 for p in (f.params or [""])

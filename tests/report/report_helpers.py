@@ -3,6 +3,7 @@ hand-made findings, so these tests do not depend on the engine's rulebook."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -247,3 +248,26 @@ def write_verl_jsonl(path, steps: int = 400, kind: str = "healthy", seed: int = 
             if s % 20 == 0:
                 data["val-core/gsm8k/reward/mean@1"] = reward - 0.05
             fh.write(json.dumps({"step": s, "data": data}) + "\n")  # NaN stays a bare NaN
+
+
+def builtin_anti_patterns(hp: Mapping[str, Any]) -> set[str]:
+    """A fast stand-in for `advisor.static.check` (knowledge.md §2.4 anti-patterns) so remedy
+    tests run without the static rules. Items are "rule:param", as static_anti_patterns gives."""
+    out: set[str] = set()
+    lr, kl, algo = hp.get("learning_rate"), hp.get("kl_loss_coef"), hp.get("algorithm")
+    if isinstance(lr, (int, float)) and lr >= 5e-5:
+        out.add("lr-sft-level:learning_rate")
+    if kl == 0 and algo not in (None, "dapo"):
+        out |= {"kl-zero-not-dapo:kl_loss_coef", "kl-zero-not-dapo:algorithm"}
+    if isinstance(hp.get("n_epochs"), int) and hp["n_epochs"] >= 10:
+        out.add("too-many-epochs:n_epochs")
+    if hp.get("n_rollouts") == 1:
+        out.add("single-rollout:n_rollouts")
+    if isinstance(hp.get("max_length"), int) and hp["max_length"] >= 32768:
+        out.add("max-length-32k:max_length")
+    iu = hp.get("inference_gpu_memory_utilization")
+    if isinstance(iu, (int, float)) and iu >= 0.95:
+        out.add("inference-memory-095:inference_gpu_memory_utilization")
+    if hp.get("tensor_model_parallel_size") == 8:
+        out.add("tp-8:tensor_model_parallel_size")
+    return out

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from report_helpers import finding
+from report_helpers import builtin_anti_patterns, finding
 
 from advisor import remedy
-from advisor.remedy import ChangeSpec, _builtin_anti_patterns
+from advisor.remedy import ChangeSpec
 
 
 def plan(findings: list, hp: dict[str, Any], rules: Any, previous: dict | None = None):
-    return remedy.plan(findings, hp, rules, previous, check=_builtin_anti_patterns)
+    return remedy.plan(findings, hp, rules, previous, check=builtin_anti_patterns)
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from report_helpers import SPECS, finding, make_rules
+from report_helpers import SPECS, builtin_anti_patterns, finding, make_rules
 
 from advisor import remedy
-from advisor.remedy import BOUNDS, _builtin_anti_patterns
+from advisor.remedy import valid_ranges
+
+BOUNDS = valid_ranges()[0]
 
 RULES = make_rules()
 
@@ -54,14 +56,14 @@ def valid(hp: dict) -> bool:
 )
 def test_patched_job_stays_valid(hp: dict, ids: list[str], strength: float) -> None:
     res = remedy.plan(
-        [finding(i, strength=strength) for i in ids], hp, RULES, check=_builtin_anti_patterns
+        [finding(i, strength=strength) for i in ids], hp, RULES, check=builtin_anti_patterns
     )
     patched = res.patch.hyper_parameters
     assert valid(patched)
     changed = {c.param for c in res.patch.changes}
     assert {k for k in hp if patched[k] != hp[k]} <= changed
     # a patch never introduces an anti-pattern the job did not already have
-    assert _builtin_anti_patterns(patched) <= _builtin_anti_patterns(hp)
+    assert builtin_anti_patterns(patched) <= builtin_anti_patterns(hp)
 
 
 @settings(max_examples=100, deadline=None)
