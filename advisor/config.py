@@ -84,7 +84,7 @@ _EXTRAS: dict[str, Literal["float", "int"]] = {
 
 
 class _Cfg(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class FcModel(_Cfg):

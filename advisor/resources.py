@@ -5,8 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def rulebook_dir() -> Path:
@@ -42,7 +46,53 @@ def read_yaml_data(path: Path) -> Any:
     return data
 
 
-def _cache_file(path: Path, raw: bytes) -> Path | None:
+def load_validated(path: Path, build: Callable[[Path], T], schema_module: str) -> T:
+    """`build(path)` (read and schema-check a shipped rulebook), through a pickle of the result.
+
+    Schema-checking a rulebook makes pydantic build the validators of every class in it, which
+    costs more at each start than judging a 2,000-step run. The checked object is cached keyed
+    by the file's bytes, the source of the module defining the schema and pydantic's version, so
+    an edited rulebook or schema is checked afresh. The cache is the user's own folder (as for
+    the JSON cache); any failure to read or write it only costs time.
+    """
+    raw = path.read_bytes()
+    source = Path(sys.modules[schema_module].__file__ or "").read_bytes()
+    import pydantic
+
+    cached = _cache_file(path, raw + source + pydantic.VERSION.encode(), suffix=".pickle")
+    if cached is not None and cached.exists():
+        import pickle
+
+        try:
+            with cached.open("rb") as fh:
+                return pickle.load(fh)  # written by build() below, by this user
+        except Exception:  # a stale or broken cache (any unpickling error) is rebuilt
+            pass
+    obj = build(path)
+    if cached is not None:
+        _write_pickle(cached, obj)
+    return obj
+
+
+def _write_pickle(dest: Path, obj: Any) -> None:
+    import pickle
+    import tempfile
+
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        return
+
+
+def _cache_file(path: Path, raw: bytes, suffix: str = ".json") -> Path | None:
     base = os.environ.get("RL_ADVISOR_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "rl-advisor",
@@ -50,7 +100,7 @@ def _cache_file(path: Path, raw: bytes) -> Path | None:
     if os.environ.get("RL_ADVISOR_NO_CACHE"):
         return None
     digest = hashlib.sha256(raw).hexdigest()[:20]
-    return Path(base) / f"{path.stem}-{digest}.json"
+    return Path(base) / f"{path.stem}-{digest}{suffix}"
 
 
 def write_text_atomic(dest: Path, text: str) -> None:

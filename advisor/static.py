@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class FieldSpec(_Strict):
@@ -210,12 +210,22 @@ class ProfileBook(_Strict):
 @cache
 def rulebook() -> ConfigRulebook:
     """The config rulebook, validated against its schema (cached)."""
-    return ConfigRulebook.model_validate(_read_yaml(_rulebook_file("config.yaml")))
+    from advisor.resources import load_validated
+
+    def build(path: Path) -> ConfigRulebook:
+        return ConfigRulebook.model_validate(_read_yaml(path))
+
+    return load_validated(_rulebook_file("config.yaml"), build, __name__)
 
 
 @cache
 def profiles() -> ProfileBook:
-    return ProfileBook.model_validate(_read_yaml(_rulebook_file("profiles.yaml")))
+    from advisor.resources import load_validated
+
+    def build(path: Path) -> ProfileBook:
+        return ProfileBook.model_validate(_read_yaml(path))
+
+    return load_validated(_rulebook_file("profiles.yaml"), build, __name__)
 
 
 def _rulebook_file(name: str) -> Path:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
-from advisor.resources import read_yaml_data
+from advisor.resources import load_validated, read_yaml_data
 
 
 @pytest.fixture(autouse=True)
@@ -43,3 +44,42 @@ def test_unwritable_cache_still_reads(tmp_path: Path, monkeypatch: pytest.Monkey
     book = tmp_path / "rules.yaml"
     book.write_text("a: [1, 2]\n", encoding="utf-8")
     assert read_yaml_data(book) == {"a": [1, 2]}
+
+
+
+class _Book(BaseModel):
+    a: list[int]
+
+
+def test_validated_object_is_cached_and_follows_edits(tmp_path: Path) -> None:
+    book = tmp_path / "rules.yaml"
+    book.write_text("a: [1, 2]\n", encoding="utf-8")
+    calls: list[Path] = []
+
+    def build(path: Path) -> _Book:
+        calls.append(path)
+        return _Book.model_validate(read_yaml_data(path))
+
+    assert load_validated(book, build, __name__).a == [1, 2]
+    assert load_validated(book, build, __name__).a == [1, 2]
+    assert len(calls) == 1  # the second came from the pickle
+    assert len(list((tmp_path / "cache").glob("rules-*.pickle"))) == 1
+    book.write_text("a: [3]\n", encoding="utf-8")
+    assert load_validated(book, build, __name__).a == [3]
+    assert len(calls) == 2
+
+
+def test_shipped_rulebook_round_trips_through_the_cache(tmp_path: Path) -> None:
+    from advisor import static
+
+    static.rulebook.cache_clear()
+    first = static.rulebook()  # validated and pickled
+    assert list((tmp_path / "cache").glob("config-*.pickle"))
+    static.rulebook.cache_clear()
+    again = static.rulebook()  # unpickled
+    assert again == first and again is not first
+    for f in (tmp_path / "cache").glob("config-*.pickle"):
+        f.write_bytes(b"not a pickle")
+    static.rulebook.cache_clear()
+    assert static.rulebook() == first  # a broken cache is rebuilt
+    static.rulebook.cache_clear()
