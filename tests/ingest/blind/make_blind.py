@@ -42,6 +42,12 @@ AMBIG_STEP0 = ("contract.md/metrics.md say verl's pre-training validation is its
 AMBIG_CUT = "the spec is silent on whether a final line cut mid-write still counts as a step"
 AMBIG_NOSTEP = ("transformers' console dicts carry no step: with logging_steps > 1 the step "
                 "comes only from the tqdm counter, which the spec does not mention")
+AMBIG_ENCODING = "the spec says nothing about text encodings (PowerShell writes UTF-16)"
+AMBIG_NOT_LISTED = "this file kind is not among the inputs contract.md/README list"
+AMBIG_MLROOT = ("contract.md: METRICS is a file or a run directory; an mlruns root holding one "
+                "run is neither")
+ALL_CHECKS = ("load", "steps", "first_step", "last_step", "metrics_present", "metrics_absent",
+              "spots", "lr_hint")
 AMBIG_WANDB_TRL = ("contract.md names `_step` as the W&B history step column, but for a TRL run "
                    "`_step` counts wandb.log calls and the trainer step is train/global_step")
 
@@ -61,6 +67,7 @@ class Case:
     lr_true: float | None = None
     ambiguous: dict[str, str] = field(default_factory=dict)
     notes: str = ""
+    requires: str | None = None  # an optional module the reader needs for this format
 
     def spot(self, step: int, metric: str, token: str) -> None:
         """Record the value a reader must find, parsed back from the token written."""
@@ -73,7 +80,7 @@ class Case:
             "steps": len(steps), "first_step": steps[0], "last_step": steps[-1],
             "metrics_present": sorted(set(self.present)), "metrics_absent": self.absent,
             "spots": self.spots, "lr_true": self.lr_true, "ambiguous": self.ambiguous,
-            "notes": self.notes,
+            "notes": self.notes, "requires": self.requires,
         }
 
 
@@ -1107,6 +1114,203 @@ def case_mlflow(out: Path, rng: random.Random) -> Case:
     return case
 
 
+# ----------------------------------------------------------------------------- more mess
+def case_verl_slurm_label(out: Path, rng: random.Random) -> Case:
+    """`srun --label` prefixes every line with the task rank ('0: ') before Ray's prefix."""
+    steps = list(range(1, 41))
+    series = verl_series(rng, steps, 20, ["openai/gsm8k"], 1e-6)
+    lines = verl_console_text(rng, series, pid=6001, ansi=False, fmt=fmt_np, lr=1e-6, total=40,
+                              test_freq=20)
+    write_lines(out / "data" / "slurm-88231.out", ["0: " + ln for ln in lines])
+    case = Case("verl_slurm_label", "verl-console", "slurm-88231.out", steps, VERL_PRESENT,
+                lr_true=1e-6)
+    spot_rows(case, rng, series, VERL_MAP, fmt_np, k=1)
+    return case
+
+
+def case_verl_k8s_timestamps(out: Path, rng: random.Random) -> Case:
+    """`kubectl logs --timestamps`: an RFC 3339 timestamp opens every line."""
+    steps = list(range(1, 52))
+    series = verl_series(rng, steps, 25, ["openai/gsm8k"], 1e-6)
+    lines = verl_console_text(rng, series, pid=88, ansi=True, fmt=fmt_repr, lr=1e-6, total=51,
+                              test_freq=25)
+    stamped = [f"2025-06-01T10:{i // 60 % 60:02d}:{i % 60:02d}.{i:09d}Z {ln}"
+               for i, ln in enumerate(lines)]
+    write_lines(out / "data" / "ray-head.log", stamped)
+    case = Case("verl_k8s_timestamps", "verl-console", "ray-head.log", steps, VERL_PRESENT,
+                lr_true=1e-6)
+    spot_rows(case, rng, series, VERL_MAP, fmt_repr, k=1)
+    return case
+
+
+def case_verl_np_mixed(out: Path, rng: random.Random) -> Case:
+    """numpy 2 reprs of several dtypes in one line: np.float32, np.int64, plain int and float."""
+    steps = list(range(1, 26))
+    series = verl_series(rng, steps, 5, ["openai/gsm8k"], 1e-6)
+
+    def fmt(v: float | int) -> str:
+        if isinstance(v, int):
+            return repr(v)
+        return f"np.float32({v!r})" if abs(v) > 100 else fmt_np(v)
+
+    lines = verl_console_text(rng, series, pid=31, ansi=False, fmt=fmt, lr=1e-6, total=25,
+                              test_freq=5)
+    write_lines(out / "data" / "mixed.log", lines)
+    case = Case("verl_np_mixed", "verl-console", "mixed.log", steps, VERL_PRESENT, lr_true=1e-6)
+    spot_rows(case, rng, series, VERL_MAP, fmt, k=2)
+    return case
+
+
+def case_trl_console_powershell(out: Path, rng: random.Random) -> Case:
+    """`python train.py > log.txt` in Windows PowerShell 5: UTF-16 LE with a BOM, CRLF."""
+    series = trl_series(rng, list(range(1, 21)), 1e-6, beta=0.04)
+    body = trl_console_lines(rng, series, 20, 1, 10, dict_g4).replace("\n", "\r\n")
+    (out / "data").mkdir(parents=True)
+    (out / "data" / "log.txt").write_bytes(body.encode("utf-16"))
+    case = Case("trl_console_powershell", "trl-console", "log.txt", list(range(1, 21)),
+                [*TRL_MAP, "kl_ref", "val_reward"], lr_true=1e-6,
+                ambiguous=dict.fromkeys(ALL_CHECKS, AMBIG_ENCODING))
+    spot_rows(case, rng, series, TRL_MAP, g4, k=1)
+    return case
+
+
+def case_json_list_verl(out: Path, rng: random.Random) -> Case:
+    """A user's json.dump(history, indent=2): a list of step dicts in verl names."""
+    steps = list(range(1, 31))
+    series = verl_series(rng, steps, 10, ["openai/gsm8k"], 1e-6)
+    (out / "data").mkdir(parents=True)
+    (out / "data" / "history.json").write_text(
+        json.dumps([{"step": s, **series[s]} for s in steps], indent=2))
+    case = Case("json_list_verl", "json(list)", "history.json", steps, VERL_PRESENT,
+                lr_true=1e-6, ambiguous=dict.fromkeys(ALL_CHECKS, AMBIG_NOT_LISTED))
+    spot_rows(case, rng, series, VERL_MAP, repr, k=1)
+    return case
+
+
+def case_tensorboard_csv(out: Path, rng: random.Random) -> Case:
+    """TensorBoard's "Download CSV": Wall time,Step,Value; the tag lives in the file name."""
+    steps = list(range(1, 58))
+    rows: list[list[object]] = [["Wall time", "Step", "Value"]]
+    case = Case("tensorboard_csv", "csv(tensorboard)",
+                "run-qwen_grpo-tag-critic_rewards_mean.csv", steps, ["reward_mean"],
+                ambiguous=dict.fromkeys(ALL_CHECKS, AMBIG_NOT_LISTED))
+    for s in steps:
+        v = 0.2 + s / 100 + rng.gauss(0, 0.01)
+        rows.append([1748771001.5 + 70 * s, s, v])
+        if s in (1, 57):
+            case.spot(s, "reward_mean", repr(v))
+    (out / "data").mkdir(parents=True)
+    (out / "data" / case.input).write_bytes(_csv(rows))
+    return case
+
+
+def case_mlflow_root(out: Path, rng: random.Random) -> Case:
+    """The whole mlruns/ folder (Default experiment 0 empty, one run, a .trash dir)."""
+    case = case_mlflow(out, rng)
+    root = out / "data" / "mlruns"
+    (root / "0").mkdir()
+    (root / "0" / "meta.yaml").write_text(
+        f"artifact_location: file://{root}/0\nexperiment_id: '0'\nlifecycle_stage: active\n"
+        "name: Default\n")
+    (root / ".trash").mkdir()
+    case.name, case.input = "mlflow_root", "mlruns"
+    case.ambiguous = dict.fromkeys(ALL_CHECKS, AMBIG_MLROOT)
+    return case
+
+
+# TensorBoard event files: TFRecord framing around Event protos, written by hand (no tensorboard)
+def _crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def _masked_crc(data: bytes) -> bytes:
+    crc = _crc32c(data)
+    return ((((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF).to_bytes(4, "little")
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _field(tag: int, payload: bytes) -> bytes:
+    return _varint(tag) + _varint(len(payload)) + payload
+
+
+def _event(wall: float, step: int, scalars: dict[str, float] | None = None) -> bytes:
+    """Event{wall_time=1, step=2, file_version=3 | summary=5{value{tag=1, simple_value=2}}}."""
+    import struct
+
+    msg = b"\x09" + struct.pack("<d", wall) + b"\x10" + _varint(step)
+    if scalars is None:
+        return msg + _field(0x1A, b"brain.Event:2")
+    values = b"".join(_field(0x0A, _field(0x0A, k.encode()) + b"\x15" + struct.pack("<f", v))
+                      for k, v in scalars.items())
+    return msg + _field(0x2A, values)
+
+
+def write_events(path: Path, series: Series) -> None:
+    records = [_event(1748771000.0, 0)]
+    records += [_event(1748771000.0 + 70 * s, s, {k: float(v) for k, v in row.items()})
+                for s, row in series.items()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        for rec in records:
+            head = len(rec).to_bytes(8, "little")
+            fh.write(head + _masked_crc(head) + rec + _masked_crc(rec))
+
+
+def f32(v: float | int) -> str:
+    """What a float32 simple_value holds, as a token."""
+    import struct
+
+    return repr(struct.unpack("<f", struct.pack("<f", float(v)))[0])
+
+
+def case_tensorboard_events(out: Path, rng: random.Random) -> Case:
+    """verl's TensorBoard backend: one scalar per key per step (needs the tensorboard extra)."""
+    steps = list(range(1, 31))
+    series = verl_series(rng, steps, 10, ["openai/gsm8k"], 1e-6)
+    keep = ("critic/rewards/mean", "actor/entropy", "actor/grad_norm", "actor/kl_loss",
+            "response_length/mean", "val-core/openai/gsm8k/reward/mean@1")
+    series = {s: {k: v for k, v in row.items() if k in keep} for s, row in series.items()}
+    write_events(out / "data" / "tensorboard_log" / "verl_grpo" / "qwen" /
+                 "events.out.tfevents.1748771000.gpu-node-3.2817.0", series)
+    case = Case("tensorboard_events", "tensorboard", "tensorboard_log/verl_grpo/qwen", steps,
+                ["reward_mean", "entropy", "grad_norm", "kl_ref", "response_length",
+                 "val_reward"], requires="tensorboard")
+    spot_rows(case, rng, series, {k: VERL_MAP[k] for k in ("reward_mean", "entropy")}, f32, k=2)
+    return case
+
+
+def case_trl_dir_with_runs(out: Path, rng: random.Random) -> Case:
+    """A TRL output dir as report_to=tensorboard leaves it: runs/<date>/events by checkpoints."""
+    hist, series = trl_history(rng, 60, 1, 20, 1e-6, beta=0.04)
+    root = out / "data" / "qwen-grpo"
+    for ck in (40, 60):
+        d = root / f"checkpoint-{ck}"
+        d.mkdir(parents=True)
+        part = [h for h in hist if int(h["step"]) <= ck and ("loss" in h or "eval_reward" in h)]
+        (d / "trainer_state.json").write_text(trainer_state(part, ck, 1, 20, 20))
+    tb = {s: {f"train/{k}": v for k, v in series[s].items()} for s in range(1, 61)}
+    write_events(root / "runs" / "Jun01_10-00-00_gpu-node-3" /
+                 "events.out.tfevents.1748771000.gpu-node-3.4242.0", tb)
+    case = Case("trl_dir_with_runs", "trl-state(dir)", "qwen-grpo", list(range(1, 61)),
+                [*TRL_MAP, "kl_ref", "val_reward"], lr_true=1e-6,
+                notes="checkpoints hold the run; the events file must not break or replace it")
+    spot_rows(case, rng, series, TRL_MAP, repr, k=1)
+    return case
+
+
 CASES: dict[str, Callable[[Path, random.Random], Case]] = {
     "verl_v03_3dec": case_verl_v03_3dec,
     "verl_v05_np_ansi": case_verl_v05_np_ansi,
@@ -1139,6 +1343,15 @@ CASES: dict[str, Callable[[Path, random.Random], Case]] = {
     "parquet_verl": case_parquet_verl,
     "parquet_wandb_step": case_parquet_wandb_step,
     "mlflow_run": case_mlflow,
+    "mlflow_root": case_mlflow_root,
+    "verl_slurm_label": case_verl_slurm_label,
+    "verl_k8s_timestamps": case_verl_k8s_timestamps,
+    "verl_np_mixed": case_verl_np_mixed,
+    "trl_console_powershell": case_trl_console_powershell,
+    "json_list_verl": case_json_list_verl,
+    "tensorboard_csv": case_tensorboard_csv,
+    "tensorboard_events": case_tensorboard_events,
+    "trl_dir_with_runs": case_trl_dir_with_runs,
 }
 
 
