@@ -940,6 +940,41 @@ def case_trl_console_logging5(out: Path, rng: random.Random) -> Case:
     return case
 
 
+def case_trl_console_resumed(out: Path, rng: random.Random) -> Case:
+    """resume_from_checkpoint=checkpoint-50: tqdm restarts at 50/100, logs cover 51..100."""
+    series = trl_series(rng, list(range(1, 101)), 1e-6, beta=0.04)
+    body = trl_console_lines(rng, series, 100, 1, 25, dict_g4)
+    # the resumed session's bar opens at 50/100 (tqdm initial=50); its first log is step 51
+    start = body.index("\r" + tqdm_bar(51, 100))
+    head = ("  Continuing training from checkpoint, will skip to saved global_step\n"
+            "  Continuing training from epoch 0\n  Continuing training from global step 50\n"
+            "  Will skip the first 0 epochs then the first 400 batches in the first epoch.\n")
+    (out / "data").mkdir(parents=True)
+    (out / "data" / "resume.log").write_text(head + "\r" + tqdm_bar(50, 100) + body[start:])
+    steps = list(range(51, 101))
+    case = Case("trl_console_resumed", "trl-console", "resume.log", steps,
+                [*TRL_MAP, "kl_ref", "val_reward"], lr_true=1e-6,
+                ambiguous={"first_step": AMBIG_NOSTEP, "last_step": AMBIG_NOSTEP,
+                           "spots": AMBIG_NOSTEP})
+    spot_rows(case, rng, series, TRL_MAP, g4, k=1, steps=steps)
+    return case
+
+
+def case_trl_printer_no_tqdm(out: Path, rng: random.Random) -> Case:
+    """disable_tqdm=True: PrinterCallback prints bare dicts, no counter; logging_steps=1."""
+    series = trl_series(rng, list(range(1, 34)), 1e-6, beta=0.04)
+    lines = [dict_g4(series[s]) for s in range(1, 34)]
+    lines.insert(10, dict_g4(trl_eval(rng, 10, 33)))
+    lines.append(dict_g4(trl_summary(33)))
+    write_lines(out / "data" / "printer.log", lines)
+    case = Case("trl_printer_no_tqdm", "trl-console", "printer.log", list(range(1, 34)),
+                [*TRL_MAP, "kl_ref", "val_reward"], lr_true=1e-6,
+                ambiguous={"first_step": AMBIG_NOSTEP, "last_step": AMBIG_NOSTEP,
+                           "spots": AMBIG_NOSTEP})
+    spot_rows(case, rng, series, TRL_MAP, g4, k=1)
+    return case
+
+
 # ----------------------------------------------------------------------------- others
 def case_openrlhf(out: Path, rng: random.Random) -> Case:
     """OpenRLHF: `Global step N: {...}` via its vLLM-style logger, `Eval at step N: {...}`."""
@@ -1147,6 +1182,7 @@ def case_verl_np_mixed(out: Path, rng: random.Random) -> Case:
     """numpy 2 reprs of several dtypes in one line: np.float32, np.int64, plain int and float."""
     steps = list(range(1, 26))
     series = verl_series(rng, steps, 5, ["openai/gsm8k"], 1e-6)
+    poison(series, 13, "actor/pg_loss", float("-inf"))
 
     def fmt(v: float | int) -> str:
         if isinstance(v, int):
@@ -1156,8 +1192,10 @@ def case_verl_np_mixed(out: Path, rng: random.Random) -> Case:
     lines = verl_console_text(rng, series, pid=31, ansi=False, fmt=fmt, lr=1e-6, total=25,
                               test_freq=5)
     write_lines(out / "data" / "mixed.log", lines)
-    case = Case("verl_np_mixed", "verl-console", "mixed.log", steps, VERL_PRESENT, lr_true=1e-6)
+    case = Case("verl_np_mixed", "verl-console", "mixed.log", steps,
+                [*VERL_PRESENT, "actor/pg_loss"], lr_true=1e-6)
     spot_rows(case, rng, series, VERL_MAP, fmt, k=2)
+    case.spot(13, "actor/pg_loss", fmt(series[13]["actor/pg_loss"]))
     return case
 
 
@@ -1352,6 +1390,8 @@ CASES: dict[str, Callable[[Path, random.Random], Case]] = {
     "tensorboard_csv": case_tensorboard_csv,
     "tensorboard_events": case_tensorboard_events,
     "trl_dir_with_runs": case_trl_dir_with_runs,
+    "trl_console_resumed": case_trl_console_resumed,
+    "trl_printer_no_tqdm": case_trl_printer_no_tqdm,
 }
 
 
