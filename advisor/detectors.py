@@ -939,7 +939,15 @@ def volatility(s: Series, p: Params) -> Evidence | None:
         # (issue 4). A swing slower than ~6 blocks barely moves second differences.
         floor = max(0.01 * abs(b.median), 1e-12)
         move = max(move, float(p["window_ratio"]) * robust_scale(s.mean, floor, line=False))
+    # A span's spread is an estimate from its points: with few of them (sparse logging, e.g.
+    # TRL every 5 steps = 2-3 points a block) a ratio of two such estimates passes 2.5 by
+    # chance (an F ratio with ~4 and ~4 degrees of freedom exceeds 6.25 about 5 % of the time).
+    # Below `min_span_points` the within-span view is not judged; the block means are then
+    # nearly single points, which the between-blocks view tests.
+    min_pts = float(p.get("min_span_points", 0))
     fast_last = _span_sd_last(s.raw) / b.sd
+    if min_pts and float(s.count[-SPAN:].sum()) < min_pts:
+        fast_last = math.nan
     window = s.mean[lo:]
     # Two turns need a rise AND a fall of at least `move` inside the window: the smaller of the
     # largest run-up and the largest drawdown bounds what a zigzag can find (cheap, vectorised).
@@ -963,6 +971,9 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     if fast_last >= min_ratio:  # gate: the latest span must show it
         with np.errstate(invalid="ignore", divide="ignore"):
             fast_arr = span_sd(s.raw) / b.sd * norm
+            if min_pts:
+                pts = np.convolve(s.count, np.ones(SPAN), mode="full")[: len(s)]
+                fast_arr = np.where(pts >= min_pts, fast_arr, np.nan)
         fast = _persistent(np.nan_to_num(fast_arr) >= min_ratio, k, m)
     if not (fast or slow):
         return None

@@ -124,3 +124,24 @@ def test_nonfinite_counts_points() -> None:
     ev = DETECTORS["nonfinite"](s, {"min_count": 2})
     assert ev is not None and ev.statistic["onset_step"] == 33
     assert DETECTORS["nonfinite"](s, {"min_count": 5}) is None
+
+
+def _raw_series(points: list[list[float]], base: Baseline) -> Series:
+    arr = _blocks(points)
+    return Series(
+        metric="m", raw=arr, baseline=base, peak=float(np.nanmax(arr[:, 2])), peak_step=None,
+        peak3=None, peak3_step=None, trough=None, trough_step=None, blocks_total=len(points),
+    )
+
+
+def test_volatility_within_span_needs_enough_points() -> None:
+    # The same swing inside every block, logged densely (5 points a block) or sparsely (2):
+    # a spread from a 2-point block pair is no estimate, so the sparse run is not judged on it.
+    vol = DETECTORS["volatility"]
+    p = {"min_ratio": 2.5, "k": 5, "m": 6, "slow_ratio": 1e6, "min_span_points": 12}
+    calm = Baseline(median=0.5, scale=0.01, start=0.5, sd=0.01, n_blocks=6, end_step=60)
+    dense = [[0.5, 0.6, 0.4, 0.6, 0.4]] * 10
+    sparse = [[0.4, 0.6]] * 10
+    assert vol(_raw_series(dense, calm), p) is not None
+    assert vol(_raw_series(sparse, calm), {**p, "min_span_points": 0}) is not None
+    assert vol(_raw_series(sparse, calm), p) is None
