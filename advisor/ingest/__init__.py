@@ -23,6 +23,7 @@ runs, then files by kind (JSONL, Parquet, CSV, JSON, text logs), four levels dow
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -74,6 +75,8 @@ def detect_format(path: Path, head: bytes) -> str:
     if b"\x00" in head:
         raise InputError(f"{path}:1: expected a text metrics file, found binary data")
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    if re.match(r"\{\s*'", text):  # a Python dict printed (transformers' PrinterCallback), not JSON
+        return "console"
     if text.startswith("{"):
         first, _, rest = text.partition("\n")
         # one object per line; a single-line file is one JSON document (a minified state)
@@ -101,6 +104,8 @@ def _load_file(p: Path) -> Run:
             head = fh.read(_HEAD)
     except OSError as err:
         raise InputError(f"{p}: cannot read ({err.strerror})") from None
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return _load_utf16(p)
     if not head.strip():
         raise InputError(f"{p}:1: empty file; expected training metrics")
     fmt = detect_format(p, head)
@@ -137,6 +142,30 @@ def _load_file(p: Path) -> Run:
                 return read_jsonl(p, source)
             raise
     return _console(p, source)
+
+
+def _load_utf16(p: Path) -> Run:
+    """A UTF-16 text file (what Windows PowerShell's `>` and `Tee-Object` write): transcoded to
+    UTF-8 in a temporary copy, chunk by chunk (a long log is not held in memory), then read."""
+    import codecs
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rl-advisor-") as tmp:
+        copy = Path(tmp) / p.name
+        try:
+            with p.open("rb") as src, copy.open("wb") as dst:
+                decoder = codecs.getincrementaldecoder("utf-16")(errors="replace")
+                while chunk := src.read(1 << 20):
+                    dst.write(decoder.decode(chunk).encode("utf-8"))
+                dst.write(decoder.decode(b"", final=True).encode("utf-8"))
+        except OSError as err:
+            raise InputError(f"{p}: cannot read ({err.strerror})") from None
+        try:
+            run = _load_file(copy)
+        except InputError as err:
+            raise InputError(str(err).replace(str(copy), str(p))) from None
+    note = f"{p.name} is UTF-16 text (as PowerShell writes); read it as such"
+    return dataclasses.replace(run, source=str(p), warnings=[*run.warnings, note])
 
 
 def _console(p: Path, source: str) -> Run:
