@@ -197,6 +197,8 @@ def _candidates(d: Path) -> list[Path]:
         out.append(events[0].parent)
     out += find_mlflow_runs(d)
     files = [f for f in d.iterdir() if f.is_file() and not f.name.startswith(".")]
+    if len(_tb_csvs(d)) >= 2:  # TensorBoard CSV downloads, one per tag: read together
+        out.append(d)
 
     def by_size(fs: list[Path]) -> list[Path]:
         return sorted(fs, key=lambda f: f.stat().st_size, reverse=True)
@@ -253,11 +255,22 @@ def _load_dir(d: Path) -> Run:
     raise InputError(f"{d}: expected a metrics file in this folder, found none readable{detail}")
 
 
+def _tb_csvs(d: Path) -> list[Path]:
+    from advisor.ingest.tables import TB_CSV_NAME
+
+    return sorted(f for f in d.glob("*.csv") if TB_CSV_NAME.match(f.name))
+
+
 def _load_store(d: Path) -> Run:
     from advisor.ingest.stores import is_mlflow_run, read_mlflow
 
     if is_mlflow_run(d):
         return read_mlflow(d, str(d))
+    tb_csvs = _tb_csvs(d)
+    if len(tb_csvs) >= 2 and not any(d.glob("*tfevents*")):
+        from advisor.ingest.tables import read_tensorboard_csvs
+
+        return read_tensorboard_csvs(tb_csvs, str(d))
     from advisor.ingest.tensorboard import read_tensorboard
 
     return read_tensorboard(sorted(d.glob("*tfevents*")), str(d))

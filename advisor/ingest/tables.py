@@ -12,6 +12,9 @@ from advisor.ingest.jsonfiles import step_key
 from advisor.types import InputError, Run
 
 _CHART = re.compile(r"^(.+?) - (.+?)(__MIN|__MAX)?$")
+# TensorBoard's "Download CSV": one tag per file, named run-<run>-tag-<tag with / as _>.csv
+TB_CSV_NAME = re.compile(r"^run[-_](?P<run>.*?)-tag-(?P<tag>.+)\.csv$", re.IGNORECASE)
+_TB_CSV_COLUMNS = ["Wall time", "Step", "Value"]
 
 
 def read_csv(path: Path, source: str) -> Run:
@@ -26,7 +29,46 @@ def read_csv(path: Path, source: str) -> Run:
             df = _read_csv(pl, path, sep)
     except Exception as err:  # polars' own message says what and where
         raise InputError(f"{source}:1: expected a CSV table with a header ({err})") from None
+    if df.columns == _TB_CSV_COLUMNS:
+        return _table(_tb_tag_frame(df, path), source, "tensorboard-csv")
     return _table(df, source, "csv")
+
+
+def read_tensorboard_csvs(paths: list[Path], source: str) -> Run:
+    """A folder of TensorBoard "Download CSV" files, one per tag, joined on the step."""
+    import polars as pl
+
+    frames = []
+    for path in paths:
+        try:
+            df = _read_csv(pl, path, ",")
+        except Exception as err:
+            raise InputError(f"{path}:1: expected a TensorBoard CSV ({err})") from None
+        if df.columns != _TB_CSV_COLUMNS:
+            raise InputError(f"{path}:1: expected the columns {_TB_CSV_COLUMNS}")
+        frames.append(_tb_tag_frame(df, path).drop("wall_time").unique("Step", keep="last"))
+    joined = frames[0]
+    for other in frames[1:]:
+        joined = joined.join(other, on="Step", how="full", coalesce=True)
+    return _table(joined.sort("Step"), source, "tensorboard-csv")
+
+
+def _tb_tag_frame(df: Any, path: Path) -> Any:
+    """Value -> the tag's metric key. TensorBoard wrote the tag with its slashes as
+    underscores; a known framework key spelled that way gets its slashes back."""
+    m = TB_CSV_NAME.match(path.name)
+    tag = m.group("tag") if m else path.stem
+    return df.rename({"Value": _known_key(tag), "Wall time": "wall_time"})
+
+
+def _known_key(tag: str) -> str:
+    from advisor.ingest.names import ALIASES
+
+    for keys in ALIASES.values():
+        for key in keys:
+            if key.replace("/", "_") == tag:
+                return key
+    return tag
 
 
 def _read_csv(pl: Any, path: Path, sep: str) -> Any:

@@ -251,3 +251,20 @@ def test_verl_hints_from_command_line_overrides(tmp_path: Path) -> None:
     assert hints["algorithm"] == "grpo" and hints["n_rollouts"] == 5
     assert hints["batch_size"] == 128 and hints["max_length"] == 3072
     assert hints["learning_rate"] == 1e-6 and hints["eval_steps"] == 5
+
+
+def test_tensorboard_csv_downloads_one_file_and_a_folder(tmp_path: Path) -> None:
+    """TensorBoard's "Download CSV": the tag is only in the file name, slashes as underscores."""
+    header = "Wall time,Step,Value\n"
+    reward = "".join(f"{1.7e9 + s},{s},{0.1 * s}\n" for s in range(1, 11))
+    kl = "".join(f"{1.7e9 + s},{s},{0.001 * s}\n" for s in range(3, 11))
+    one = tmp_path / "run-grpo-tag-critic_rewards_mean.csv"
+    one.write_text(header + reward, encoding="utf-8")
+    run = load_run(one)
+    assert run.format == "tensorboard-csv" and run.steps == 10
+    assert run.frame["reward_mean"].to_list()[-1] == pytest.approx(1.0)
+    (tmp_path / "run-grpo-tag-actor_ppo_kl.csv").write_text(header + kl, encoding="utf-8")
+    both = load_run(tmp_path)
+    assert both.steps == 10 and both.frame["step"].to_list() == list(range(1, 11))
+    assert both.frame["ppo_kl"].null_count() == 2  # logged from step 3 on; missing stays null
+    assert both.frame["reward_mean"].null_count() == 0
