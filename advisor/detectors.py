@@ -277,6 +277,24 @@ def _k_m(p: Params, k: int = 3, m: int = 4) -> tuple[int, int]:
     return int(p.get("k", k)), int(p.get("m", m))
 
 
+# Graded persistence (issue 6). k of m blocks guard against chance; one block far past the
+# threshold is as strong a guard. Three independent blocks at z pool (Stouffer) to z x sqrt 3
+# = 1.73 z; consecutive blocks of autocorrelated noise are not independent, so one block must
+# be `strong` (2) times past the statistic's threshold. It must also be a level, not a spike:
+# every logged point of the block past the plain thresholds (its min for a rise, its max for
+# a fall), and at least STRONG_POINTS of them (a sparse log's single point could be one
+# outlier; those runs keep k of m).
+STRONG_POINTS = 3
+
+
+def _strong_block(s: Series, p: Params) -> float:
+    """The `strong` factor when the latest block may carry the evidence alone, else 0."""
+    factor = float(p.get("strong", 0.0))
+    if factor <= 1.0 or len(s) == 0 or s.count[-1] < STRONG_POINTS or s.nonfinite[-1] > 0:
+        return 0.0
+    return factor
+
+
 def _excess(effect: float, threshold: float) -> float:
     """How far past its threshold an effect is (1 = at the threshold)."""
     if threshold == 0 or not math.isfinite(threshold):
@@ -371,7 +389,14 @@ def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
     mask = mask & np.isfinite(x)
     if p.get("nonzero"):  # blocks of exact zeros say nothing (a logging artefact)
         mask &= ~((s.lo == 0) & (s.hi == 0))
-    if not _persistent(mask, k, m):
+    strong = _strong_block(s, p) if stat == "mean" else 0.0
+    if strong:  # the mean `strong` x past the level and every point past it
+        edge = float(s.lo[-1] if above else s.hi[-1])
+        strong *= (last >= value * strong and edge >= value) if above else (
+            last <= value / strong and edge <= value
+        )
+    persist = _persistent(mask, k, m)
+    if not (strong or persist):
         return None
     i = _onset_index(mask)
     level = float(np.nanmedian(x[i:]))
@@ -381,13 +406,20 @@ def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
         name,
         i,
         f"{s.metric} block {stat} stayed {word} {_fmt(value)} over steps {_steps(s, i)} "
-        f"(median {_fmt(level)}; {int(mask[-m:].sum())} of the last {min(m, len(mask))} blocks).",
+        f"(median {_fmt(level)}; {_held(mask, m, persist, strong)}).",
         effect=level,
         excess=_excess(level, value) if above else _excess(value, level or 1e-300),
         level=level,
         threshold=value,
         stat=stat,
     )
+
+
+def _held(mask: np.ndarray, m: int, persist: bool, strong: float) -> str:
+    """How the persistence was met, for the evidence sentence."""
+    if persist or not strong:
+        return f"{int(mask[-m:].sum())} of the last {min(m, len(mask))} blocks"
+    return f"the latest block {strong:g} x past it, every point beyond"
 
 
 @detector("above")
@@ -453,13 +485,7 @@ def shift(s: Series, p: Params) -> Evidence | None:
     if comp is not None:
         s = _per_companion(s, comp)
     last = float(s.mean[-1])
-    if not sign * (last - b.median) / b.scale >= min_z:  # gate: the latest block, all criteria
-        return None
-    if "min_ratio" in p and b.median != 0:
-        r = last / b.median
-        if not (r >= float(p["min_ratio"]) if up else r <= float(p["min_ratio"])):
-            return None
-    if "min_abs" in p and not sign * (last - b.median) >= float(p["min_abs"]):
+    if not _shifted(last, b, p, up, min_z):  # gate: the latest block, all criteria
         return None
     with np.errstate(invalid="ignore", divide="ignore"):
         z = sign * (s.mean - b.median) / b.scale
@@ -471,12 +497,18 @@ def shift(s: Series, p: Params) -> Evidence | None:
         if "min_abs" in p:
             mask &= sign * (s.mean - b.median) >= float(p["min_abs"])
     mask &= np.isfinite(s.mean)
-    if not _persistent(mask, k, m):
+    strong = _strong_block(s, p)
+    if strong:  # the mean `strong` x min_z sigmas out, every point past the plain criteria
+        edge = float(s.lo[-1] if up else s.hi[-1])
+        strong *= _shifted(last, b, p, up, strong * min_z) and _shifted(edge, b, p, up, min_z)
+    persist = _persistent(mask, k, m)
+    if not (strong or persist):
         return None
     i = _onset_index(mask)
     # A gradual move crosses the thresholds well after it began: walk back over the blocks
-    # already a fifth of the way from the warm-up level to the current one.
-    now = float(np.nanmedian(s.mean[-min(k, len(s)) :]))
+    # already a fifth of the way from the warm-up level to the current one (the level the
+    # evidence stands on: the last k blocks, or the strong block alone).
+    now = float(np.nanmedian(s.mean[-min(k if persist else 1, len(s)) :]))
     part = b.median + float(p.get("onset_frac", 0.2)) * (now - b.median)
     while i > 0 and np.isfinite(s.mean[i - 1]) and sign * (s.mean[i - 1] - part) >= 0:
         i -= 1
@@ -501,6 +533,18 @@ def shift(s: Series, p: Params) -> Evidence | None:
     )
 
 
+def _shifted(x: float, b: Baseline, p: Params, up: bool, min_z: float) -> bool:
+    """One value past every criterion of a shift: z, ratio to the warm-up level, absolute."""
+    sign = 1.0 if up else -1.0
+    if not sign * (x - b.median) / b.scale >= min_z:
+        return False
+    if "min_ratio" in p and b.median != 0:
+        r = x / b.median
+        if not (r >= float(p["min_ratio"]) if up else r <= float(p["min_ratio"])):
+            return False
+    return "min_abs" not in p or sign * (x - b.median) >= float(p["min_abs"])
+
+
 def _per_companion(s: Series, comp: Series) -> Series:
     """`s` with each block mean divided by its companion's growth over the companion's warm-up
     level (max 1: growth the companion explains is forgiven, a shrinking companion never
@@ -515,7 +559,7 @@ def _per_companion(s: Series, comp: Series) -> Series:
         growth = np.maximum(1.0, aligned / comp.baseline.median)
     growth = np.where(np.isfinite(growth), growth, 1.0)
     raw = s.raw.copy()
-    raw[:, 2] = raw[:, 2] / growth
+    raw[:, 2:5] = raw[:, 2:5] / growth[:, None]  # mean, min and max alike
     return Series(
         metric=s.metric, raw=raw, baseline=s.baseline, peak=None, peak_step=None, peak3=None,
         peak3_step=None, trough=None, trough_step=None, blocks_total=s.blocks_total,
@@ -767,6 +811,8 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     if s.peak is None or len(s) < smooth:
         return None
     last = float(s.mean[-1]) if smooth <= 1 else float(np.mean(s.mean[-smooth:]))
+    if _strong_block(s, p):  # the raw latest block may carry it alone: gate on the lower one
+        last = min(last, float(s.mean[-1]))
     if not math.isfinite(last):
         return None
     rel = float(p.get("min_rel", 0.0))
@@ -807,17 +853,26 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     # (a signed or offset reward, e.g. format penalties, has a peak near 0: "half of |peak|"
     # is then any dip).
     rel_base = peak - b.start if p.get("rel_to") == "rise" else abs(peak)
+    need_rel = float(p.get("min_rel", 0.0)) * max(rel_base, b.scale)
+    need_all = max(need, need_rel, float(p.get("min_abs", 0.0)))
+    after = s.start > peak_step if peak_step is not None else np.ones(len(s), bool)
     with np.errstate(invalid="ignore"):
-        mask = drop >= need
-        if "min_rel" in p:
-            mask &= drop >= float(p["min_rel"]) * max(rel_base, b.scale)
-        if "min_abs" in p:
-            mask &= drop >= float(p["min_abs"])
-    if peak_step is not None:  # the fall must follow the peak
-        mask &= s.start > peak_step
+        mask = (drop >= need_all) & after  # the fall must follow the peak
     mask &= np.isfinite(y)
-    if not _persistent(mask, k, m):
+    strong = _strong_block(s, p)
+    if strong:
+        # The raw latest block (a smoothed one lags a collapse by half its width): its mean
+        # `strong` x past every threshold, its highest point past the plain ones.
+        strong *= bool(after[-1]) and (
+            peak - float(s.mean[-1]) >= strong * need_all and peak - float(s.hi[-1]) >= need_all
+        )
+    persist = _persistent(mask, k, m)
+    if not (strong or persist):
         return None
+    if not persist:  # the raw block alone carries it (the smoothed series lags): describe those
+        with np.errstate(invalid="ignore"):
+            y = s.mean
+            mask = (peak - y >= need_all) & after & np.isfinite(y)
     i = _onset_index(mask)
     level = float(np.nanmedian(y[i:]))
     z = (peak - level) / sigma
@@ -831,7 +886,9 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
         "drop_from_peak",
         i,
         f"{s.metric} fell from its peak {_fmt(peak)} (step {peak_step}) to {_fmt(level)} "
-        f"over steps {_steps(s, i)} and stayed down ({z:.1f} warm-up sigmas).",
+        f"over steps {_steps(s, i)} and "
+        + ("stayed down" if persist else "every point of the latest block is down")
+        + f" ({z:.1f} warm-up sigmas).",
         effect=z,
         excess=_excess(z, min_z),
         peak=peak,
@@ -1044,7 +1101,15 @@ def jump(s: Series, p: Params) -> Evidence | None:
         ratio = s.mean / np.maximum(ref, 1e-12)
         mask = (ratio >= float(p.get("min_ratio", 5.0))) & (s.mean >= floor)
     mask &= np.isfinite(ratio)
-    if not _persistent(mask, k, m):
+    min_ratio = float(p.get("min_ratio", 5.0))
+    strong = _strong_block(s, p)
+    if strong:  # `strong` x the ratio, every point of the block past the plain ratio and floor
+        edge = float(s.lo[-1])
+        strong *= last >= strong * min_ratio * max(ref_last, 1e-12) and edge >= max(
+            floor, min_ratio * max(ref_last, 1e-12)
+        )
+    persist = _persistent(mask, k, m)
+    if not (strong or persist):
         return None
     j = _onset_index(mask, gap=1)
     # The acceleration began where block-to-block growth turned steep: walk back while each
@@ -1054,9 +1119,9 @@ def jump(s: Series, p: Params) -> Evidence | None:
         j -= 1
     if j < len(s) - 1 and not s.mean[j + 1] < growth * max(s.mean[j], 1e-12):
         j += 1  # block j is the last one still at the old level
-    r = float(np.nanmedian(ratio[-min(m, len(ratio)) :]))
-    level = float(np.nanmedian(s.mean[-min(m, len(s)) :]))
-    min_ratio = float(p.get("min_ratio", 5.0))
+    held = min(m, len(s)) if persist else 1  # the blocks that carry the evidence
+    r = float(np.nanmedian(ratio[-held:]))
+    level = float(np.nanmedian(s.mean[-held:]))
     return _evidence(
         s,
         "jump",

@@ -145,3 +145,48 @@ def test_volatility_within_span_needs_enough_points() -> None:
     assert vol(_raw_series(dense, calm), p) is not None
     assert vol(_raw_series(sparse, calm), {**p, "min_span_points": 0}) is not None
     assert vol(_raw_series(sparse, calm), p) is None
+
+
+CALM = Baseline(median=1.0, scale=0.05, start=1.0, sd=0.05, n_blocks=6, end_step=60)
+
+
+def test_one_block_far_past_the_threshold_is_enough() -> None:
+    # Graded persistence: 3 of 4 blocks at 4 sigmas, or the latest alone at 2 x 4 sigmas with
+    # every point past the plain thresholds and enough points to call it a level.
+    shift = DETECTORS["shift"]
+    p = {"direction": "down", "min_z": 4, "min_ratio": 0.3, "k": 3, "m": 4, "strong": 2}
+    before = [[1.0, 1.02, 0.98, 1.0, 1.0]] * 6
+    collapsed = _raw_series([*before, [0.1, 0.12, 0.08, 0.1, 0.1]], CALM)
+    ev = shift(collapsed, p)
+    assert ev is not None and ev.statistic["onset_step"] == 61
+    assert shift(collapsed, {**p, "strong": 0}) is None  # plain k of m waits for 3 blocks
+    # One wild point drags the mean down as far, but the block is not a level: no evidence.
+    spike = _raw_series([*before, [1.0, 1.0, 1.0, 1.0, -3.0]], CALM)
+    assert spike.mean[-1] < 0.3 and shift(spike, p) is None
+    # Two logged points are too few to call a level (sparse logs keep k of m).
+    assert shift(_raw_series([*before, [0.1, 0.1]], CALM), p) is None
+    # Past the plain thresholds but the z (7.5 with a sigma of 0.1) not 2 x 4: waits for k of m.
+    noisy = Baseline(median=1.0, scale=0.1, start=1.0, sd=0.1, n_blocks=6, end_step=60)
+    assert shift(_raw_series([*before, [0.25] * 5], noisy), p) is None
+    assert shift(_raw_series([*before, *[[0.25] * 5] * 3], noisy), p) is not None
+
+
+def test_strong_level_jump_and_drop() -> None:
+    above = DETECTORS["above"]
+    p = {"value": 0.1, "k": 3, "m": 4, "strong": 2}
+    low = [[0.01] * 5] * 6
+    assert above(_raw_series([*low, [0.5, 0.4, 0.6, 0.5, 0.5]], CALM), p) is not None
+    assert above(_raw_series([*low, [0.15] * 5], CALM), p) is None  # only 1.5 x the level
+    assert above(_raw_series([*low, [0.01, 0.01, 0.01, 0.01, 2.5]], CALM), p) is None  # spike
+    jump = DETECTORS["jump"]
+    pj = {"lag": 4, "min_ratio": 5, "k": 3, "m": 4, "min_level": 0.05, "strong": 2}
+    kl = [[0.01] * 5] * 8
+    assert jump(_raw_series([*kl, [0.2, 0.25, 0.2, 0.22, 0.2]], CALM), pj) is not None
+    assert jump(_raw_series([*kl, [0.07] * 5], CALM), pj) is None  # x7: persistence needed
+    drop = DETECTORS["drop_from_peak"]
+    pd = {"smooth": 3, "min_z": 2, "min_rel": 0.5, "rel_to": "rise", "k": 3, "m": 3, "strong": 2}
+    base = Baseline(median=0.3, scale=0.02, start=0.2, sd=0.02, n_blocks=6, end_step=60)
+    rise = [[0.2 + 0.1 * i] * 5 for i in range(7)]  # 0.2 -> 0.8
+    fell = _raw_series([*rise, [0.1, 0.05, 0.1, 0.0, 0.05]], base)
+    assert drop(fell, pd) is not None
+    assert drop(fell, {**pd, "strong": 0}) is None  # the 3-block smoothing lags the fall
