@@ -96,6 +96,16 @@ def test_nothing_trend_like_before_the_warm_up_but_nan_fires() -> None:
     assert mon.findings[0].detected_step < mon.warmup_steps
 
 
+def test_truncation_from_the_start_fires_inside_the_warm_up() -> None:
+    # P9 is a level against an absolute 10 %, not a trend: it needs no baseline (issue 6).
+    s = base(60)
+    s["truncation_rate"][:] = 0.4
+    mon, _ = _monitor(s)
+    p9 = [f for f in mon.findings if f.id == "P9"]
+    assert p9 and p9[0].detected_step < mon.warmup_steps and p9[0].onset_step == 1
+    assert mon.status == "issues"
+
+
 def test_fires_once_then_clears_and_may_fire_again() -> None:
     s = base(600)
     s["truncation_rate"][200:300] = 0.5
