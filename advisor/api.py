@@ -57,7 +57,8 @@ def _load_config(
     )
 
 
-def _static_findings(loaded: Any) -> list[Any]:
+def config_findings_of(loaded: Any) -> list[Any]:
+    """The job config's findings: those found while loading it, then the static rules'."""
     from advisor.static import check
 
     seen: set[tuple[str, tuple[str, ...]]] = set()
@@ -100,7 +101,7 @@ def validate(config: Path | str | None, sets: Sequence[str] = ()) -> Diagnosis:
         tool={"name": "rl-advisor", "version": __version__},
         run=None,
         status="healthy",
-        config_findings=_static_findings(loaded),
+        config_findings=config_findings_of(loaded),
         hyper_parameters=dict(loaded.hyper_parameters),
     )
 
@@ -133,7 +134,7 @@ def diagnose(
         run,
         hp,
         judgement,
-        config_findings=_static_findings(loaded),
+        config_findings=config_findings_of(loaded),
         origin=origin,
         config_given=config is not None,
         previous=prev_hp,

@@ -532,7 +532,7 @@ class Advisor:
         Monitor's judgement and the bounded history this Advisor keeps."""
         from types import SimpleNamespace
 
-        from advisor.api import _static_findings, assemble, with_file_diff
+        from advisor.api import assemble, config_findings_of, with_file_diff
 
         loaded = self._report_config()
         judgement = SimpleNamespace(
@@ -545,7 +545,7 @@ class Advisor:
             self._history_run(),
             dict(loaded.hyper_parameters),
             judgement,
-            config_findings=_static_findings(loaded),
+            config_findings=config_findings_of(loaded),
             origin=dict(getattr(loaded, "origin", {}) or {}),
             training_samples=self._training_samples,
             rules=self._rules,
