@@ -1032,6 +1032,11 @@ def volatility(s: Series, p: Params) -> Evidence | None:
                 pts = np.convolve(s.count, np.ones(SPAN), mode="full")[: len(s)]
                 fast_arr = np.where(pts >= min_pts, fast_arr, np.nan)
         fast = _persistent(np.nan_to_num(fast_arr) >= min_ratio, k, m)
+        strong = float(p.get("strong", 0.0))
+        if not fast and strong > 1.0 and len(fast_arr) > SPAN:
+            # Graded persistence for overlapping spans: SPAN + 1 spans in a row `strong` x past
+            # the ratio; no single block (one outlier step) lies in all of them.
+            fast = bool((np.nan_to_num(fast_arr[-(SPAN + 1) :]) >= strong * min_ratio).all())
     if not (fast or slow):
         return None
     if fast and fast_arr is not None:

@@ -190,3 +190,16 @@ def test_strong_level_jump_and_drop() -> None:
     fell = _raw_series([*rise, [0.1, 0.05, 0.1, 0.0, 0.05]], base)
     assert drop(fell, pd) is not None
     assert drop(fell, {**pd, "strong": 0}) is None  # the 3-block smoothing lags the fall
+
+
+def test_volatility_four_strong_spans_in_a_row_are_enough() -> None:
+    vol = DETECTORS["volatility"]
+    p = {"min_ratio": 2.5, "k": 5, "m": 6, "slow_ratio": 1e6, "strong": 2}
+    calm = Baseline(median=0.5, scale=0.01, start=0.5, sd=0.01, n_blocks=6, end_step=60)
+    quiet = [[0.5, 0.51, 0.49, 0.5, 0.5]] * 6
+    swing = [[0.5, 0.6, 0.4, 0.6, 0.4]] * 4  # spread ~0.09: 9 x the warm-up's
+    assert vol(_raw_series([*quiet, *swing], calm), p) is not None
+    assert vol(_raw_series([*quiet, *swing], calm), {**p, "strong": 0}) is None  # 4 of 6 spans
+    # One wild step inflates the three spans that hold its block, never four.
+    spike = [*quiet, [0.5, 0.5, 3.0, 0.5, 0.5], *quiet[:2]]
+    assert vol(_raw_series(spike, calm), p) is None
