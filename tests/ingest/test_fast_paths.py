@@ -1,9 +1,9 @@
 """The fast paths of the readers give what the plain reading gives.
 
-The verl console reader reads the rows that repeat the commonest key sequence as one block and
-the others through a general scatter, cuts big logs in parts read side by side, maps the file
-and decodes it in chunks. Each is checked here against an independent reading of the same
-values (the flat JSONL reader, or the same log read with the fast path switched off).
+The verl console reader reads the rows that repeat a key sequence as blocks and the others
+through a general scatter, maps the file and decodes it in chunks. Each is checked here against
+an independent reading of the same values (the flat JSONL reader, or the same log read with the
+fast path switched off: `payloads._ROUNDS = 0` sends every row through the scatter).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.ingest import console, load_run
+from advisor.ingest import payloads as payload_reader
 
 KEYS = [
     "critic/score/mean", "actor/entropy", "actor/grad_norm", "response_length/mean",
@@ -78,11 +79,11 @@ def _same_values(a: pl.DataFrame, b: pl.DataFrame) -> None:
             ), (col, x, y)
 
 
-@pytest.mark.parametrize("part_min", [50_000, 7])
+@pytest.mark.parametrize("rounds", [3, 0])
 def test_console_log_reads_as_its_jsonl(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part_min: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rounds: int
 ) -> None:
-    monkeypatch.setattr(console, "_PART_MIN", part_min)  # 7: several parts even for a small log
+    monkeypatch.setattr(payload_reader, "_ROUNDS", rounds)  # 0: every row through the scatter
     log, flat = _write_pair(tmp_path, _rows(1, 60), 1)
     run, ref = load_run(log), load_run(flat)
     assert run.format == "verl-console" and run.steps == 60
@@ -91,20 +92,19 @@ def test_console_log_reads_as_its_jsonl(
     assert [c for c in run.frame.columns if c in KEYS] == KEYS
 
 
-def test_block_and_general_reading_agree(tmp_path: Path) -> None:
-    """The rows of the common key sequence read as a block give what the general scatter gives
+def test_block_and_general_reading_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows of the common key sequences read as blocks give what the general scatter gives
     when every row goes through it."""
     rows = _rows(2, 40)
     log, _ = _write_pair(tmp_path, rows, 2)
     st_ = console._State(source=str(log))
     for before, text, _last in console.iter_chunks(log, st_):
         console._scan_text(st_, before, text)
-    payloads = pl.Series(list(st_.verl_payloads[:]), dtype=pl.String)
-    pieces = payloads.str.split(" - ")
     block = console._payloads_to_frame(st_.verl_texts, st_.verl_offsets, st_.verl_rows, "x")
-    general, _, _ = console._read_general(pieces, pl.Series(range(len(payloads))).to_numpy())
-    general = general.insert_column(0, pl.Series("step", st_.verl_rows, dtype=pl.Int64))
+    monkeypatch.setattr(payload_reader, "_ROUNDS", 0)
+    general = console._payloads_to_frame(st_.verl_texts, st_.verl_offsets, st_.verl_rows, "x")
     _same_values(block, general)
+    assert block.columns == general.columns
 
 
 @pytest.mark.parametrize("chunk", [61, 997])
@@ -168,9 +168,12 @@ def test_any_payloads_agree_with_the_general_scatter(
     except Exception as err:  # no key at all: the same refusal either way
         assert "no 'key:value' metric" in str(err)
         return
-    pieces = pl.Series(payloads, dtype=pl.String).str.split(" - ")
-    general, _, _ = console._read_general(pieces, pl.Series(range(len(payloads))).to_numpy())
-    general = general.insert_column(0, pl.Series("step", steps, dtype=pl.Int64))
+    rounds = payload_reader._ROUNDS
+    payload_reader._ROUNDS = 0  # (hypothesis runs many examples per test: no monkeypatch)
+    try:
+        general = console._payloads_to_frame(payloads, [0] * len(payloads), steps, "x")
+    finally:
+        payload_reader._ROUNDS = rounds
     _same_values(fast, general)
     assert fast.columns == general.columns
 
