@@ -279,20 +279,30 @@ def _k_m(p: Params, k: int = 3, m: int = 4) -> tuple[int, int]:
 
 # Graded persistence (issue 6). k of m blocks guard against chance; one block far past the
 # threshold is as strong a guard. Three independent blocks at z pool (Stouffer) to z x sqrt 3
-# = 1.73 z; consecutive blocks of autocorrelated noise are not independent, so one block must
+# = 1.73 z; consecutive blocks of autocorrelated noise are not independent, so the block must
 # be `strong` (2) times past the statistic's threshold. It must also be a level, not a spike:
 # every logged point of the block past the plain thresholds (its min for a rise, its max for
-# a fall), and at least STRONG_POINTS of them (a sparse log's single point could be one
-# outlier; those runs keep k of m).
+# a fall), and at least STRONG_POINTS of them: a sparse log (TRL every 10 steps: 1-2 points a
+# block) pools the latest blocks until they hold that many, each of them strong, as long as
+# that is fewer blocks than k.
 STRONG_POINTS = 3
 
 
-def _strong_block(s: Series, p: Params) -> float:
-    """The `strong` factor when the latest block may carry the evidence alone, else 0."""
+def _strong_run(s: Series, p: Params, k: int) -> tuple[float, range]:
+    """(`strong` factor, indices of the latest blocks that must each be strong), or (0, empty)
+    when the leaf has no `strong` or fewer than k blocks cannot hold STRONG_POINTS points."""
     factor = float(p.get("strong", 0.0))
-    if factor <= 1.0 or len(s) == 0 or s.count[-1] < STRONG_POINTS or s.nonfinite[-1] > 0:
-        return 0.0
-    return factor
+    n = len(s)
+    if factor <= 1.0:
+        return 0.0, range(0)
+    points = 0
+    for j in range(1, min(k - 1, n) + 1):
+        if s.nonfinite[n - j] > 0 or s.count[n - j] == 0:
+            break
+        points += int(s.count[n - j])
+        if points >= STRONG_POINTS:
+            return factor, range(n - j, n)
+    return 0.0, range(0)
 
 
 def _excess(effect: float, threshold: float) -> float:
@@ -389,11 +399,14 @@ def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
     mask = mask & np.isfinite(x)
     if p.get("nonzero"):  # blocks of exact zeros say nothing (a logging artefact)
         mask &= ~((s.lo == 0) & (s.hi == 0))
-    strong = _strong_block(s, p) if stat == "mean" else 0.0
-    if strong:  # the mean `strong` x past the level and every point past it
-        edge = float(s.lo[-1] if above else s.hi[-1])
-        strong *= (last >= value * strong and edge >= value) if above else (
-            last <= value / strong and edge <= value
+    strong, run = _strong_run(s, p, k) if stat == "mean" else (0.0, range(0))
+    if strong:  # each mean `strong` x past the level and every point past it
+        edge = s.lo if above else s.hi
+        strong *= all(
+            (x[i] >= value * strong and edge[i] >= value)
+            if above
+            else (x[i] <= value / strong and edge[i] <= value)
+            for i in run
         )
     persist = _persistent(mask, k, m)
     if not (strong or persist):
@@ -406,7 +419,7 @@ def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
         name,
         i,
         f"{s.metric} block {stat} stayed {word} {_fmt(value)} over steps {_steps(s, i)} "
-        f"(median {_fmt(level)}; {_held(mask, m, persist, strong)}).",
+        f"(median {_fmt(level)}; {_held(mask, m, persist, strong, len(run))}).",
         effect=level,
         excess=_excess(level, value) if above else _excess(value, level or 1e-300),
         level=level,
@@ -415,11 +428,12 @@ def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
     )
 
 
-def _held(mask: np.ndarray, m: int, persist: bool, strong: float) -> str:
+def _held(mask: np.ndarray, m: int, persist: bool, strong: float, blocks: int) -> str:
     """How the persistence was met, for the evidence sentence."""
     if persist or not strong:
         return f"{int(mask[-m:].sum())} of the last {min(m, len(mask))} blocks"
-    return f"the latest block {strong:g} x past it, every point beyond"
+    which = "the latest block" if blocks == 1 else f"the latest {blocks} blocks"
+    return f"{which} {strong:g} x past it, every point beyond"
 
 
 @detector("above")
@@ -497,18 +511,22 @@ def shift(s: Series, p: Params) -> Evidence | None:
         if "min_abs" in p:
             mask &= sign * (s.mean - b.median) >= float(p["min_abs"])
     mask &= np.isfinite(s.mean)
-    strong = _strong_block(s, p)
-    if strong:  # the mean `strong` x min_z sigmas out, every point past the plain criteria
-        edge = float(s.lo[-1] if up else s.hi[-1])
-        strong *= _shifted(last, b, p, up, strong * min_z) and _shifted(edge, b, p, up, min_z)
+    strong, run = _strong_run(s, p, k)
+    if strong:  # each mean `strong` x min_z sigmas out, every point past the plain criteria
+        edge = s.lo if up else s.hi
+        strong *= all(
+            _shifted(float(s.mean[i]), b, p, up, strong * min_z)
+            and _shifted(float(edge[i]), b, p, up, min_z)
+            for i in run
+        )
     persist = _persistent(mask, k, m)
     if not (strong or persist):
         return None
     i = _onset_index(mask)
     # A gradual move crosses the thresholds well after it began: walk back over the blocks
     # already a fifth of the way from the warm-up level to the current one (the level the
-    # evidence stands on: the last k blocks, or the strong block alone).
-    now = float(np.nanmedian(s.mean[-min(k if persist else 1, len(s)) :]))
+    # evidence stands on: the last k blocks, or the strong ones alone).
+    now = float(np.nanmedian(s.mean[-min(k if persist else len(run), len(s)) :]))
     part = b.median + float(p.get("onset_frac", 0.2)) * (now - b.median)
     while i > 0 and np.isfinite(s.mean[i - 1]) and sign * (s.mean[i - 1] - part) >= 0:
         i -= 1
@@ -811,7 +829,7 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     if s.peak is None or len(s) < smooth:
         return None
     last = float(s.mean[-1]) if smooth <= 1 else float(np.mean(s.mean[-smooth:]))
-    if _strong_block(s, p):  # the raw latest block may carry it alone: gate on the lower one
+    if _strong_run(s, p, k)[0]:  # raw latest blocks may carry it alone: gate on the lower
         last = min(last, float(s.mean[-1]))
     if not math.isfinite(last):
         return None
@@ -859,12 +877,13 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     with np.errstate(invalid="ignore"):
         mask = (drop >= need_all) & after  # the fall must follow the peak
     mask &= np.isfinite(y)
-    strong = _strong_block(s, p)
+    strong, run = _strong_run(s, p, k)
     if strong:
         # The raw latest block (a smoothed one lags a collapse by half its width): its mean
         # `strong` x past every threshold, its highest point past the plain ones.
-        strong *= bool(after[-1]) and (
-            peak - float(s.mean[-1]) >= strong * need_all and peak - float(s.hi[-1]) >= need_all
+        strong *= all(
+            after[i] and peak - s.mean[i] >= strong * need_all and peak - s.hi[i] >= need_all
+            for i in run
         )
     persist = _persistent(mask, k, m)
     if not (strong or persist):
@@ -1107,11 +1126,12 @@ def jump(s: Series, p: Params) -> Evidence | None:
         mask = (ratio >= float(p.get("min_ratio", 5.0))) & (s.mean >= floor)
     mask &= np.isfinite(ratio)
     min_ratio = float(p.get("min_ratio", 5.0))
-    strong = _strong_block(s, p)
-    if strong:  # `strong` x the ratio, every point of the block past the plain ratio and floor
-        edge = float(s.lo[-1])
-        strong *= last >= strong * min_ratio * max(ref_last, 1e-12) and edge >= max(
-            floor, min_ratio * max(ref_last, 1e-12)
+    strong, run = _strong_run(s, p, k)
+    if strong:  # each `strong` x the ratio, every point past the plain ratio and the floor
+        base = np.maximum(ref, 1e-12)
+        strong *= all(
+            s.mean[i] >= strong * min_ratio * base[i] and s.lo[i] >= max(floor, min_ratio * base[i])
+            for i in run
         )
     persist = _persistent(mask, k, m)
     if not (strong or persist):
@@ -1124,7 +1144,7 @@ def jump(s: Series, p: Params) -> Evidence | None:
         j -= 1
     if j < len(s) - 1 and not s.mean[j + 1] < growth * max(s.mean[j], 1e-12):
         j += 1  # block j is the last one still at the old level
-    held = min(m, len(s)) if persist else 1  # the blocks that carry the evidence
+    held = min(m, len(s)) if persist else len(run)  # the blocks that carry the evidence
     r = float(np.nanmedian(ratio[-held:]))
     level = float(np.nanmedian(s.mean[-held:]))
     return _evidence(

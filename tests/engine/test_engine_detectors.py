@@ -163,8 +163,11 @@ def test_one_block_far_past_the_threshold_is_enough() -> None:
     # One wild point drags the mean down as far, but the block is not a level: no evidence.
     spike = _raw_series([*before, [1.0, 1.0, 1.0, 1.0, -3.0]], CALM)
     assert spike.mean[-1] < 0.3 and shift(spike, p) is None
-    # Two logged points are too few to call a level (sparse logs keep k of m).
+    # Two logged points are too few to call a level; a sparse log pools the latest blocks
+    # (fewer than k) until they hold three, each of them strong.
     assert shift(_raw_series([*before, [0.1, 0.1]], CALM), p) is None
+    assert shift(_raw_series([*before, [0.1, 0.1], [0.1, 0.1]], CALM), p) is not None
+    assert shift(_raw_series([*before, [0.1], [0.1]], CALM), p) is None
     # Past the plain thresholds but the z (7.5 with a sigma of 0.1) not 2 x 4: waits for k of m.
     noisy = Baseline(median=1.0, scale=0.1, start=1.0, sd=0.1, n_blocks=6, end_step=60)
     assert shift(_raw_series([*before, [0.25] * 5], noisy), p) is None
