@@ -22,7 +22,10 @@ most healthy runs. The guards, each cutting the rate:
   ratio to the warm-up level (entropy <= 0.3 x) or an absolute level the guide names;
 - require persistence: k of the last m blocks (typically 3 of 4), the latest included; under
   independence one 4-sigma block has p ~ 6e-5 and three of four ~ 1e-12, which leaves room for
-  autocorrelation and ~100 evaluations per run;
+  autocorrelation and ~100 evaluations per run. Graded (`strong`): the latest block alone (or
+  the latest few, fewer than k, holding >= 3 points) suffices when its statistic is 2 x past
+  the threshold and every logged point of it passes the plain thresholds: a level, not a spike
+  (issue 6: a KL x200 need not wait for three blocks);
 - oscillation needs repeated swings (a zigzag with at least three turns, or 5 of 6 noisy spans),
   a KL explosion needs the level to multiply itself over a fixed lag (a saturating healthy KL
   does not) and to reach an absolute floor, a divergence needs half the smoothed peak lost for

@@ -103,3 +103,30 @@ def test_evidence_still_there_at_the_end_is_not_cleared() -> None:
     s["truncation_rate"][ONSET:] = 0.4
     p9 = [f for f in _judge(s).findings if f.id == "P9"]
     assert p9 and p9[0].cleared_step is None
+
+
+def _abrupt(rule_id: str, s: dict[str, np.ndarray]) -> None:
+    """The symptom at full size from ONSET on (no ramp): far past every threshold."""
+    if rule_id == "P3":
+        s["kl_ref"][ONSET:] = s["kl_ref"][ONSET] * 200
+    elif rule_id == "P4":
+        s["entropy"][ONSET:] *= 0.03
+    elif rule_id == "SLOW":
+        s["rollout_time"][ONSET:] *= 4
+    elif rule_id == "P9":
+        s["truncation_rate"][ONSET:] = 0.4
+    else:  # DIV: the reward collapses while entropy blows up
+        s["reward_mean"][ONSET:] *= 0.1
+        s["entropy"][ONSET:] *= 16
+
+
+@pytest.mark.parametrize("rule_id", ["P3", "P4", "SLOW", "P9", "DIV"])
+def test_an_abrupt_symptom_is_alerted_within_one_eval_interval(rule_id: str) -> None:
+    # Issue 6: graded persistence lets one block far past the threshold (every point of it)
+    # carry the evidence, so a step change is known one evaluation interval after it begins.
+    s = base()
+    _abrupt(rule_id, s)
+    f = next(f for f in _judge(s).findings if f.id == rule_id)
+    assert f.detected_step is not None and f.onset_step is not None
+    assert f.detected_step - ONSET <= HP["eval_steps"], (f.detected_step, f.evidence[0].summary)
+    assert abs(f.onset_step - ONSET) <= HP["eval_steps"] // 2
