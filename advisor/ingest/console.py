@@ -235,10 +235,14 @@ def read_console(path: Path, source: str) -> Run:
 
 def _strip_ansi(line: str) -> str:
     """ANSI colours sit in the Ray prefix; a regex over a whole 5 kB metric line is the
-    costliest step of the scan, so only the head is cleaned unless the rest has codes too."""
-    if "\x1b" in line[120:]:
-        return _ANSI.sub("", line)
-    return _ANSI.sub("", line[:120]) + line[120:]
+    costliest step of the scan, so only the text up to the end of the last code is cleaned.
+    (A code holds no ESC but an OSC terminator's ESC \\, so none runs past the last ESC's.)"""
+    last = line.rfind("\x1b")
+    if last < 0:
+        return line
+    m = _ANSI.match(line, last)
+    end = m.end() if m else last + (2 if line.startswith("\\", last + 1) else 1)
+    return _ANSI.sub("", line[:end]) + line[end:]
 
 
 def _line(st: _State, lineno: int, line: str, last: bool) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from advisor.types import InputError
@@ -32,11 +33,12 @@ _WRAPPER = r"^(?:np\.\w+|tensor|torch\.tensor)\(\s*([^,)]*).*$"
 
 @dataclass
 class _Part:
-    """Rows read one way: values[i, j] is key names[j] of row rows[i] (NaN where absent)."""
+    """Rows read one way: values[j, i] is key names[j] of row rows[i] (nan where absent);
+    column-major, as the frame is made of columns."""
 
     rows: np.ndarray
     names: list[str]
-    values: np.ndarray  # (len(rows), len(names)) float64
+    values: np.ndarray  # (len(names), len(rows)) float64
     present: np.ndarray  # same shape: the key was there and its value a number
     first: dict[str, tuple[int, int]]  # key -> (row, place in the row) where it first appears
 
@@ -46,42 +48,73 @@ def payloads_to_frame(
 ) -> pl.DataFrame:
     """Payload i is texts[i][offsets[i]:]; its step is steps[i]. A `step` column, then one
     Float64 column per key; a key a row does not have, or whose value is no number, is null."""
-    import numpy as np
     import polars as pl
 
-    n = len(texts)
-    kv, lens = _split(texts if not any(offsets) else [_Texts(texts, offsets)(i) for i in range(n)])
-    starts = np.zeros(n + 1, dtype=np.int64)  # piece i of row r is kv[starts[r] + i]
-    np.cumsum(lens, out=starts[1:])
-    parts, rest = _read_blocks(kv, lens, starts, _Texts(texts, offsets))
-    if len(rest):
-        parts.append(_general_part(kv, lens, starts, rest))
-    wide = _assemble(parts, n)
+    if any(offsets):
+        texts = [t[o:] if o else t for t, o in zip(texts, offsets, strict=True)]
+    bounds = _bounds(texts)
+    if len(bounds) == 1:
+        parts = _read_rows(texts, 0)
+    else:  # a big log in consecutive parts, each read whole on its own thread
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(bounds) - 1) as pool:
+            later = [pool.submit(_read_rows, texts[a:b], a) for a, b in bounds[1:]]
+            a, b = bounds[0]
+            parts = _read_rows(texts[a:b], a)
+            for job in later:
+                parts += job.result()
+    wide = _assemble(parts, len(texts))
     if not wide.width:
         raise InputError(f"{source}: step lines hold no 'key:value' metric")
     return wide.insert_column(0, pl.Series("step", steps, dtype=pl.Int64))
 
 
+_PART_CHARS = 4 << 20  # a log this big or more is read in parts side by side
+
+
+def _bounds(payloads: list[str]) -> list[tuple[int, int]]:
+    """(first row, end row) of consecutive parts of about equal text, one per polars thread
+    (eager polars operations run on the calling thread and let go of the GIL)."""
+    import numpy as np
+    import polars as pl
+
+    sizes = np.cumsum(np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads)))
+    total = int(sizes[-1]) if len(sizes) else 0
+    count = min(pl.thread_pool_size(), total // _PART_CHARS, len(payloads))
+    if count <= 1:
+        return [(0, len(payloads))]
+    cuts = [int(np.searchsorted(sizes, total * i // count)) + 1 for i in range(1, count)]
+    return list(pairwise(sorted({0, *(min(c, len(payloads)) for c in cuts), len(payloads)})))
+
+
+def _read_rows(payloads: list[str], first_row: int) -> list[_Part]:
+    """The parts of these payloads, rows numbered from `first_row`."""
+    import numpy as np
+
+    n = len(payloads)
+    kv, lens = _split(payloads)
+    starts = np.zeros(n + 1, dtype=np.int64)  # piece i of row r is kv[starts[r] + i]
+    np.cumsum(lens, out=starts[1:])
+    parts, rest = _read_blocks(kv, lens, starts, payloads.__getitem__)
+    if len(rest):
+        parts.append(_general_part(kv, lens, starts, rest))
+    if first_row:
+        for part in parts:
+            part.rows = part.rows + first_row
+            part.first = {k: (r + first_row, j) for k, (r, j) in part.first.items()}
+    return parts
+
+
 def _split(payloads: list[str]) -> tuple[pl.Series, np.ndarray]:
     """Every payload's pieces (split at " - ", one after the other) and how many each has
-    (at least one: "" is one piece). Eager Series operations run on one thread: under load
-    (a shared machine) polars' parallel plans cost more CPU than they save time."""
+    (at least one: "" is one piece). Eager Series operations run on one thread: polars'
+    parallel plans cost more CPU than they save time on a busy machine."""
     import numpy as np
     import polars as pl
 
     pieces = pl.Series(payloads, dtype=pl.String).str.split(" - ")
     return pieces.explode(), pieces.list.len().to_numpy().astype(np.int64)
-
-
-class _Texts:
-    """Payload i as a Python string, made on demand (only a few are ever needed)."""
-
-    def __init__(self, texts: list[str], offsets: list[int]) -> None:
-        self._texts, self._offsets = texts, offsets
-
-    def __call__(self, i: int) -> str:
-        o = self._offsets[i]
-        return self._texts[i][o:] if o else self._texts[i]
 
 
 def _read_blocks(
@@ -152,12 +185,12 @@ def _check_and_cast(
     cl = lens[cand]
     cstart = np.zeros(len(cand), dtype=np.int64)
     np.cumsum(cl[:-1], out=cstart[1:])
-    pos = np.arange(int(cl.sum()), dtype=np.int64) - np.repeat(cstart, cl)
-    prefix = pl.Series(table, dtype=pl.String).gather(np.repeat(offset[cl], cl) + pos)
-    if len(cand) == len(lens) and len(pos) == len(kv):
-        sub = kv  # every row is a candidate: no gather
-    else:
-        sub = kv.gather(np.repeat(starts[cand], cl) + pos)
+    total = int(cstart[-1] + cl[-1])
+    # piece i of candidate c: its key is table[offset[cl[c]] + i], its text kv[starts[c] + i]
+    step = np.arange(total, dtype=np.int64)
+    prefix = pl.Series(table, dtype=pl.String).gather(np.repeat(offset[cl] - cstart, cl) + step)
+    # every row a candidate (each has a piece): no gather
+    sub = kv if total == len(kv) else kv.gather(np.repeat(starts[cand] - cstart, cl) + step)
     ok, values, present = _starts_and_values(sub, prefix)
     row_ok = np.logical_and.reduceat(ok, cstart)
     bad = ~present & np.repeat(row_ok, cl)
@@ -170,7 +203,7 @@ def _check_and_cast(
         sel = np.flatnonzero(row_ok & (cl == length))
         if not len(sel):
             continue
-        at = cstart[sel][:, None] + np.arange(length)
+        at = np.arange(length)[:, None] + cstart[sel]  # (key, row)
         rows = cand[sel]
         first = {k: (int(rows[0]), j) for j, k in enumerate(keys)}
         parts.append(_Part(rows, keys, values[at], present[at], first))
@@ -210,7 +243,7 @@ def _general_part(
                 "kv": kv.gather(np.repeat(starts[row_ids], cl) + pos),
             }
         )
-        .with_columns(pl.col("kv").str.split_exact(":", 1))
+        .with_columns(pl.col("kv").str.splitn(":", 2))  # the key, then all the rest
         .unnest("kv")
     )
     key, raw, local = pairs["field_0"], pairs["field_1"], pairs["row"]
@@ -220,7 +253,7 @@ def _general_part(
         key, raw, local = key.filter(keep), raw.filter(keep), local.filter(keep)
     m = len(row_ids)
     if key.len() == 0:
-        return _Part(row_ids, [], np.empty((m, 0)), np.empty((m, 0), dtype=bool), {})
+        return _Part(row_ids, [], np.empty((0, m)), np.empty((0, m), dtype=bool), {})
     value = raw.cast(pl.Float64, strict=False)
     bad = value.is_null()
     if bad.any():
@@ -241,7 +274,7 @@ def _general_part(
     present = np.zeros(m * k, dtype=bool)
     values[flat] = value.to_numpy()  # null (no number) -> nan; `present` keeps them apart
     present[flat] = value.is_not_null().to_numpy()
-    return _Part(row_ids, names.to_list(), values.reshape(m, k), present.reshape(m, k), first)
+    return _Part(row_ids, names.to_list(), values.reshape(m, k).T, present.reshape(m, k).T, first)
 
 
 def _clean_cast(raw: pl.Series) -> pl.Series:
@@ -272,18 +305,18 @@ def _assemble(parts: list[_Part], n: int) -> pl.DataFrame:
         values, present = parts[0].values, parts[0].present  # the common case: no copy
     else:
         col = {key: i for i, key in enumerate(names)}
-        values = np.full((n, len(names)), np.nan)
-        present = np.zeros((n, len(names)), dtype=bool)
+        values = np.full((len(names), n), np.nan)
+        present = np.zeros((len(names), n), dtype=bool)
         for part in parts:
             if part.names:
-                at = (part.rows[:, None], np.array([col[k] for k in part.names])[None, :])
+                at = (np.array([col[k] for k in part.names])[:, None], part.rows)
                 values[at], present[at] = part.values, part.present
     if not names:
         return pl.DataFrame()
-    wide = pl.from_numpy(values, schema=names, orient="row")
-    holes = np.flatnonzero(~present.all(axis=0)).tolist()
+    wide = pl.DataFrame([pl.Series(name, values[i]) for i, name in enumerate(names)])
+    holes = np.flatnonzero(~present.all(axis=1)).tolist()
     if holes:  # nan where the key was missing or no number -> null; a printed nan stays
         wide = wide.with_columns(
-            pl.when(pl.Series(present[:, i])).then(pl.col(names[i])).alias(names[i]) for i in holes
+            pl.when(pl.Series(present[i])).then(pl.col(names[i])).alias(names[i]) for i in holes
         )
     return wide
