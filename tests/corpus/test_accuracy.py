@@ -45,3 +45,19 @@ def test_symptom_precision_recall_and_onset(score: h.CorpusScore, sid: str) -> N
             f"{sid} precision {p.precision}\n{detail}"
         )
     assert p.onset_ok == p.onset_judged, f"{sid} onsets off\n{detail}"
+
+
+# Issue 6: level and event symptoms are alerted soon after they begin (graded persistence:
+# one block far past the threshold is enough). Plateau, oscillation and validation symptoms
+# (P1, KL0, P2, P6) need several evaluations by nature and are not held to this.
+PROMPT = ("P3", "P4", "SLOW", "P9", "DIV", "NAN", "OOM")
+
+
+@pytest.mark.parametrize("sid", PROMPT)
+def test_level_and_event_symptoms_are_alerted_within_two_intervals(
+    score: h.CorpusScore, sid: str
+) -> None:
+    p = next(s for s in score.per_symptom if s.id == sid)
+    assert p.median_delay_eval is not None and p.median_delay_eval <= 2.0, (
+        f"{sid}: median detection delay {p.median_delay_eval} eval_steps after the onset"
+    )
