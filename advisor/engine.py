@@ -64,7 +64,8 @@ Scalar = float | int | bool | str
 
 # ============================================================================ rulebook schema
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # built on first validation: a rulebook read from the cache never needs the validators
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class PerAlgorithm(_M):
@@ -187,10 +188,6 @@ class SymptomRulebook(_M):
         return {r.id: r for r in self.rules}
 
 
-for _model in (AllOf, AnyOf, NotOf, SymptomRule, SymptomRulebook):
-    _model.model_rebuild()
-
-
 def rulebook_path() -> Path:
     from advisor.resources import rulebook_dir
 
@@ -200,19 +197,15 @@ def rulebook_path() -> Path:
 def parse_symptom_rules(path: Path) -> SymptomRulebook:
     """Read and schema-check a symptom rulebook; InputError names the file and the field."""
     from pydantic import ValidationError
-    from ruamel.yaml import YAMLError
 
-    from advisor.resources import read_yaml_data
+    from advisor.resources import RulebookYAMLError, read_yaml_data
 
     try:
         data = read_yaml_data(path)
     except OSError as err:
         raise InputError(f"{path}: cannot read the symptom rulebook: {err}") from None
-    except YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        what = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise InputError(f"{path}{where}: not valid YAML ({what})") from None
+    except RulebookYAMLError as err:
+        raise InputError(f"{path}{err.where}: not valid YAML ({err.what})") from None
     try:
         book = SymptomRulebook.model_validate(data)
     except ValidationError as err:
@@ -254,7 +247,9 @@ def _leaves(node: Node | None) -> Iterable[Leaf]:
 
 @lru_cache(maxsize=4)
 def _load_cached(path: str, mtime: float) -> SymptomRulebook:
-    return parse_symptom_rules(Path(path))
+    from advisor.resources import load_validated
+
+    return load_validated(Path(path), parse_symptom_rules, __name__)
 
 
 def load_symptom_rules(path: Path | None = None) -> SymptomRulebook:
@@ -705,6 +700,9 @@ class Monitor:
         return NO, []
 
     def _fire(self, rule: SymptomRule, evidence: list[Evidence], end: int) -> Finding:
+        # A condition named in two branches (P1: grad_norm fell, with either signature) is one
+        # piece of evidence: shown once, and counted once for the confidence.
+        evidence = list({(e.metric, e.detector, e.window, e.summary): e for e in evidence}.values())
         first = evidence[0]
         # The symptom exists once all its conditions hold: its onset is the latest of theirs.
         onset = max(int(e.statistic.get("onset_step", e.window[0])) for e in evidence)

@@ -23,6 +23,15 @@ def rulebook_dir() -> Path:
     return Path(str(files("advisor.rulebook")))
 
 
+class RulebookYAMLError(ValueError):
+    """A shipped YAML file that does not parse; `where` is ":LINE" or "" and `what` the
+    parser's complaint. (Callers need not import ruamel just to catch its error.)"""
+
+    def __init__(self, where: str, what: str) -> None:
+        super().__init__(f"{where}: {what}")
+        self.where, self.what = where, what
+
+
 def read_yaml_data(path: Path) -> Any:
     """The plain data of a shipped YAML file (the rulebooks), through a JSON cache.
 
@@ -38,9 +47,16 @@ def read_yaml_data(path: Path) -> Any:
             return json.loads(cached.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             pass
-    from ruamel.yaml import YAML
+    from ruamel.yaml import YAML, YAMLError
 
-    data = YAML(typ="safe", pure=True).load(raw.decode("utf-8"))
+    try:
+        data = YAML(typ="safe", pure=True).load(raw.decode("utf-8"))
+    except YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise RulebookYAMLError(
+            where, getattr(err, "problem", None) or str(err).splitlines()[0]
+        ) from None
     if cached is not None:
         _write_cache(cached, data)
     return data
