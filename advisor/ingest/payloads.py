@@ -4,12 +4,12 @@ The console reader hands over the payloads of its step lines in file order. They
 " - " once, in polars. verl prints the same keys in the same order on almost every step, so a
 row is first read as a *block* row: the keys of the first row of its pair count (`_plan`) are
 what every row of that count is checked against, piece by piece, in one vectorised pass over
-all the candidates (`_check_and_cast`: starts_with the expected `key:`, the rest cast to
-Float64). The rows that pass are laid out with numpy; a row that fails (other keys, odd
-pieces) is tried again in the next round against the keys of the first failed row, and what is
-left after `_ROUNDS` goes through the general (row, key, value) scatter (`_general_part`).
-Every row read either way gives the same values; the columns come in the order the keys first
-appear in the file (row, then place in the row).
+all the candidates (`_check_and_cast`: the piece starts with the expected `key:`, the rest is
+cast to Float64). A row that fails (other keys, odd pieces) is tried again in the next round
+against the keys of the first failed row; what is left after `_ROUNDS` goes through the general
+(row, key, value) scatter (`_general_part`). Every row read either way gives the same values.
+Both give cells (row, key, value) that are laid out with numpy at the end (`_assemble`), the
+columns in the order the keys first appear in the file (row, then place in the row).
 """
 
 from __future__ import annotations
@@ -27,19 +27,21 @@ if TYPE_CHECKING:
 
 _ROUNDS = 3  # block rounds; rows still unread after them go through the scatter
 _LENGTHS = 16  # pair counts tried per round (each costs one Python split of one payload)
+_PART_CHARS = 4 << 20  # a log this big or more is read in parts side by side
 # value wrappers verl/torch print around a number: np.float64(0.5), tensor(0.5, device=...)
 _WRAPPER = r"^(?:np\.\w+|tensor|torch\.tensor)\(\s*([^,)]*).*$"
 
 
 @dataclass
-class _Part:
-    """Rows read one way: values[j, i] is key names[j] of row rows[i] (nan where absent);
-    column-major, as the frame is made of columns."""
+class _Block:
+    """Rows read one way: values[j, i] is key names[j] of row rows[i] (column-major, as the
+    frame is made of columns); nan, and not present, where the row lacks the key or its value
+    is no number (present None: every value is there and a number)."""
 
     rows: np.ndarray
     names: list[str]
-    values: np.ndarray  # (len(names), len(rows)) float64
-    present: np.ndarray  # same shape: the key was there and its value a number
+    values: np.ndarray
+    present: np.ndarray | None
     first: dict[str, tuple[int, int]]  # key -> (row, place in the row) where it first appears
 
 
@@ -54,23 +56,31 @@ def payloads_to_frame(
         texts = [t[o:] if o else t for t, o in zip(texts, offsets, strict=True)]
     bounds = _bounds(texts)
     if len(bounds) == 1:
-        parts = _read_rows(texts, 0)
+        wide = _read_rows(texts)
     else:  # a big log in consecutive parts, each read whole on its own thread
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(len(bounds) - 1) as pool:
-            later = [pool.submit(_read_rows, texts[a:b], a) for a, b in bounds[1:]]
-            a, b = bounds[0]
-            parts = _read_rows(texts[a:b], a)
-            for job in later:
-                parts += job.result()
-    wide = _assemble(parts, len(texts))
+            later = [pool.submit(_read_rows, texts[a:b]) for a, b in bounds[1:]]
+            frames = [_read_rows(texts[: bounds[0][1]])] + [job.result() for job in later]
+        wide = _stack(frames, [b - a for a, b in bounds])
     if not wide.width:
         raise InputError(f"{source}: step lines hold no 'key:value' metric")
     return wide.insert_column(0, pl.Series("step", steps, dtype=pl.Int64))
 
 
-_PART_CHARS = 4 << 20  # a log this big or more is read in parts side by side
+def _stack(frames: list[pl.DataFrame], heights: list[int]) -> pl.DataFrame:
+    """Consecutive parts one under the other; a key only some parts have is null in the others.
+    The columns come in the order they first appear in the parts, which is the file order."""
+    import polars as pl
+
+    holder = " "  # no key (keys are stripped): holds the rows of a part without any pair
+    frames = [
+        f if f.width else pl.DataFrame({holder: pl.repeat(None, h, dtype=pl.Float64, eager=True)})
+        for f, h in zip(frames, heights, strict=True)
+    ]
+    wide = pl.concat(frames, how="diagonal")
+    return wide.drop(holder) if holder in wide.columns else wide
 
 
 def _bounds(payloads: list[str]) -> list[tuple[int, int]]:
@@ -88,8 +98,8 @@ def _bounds(payloads: list[str]) -> list[tuple[int, int]]:
     return list(pairwise(sorted({0, *(min(c, len(payloads)) for c in cuts), len(payloads)})))
 
 
-def _read_rows(payloads: list[str], first_row: int) -> list[_Part]:
-    """The parts of these payloads, rows numbered from `first_row`."""
+def _read_rows(payloads: list[str]) -> pl.DataFrame:
+    """The frame of these payloads (no `step` column)."""
     import numpy as np
 
     n = len(payloads)
@@ -99,11 +109,7 @@ def _read_rows(payloads: list[str], first_row: int) -> list[_Part]:
     parts, rest = _read_blocks(kv, lens, starts, payloads.__getitem__)
     if len(rest):
         parts.append(_general_part(kv, lens, starts, rest))
-    if first_row:
-        for part in parts:
-            part.rows = part.rows + first_row
-            part.first = {k: (r + first_row, j) for k, (r, j) in part.first.items()}
-    return parts
+    return _assemble(parts, n)
 
 
 def _split(payloads: list[str]) -> tuple[pl.Series, np.ndarray]:
@@ -119,21 +125,22 @@ def _split(payloads: list[str]) -> tuple[pl.Series, np.ndarray]:
 
 def _read_blocks(
     kv: pl.Series, lens: np.ndarray, starts: np.ndarray, text: Callable[[int], str]
-) -> tuple[list[_Part], np.ndarray]:
-    """The block rows (see the module doc), and the row ids left for the general scatter."""
+) -> tuple[list[_Block], np.ndarray]:
+    """The block rows' cells, round by round (see the module doc), and the row ids left for
+    the general scatter."""
     import numpy as np
 
     rest = np.arange(len(lens))
-    parts: list[_Part] = []
+    parts: list[_Block] = []
     for _ in range(_ROUNDS):
         refs = _plan(rest, lens, text)
         if not refs:
             break
         cand = rest[np.isin(lens[rest], list(refs))]
-        found, accepted = _check_and_cast(kv, lens, starts, cand, refs)
+        blocks, accepted = _check_and_cast(kv, lens, starts, cand, refs)
         if not accepted.any():
             break
-        parts += found
+        parts += blocks
         rest = rest[~np.isin(rest, cand[accepted])]
     return parts, rest
 
@@ -172,48 +179,52 @@ def _check_and_cast(
     starts: np.ndarray,
     cand: np.ndarray,
     refs: dict[int, list[str]],
-) -> tuple[list[_Part], np.ndarray]:
+) -> tuple[list[_Block], np.ndarray]:
     """Each candidate row's pieces checked against `key:` of its pair count's keys, the rest of
-    each piece cast, in one pass. The parts read, and which candidates were read."""
+    each piece cast, in one pass. A block per pair count of the rows that pass, and which
+    candidates did."""
     import numpy as np
     import polars as pl
 
-    table, offset = [], np.zeros(int(lens.max()) + 1, dtype=np.int64)
+    names, offset = [], np.zeros(int(lens.max()) + 1, dtype=np.int64)
     for length, keys in refs.items():
-        offset[length] = len(table)
-        table += [k + ":" for k in keys]
+        offset[length] = len(names)
+        names += keys
     cl = lens[cand]
     cstart = np.zeros(len(cand), dtype=np.int64)
     np.cumsum(cl[:-1], out=cstart[1:])
     total = int(cstart[-1] + cl[-1])
-    # piece i of candidate c: its key is table[offset[cl[c]] + i], its text kv[starts[c] + i]
+    # piece i of candidate c: its key is names[offset[cl[c]] + i], its text kv[starts[c] + i]
     step = np.arange(total, dtype=np.int64)
-    prefix = pl.Series(table, dtype=pl.String).gather(np.repeat(offset[cl] - cstart, cl) + step)
+    slots = np.repeat(offset[cl] - cstart, cl) + step
+    prefix = pl.Series([k + ":" for k in names], dtype=pl.String).gather(slots)
     # every row a candidate (each has a piece): no gather
     sub = kv if total == len(kv) else kv.gather(np.repeat(starts[cand] - cstart, cl) + step)
     ok, values, present = _starts_and_values(sub, prefix)
     row_ok = np.logical_and.reduceat(ok, cstart)
-    bad = ~present & np.repeat(row_ok, cl)
-    if bad.any():  # not a number as it is: cleaned and cast again (np.float64(...) ...)
-        idx = np.flatnonzero(bad)
-        fixed = _clean_cast(sub.gather(idx).str.strip_prefix(prefix.gather(idx)))
-        values[idx], present[idx] = fixed.to_numpy(), fixed.is_not_null().to_numpy()
-    parts = []
+    if present is not None:
+        bad = ~present & np.repeat(row_ok, cl)
+        if bad.any():  # not a number as it is: cleaned and cast again (np.float64(...) ...)
+            idx = np.flatnonzero(bad)
+            fixed = _clean_cast(sub.gather(idx).str.strip_prefix(prefix.gather(idx)))
+            values[idx], present[idx] = fixed.to_numpy(), fixed.is_not_null().to_numpy()
+    blocks = []
     for length, keys in refs.items():
-        sel = np.flatnonzero(row_ok & (cl == length))
-        if not len(sel):
-            continue
-        at = np.arange(length)[:, None] + cstart[sel]  # (key, row)
-        rows = cand[sel]
-        first = {k: (int(rows[0]), j) for j, k in enumerate(keys)}
-        parts.append(_Part(rows, keys, values[at], present[at], first))
-    return parts, row_ok
+        read = np.flatnonzero(row_ok & (cl == length))
+        if len(read):
+            at = np.arange(length)[:, None] + cstart[read]  # (key, row)
+            rows = cand[read]
+            first = {k: (int(rows[0]), j) for j, k in enumerate(keys)}
+            there = None if present is None else present[at]
+            blocks.append(_Block(rows, keys, values[at], there, first))
+    return blocks, row_ok
 
 
-def _starts_and_values(sub: pl.Series, prefix: pl.Series) -> tuple[np.ndarray, ...]:
-    """Whether each piece starts with its prefix (never empty: it ends in ':'), and what
-    follows it as a number (nan and not present where no number)."""
-    import numpy as np
+def _starts_and_values(
+    sub: pl.Series, prefix: pl.Series
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Whether each piece starts with its prefix (never empty: it ends in ':'), what follows
+    it as a number (nan where none), and whether it is one (None: all are)."""
     import polars as pl
 
     raw = sub.str.strip_prefix(prefix)
@@ -221,60 +232,52 @@ def _starts_and_values(sub: pl.Series, prefix: pl.Series) -> tuple[np.ndarray, .
     value = raw.cast(pl.Float64, strict=False)
     if value.null_count():
         return ok, value.to_numpy(), value.is_not_null().to_numpy()
-    return ok, np.array(value.to_numpy()), np.ones(len(value), dtype=bool)
+    return ok, value.to_numpy(), None  # every value a number (the array may be read-only)
 
 
 def _general_part(
     kv: pl.Series, lens: np.ndarray, starts: np.ndarray, row_ids: np.ndarray
-) -> _Part:
+) -> _Block:
     """Any rows: every piece `key:value` (key stripped; a piece without a colon or with an
-    empty key is no pair), scattered into a matrix; a key repeated in a row keeps its last value."""
+    empty key is no pair) is a cell; a key repeated in a row keeps its last value."""
     import numpy as np
     import polars as pl
 
     cl = lens[row_ids]
     cstart = np.zeros(len(row_ids), dtype=np.int64)
     np.cumsum(cl[:-1], out=cstart[1:])
-    pos = np.arange(int(cl.sum()), dtype=np.int64) - np.repeat(cstart, cl)
-    pairs = (
-        pl.DataFrame(
-            {
-                "row": np.repeat(np.arange(len(row_ids), dtype=np.int64), cl),
-                "kv": kv.gather(np.repeat(starts[row_ids], cl) + pos),
-            }
-        )
-        .with_columns(pl.col("kv").str.splitn(":", 2))  # the key, then all the rest
-        .unnest("kv")
-    )
-    key, raw, local = pairs["field_0"], pairs["field_1"], pairs["row"]
-    key = key.str.strip_chars()
+    step = np.arange(int(cl.sum()), dtype=np.int64)
+    pairs = pl.DataFrame(
+        {
+            "row": np.repeat(row_ids, cl),
+            "kv": kv.gather(np.repeat(starts[row_ids] - cstart, cl) + step),
+        }
+    ).with_columns(pl.col("kv").str.splitn(":", 2))  # the key, then all the rest
+    key = pairs["kv"].struct.field("field_0").str.strip_chars()
+    raw = pairs["kv"].struct.field("field_1")
     keep = raw.is_not_null() & (key.str.len_chars() > 0)  # no colon: a cut pair, no metric
-    if not keep.all():
-        key, raw, local = key.filter(keep), raw.filter(keep), local.filter(keep)
-    m = len(row_ids)
+    key, raw, rows = key.filter(keep), raw.filter(keep), pairs["row"].filter(keep).to_numpy()
     if key.len() == 0:
-        return _Part(row_ids, [], np.empty((0, m)), np.empty((0, m), dtype=bool), {})
+        return _Block(row_ids, [], np.empty((0, len(row_ids))), None, {})
     value = raw.cast(pl.Float64, strict=False)
-    bad = value.is_null()
-    if bad.any():
-        idx = np.flatnonzero(bad.to_numpy())
+    if value.null_count():
+        idx = np.flatnonzero(value.is_null().to_numpy())
         value = value.scatter(idx, _clean_cast(raw.gather(idx)))
     names = key.unique(maintain_order=True)
-    rows = local.to_numpy()
     first_at = key.arg_unique().to_numpy()  # in the order of `names`
     row_start = np.searchsorted(rows, rows[first_at])
     first = {
-        name: (int(row_ids[rows[at]]), int(at - start))
+        name: (int(rows[at]), int(at - start))
         for name, at, start in zip(names.to_list(), first_at, row_start, strict=True)
     }
-    k = names.len()
-    codes = key.cast(pl.Enum(names)).to_physical().to_numpy().astype(np.int64)
-    flat = rows * k + codes
-    values = np.full(m * k, np.nan)
-    present = np.zeros(m * k, dtype=bool)
-    values[flat] = value.to_numpy()  # null (no number) -> nan; `present` keeps them apart
+    k, m = names.len(), len(row_ids)
+    local = np.searchsorted(row_ids, rows)  # general rows numbered 0..m-1
+    flat = key.cast(pl.Enum(names)).to_physical().to_numpy().astype(np.int64) * m + local
+    values = np.full(k * m, np.nan)
+    present = np.zeros(k * m, dtype=bool)
+    values[flat] = value.to_numpy()  # a key repeated in a row: the last one wins (in order)
     present[flat] = value.is_not_null().to_numpy()
-    return _Part(row_ids, names.to_list(), values.reshape(m, k).T, present.reshape(m, k).T, first)
+    return _Block(row_ids, names.to_list(), values.reshape(k, m), present.reshape(k, m), first)
 
 
 def _clean_cast(raw: pl.Series) -> pl.Series:
@@ -290,8 +293,8 @@ def _clean_cast(raw: pl.Series) -> pl.Series:
     )
 
 
-def _assemble(parts: list[_Part], n: int) -> pl.DataFrame:
-    """The parts as one frame of n rows in file order, columns in the order their keys first
+def _assemble(parts: list[_Block], n: int) -> pl.DataFrame:
+    """The blocks as one frame of n rows in file order, columns in the order their keys first
     appear; null where a row has no such key or its value is no number."""
     import numpy as np
     import polars as pl
@@ -301,22 +304,30 @@ def _assemble(parts: list[_Part], n: int) -> pl.DataFrame:
         for key, place in part.first.items():
             first[key] = min(first.get(key, place), place)
     names = sorted(first, key=first.__getitem__)
-    if len(parts) == 1 and len(parts[0].rows) == n and parts[0].names == names:
-        values, present = parts[0].values, parts[0].present  # the common case: no copy
-    else:
-        col = {key: i for i, key in enumerate(names)}
-        values = np.full((len(names), n), np.nan)
-        present = np.zeros((len(names), n), dtype=bool)
-        for part in parts:
-            if part.names:
-                at = (np.array([col[k] for k in part.names])[:, None], part.rows)
-                values[at], present[at] = part.values, part.present
     if not names:
         return pl.DataFrame()
-    wide = pl.DataFrame([pl.Series(name, values[i]) for i, name in enumerate(names)])
-    holes = np.flatnonzero(~present.all(axis=1)).tolist()
-    if holes:  # nan where the key was missing or no number -> null; a printed nan stays
-        wide = wide.with_columns(
-            pl.when(pl.Series(present[i])).then(pl.col(names[i])).alias(names[i]) for i in holes
-        )
-    return wide
+    col = {key: i for i, key in enumerate(names)}
+    values = np.full((len(names), n), np.nan)
+    filled = np.zeros(len(names), dtype=np.int64)  # numbers per column: n is a full column
+    spots = []
+    for part in parts:
+        if part.names:
+            cols = np.array([col[k] for k in part.names])  # a block's keys are unique
+            at = (cols[:, None], part.rows)
+            values[at] = part.values
+            filled[cols] += len(part.rows) if part.present is None else part.present.sum(axis=1)
+            spots.append((at, part.present))
+    holes = filled < n
+    if holes.any():  # which cells hold a number, for the columns with a null
+        present = np.zeros((len(names), n), dtype=bool)
+        for at, there in spots:
+            present[at] = True if there is None else there
+    return pl.DataFrame(
+        [
+            pl.Series(name, values[i])
+            if not holes[i]
+            # nan where the key was missing or no number -> null (a printed nan stays)
+            else pl.Series(name, values[i]).scatter(np.flatnonzero(~present[i]), None)
+            for i, name in enumerate(names)
+        ]
+    )
