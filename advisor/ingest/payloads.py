@@ -103,28 +103,35 @@ def _read_rows(payloads: list[str]) -> pl.DataFrame:
     import numpy as np
 
     n = len(payloads)
-    kv, lens = _split(payloads)
+    kv, lens, size = _split(payloads)
     starts = np.zeros(n + 1, dtype=np.int64)  # piece i of row r is kv[starts[r] + i]
     np.cumsum(lens, out=starts[1:])
-    parts, rest = _read_blocks(kv, lens, starts, payloads.__getitem__)
+    parts, rest = _read_blocks(kv, lens, starts, size, payloads.__getitem__)
     if len(rest):
         parts.append(_general_part(kv, lens, starts, rest))
     return _assemble(parts, n)
 
 
-def _split(payloads: list[str]) -> tuple[pl.Series, np.ndarray]:
-    """Every payload's pieces (split at " - ", one after the other) and how many each has
-    (at least one: "" is one piece). Eager Series operations run on one thread: polars'
+def _split(payloads: list[str]) -> tuple[pl.Series, np.ndarray, np.ndarray]:
+    """Every payload's pieces (split at " - ", one after the other), how many each has (at
+    least one: "" is one piece) and their bytes. Eager Series operations run on one thread: polars'
     parallel plans cost more CPU than they save time on a busy machine."""
     import numpy as np
     import polars as pl
 
-    pieces = pl.Series(payloads, dtype=pl.String).str.split(" - ")
-    return pieces.explode(), pieces.list.len().to_numpy().astype(np.int64)
+    texts = pl.Series(payloads, dtype=pl.String)
+    pieces = texts.str.split(" - ")
+    lens = pieces.list.len().to_numpy().astype(np.int64)
+    # the bytes of a row's pieces: its payload's, less 3 per " - " between them
+    return pieces.explode(), lens, texts.str.len_bytes().to_numpy() - 3 * (lens - 1)
 
 
 def _read_blocks(
-    kv: pl.Series, lens: np.ndarray, starts: np.ndarray, text: Callable[[int], str]
+    kv: pl.Series,
+    lens: np.ndarray,
+    starts: np.ndarray,
+    size: np.ndarray,
+    text: Callable[[int], str],
 ) -> tuple[list[_Block], np.ndarray]:
     """The block rows' cells, round by round (see the module doc), and the row ids left for
     the general scatter."""
@@ -137,7 +144,7 @@ def _read_blocks(
         if not refs:
             break
         cand = rest[np.isin(lens[rest], list(refs))]
-        blocks, accepted = _check_and_cast(kv, lens, starts, cand, refs)
+        blocks, accepted = _check_and_cast(kv, lens, starts, size, cand, refs)
         if not accepted.any():
             break
         parts += blocks
@@ -177,6 +184,7 @@ def _check_and_cast(
     kv: pl.Series,
     lens: np.ndarray,
     starts: np.ndarray,
+    size: np.ndarray,
     cand: np.ndarray,
     refs: dict[int, list[str]],
 ) -> tuple[list[_Block], np.ndarray]:
@@ -187,8 +195,10 @@ def _check_and_cast(
     import polars as pl
 
     names, offset = [], np.zeros(int(lens.max()) + 1, dtype=np.int64)
+    key_bytes = np.zeros_like(offset)  # of all the `key:` prefixes of a row of that count
     for length, keys in refs.items():
         offset[length] = len(names)
+        key_bytes[length] = sum(len(k.encode()) + 1 for k in keys)
         names += keys
     cl = lens[cand]
     cstart = np.zeros(len(cand), dtype=np.int64)
@@ -200,8 +210,9 @@ def _check_and_cast(
     prefix = pl.Series([k + ":" for k in names], dtype=pl.String).gather(slots)
     # every row a candidate (each has a piece): no gather
     sub = kv if total == len(kv) else kv.gather(np.repeat(starts[cand] - cstart, cl) + step)
-    ok, values, present = _starts_and_values(sub, prefix)
-    row_ok = np.logical_and.reduceat(ok, cstart)
+    raw_bytes, values, present = _strip_and_cast(sub, prefix)
+    # a piece loses all its prefix or nothing: a row lost all its prefixes' bytes or not all
+    row_ok = size[cand] - np.add.reduceat(raw_bytes, cstart) == key_bytes[cl]
     if present is not None:
         bad = ~present & np.repeat(row_ok, cl)
         if bad.any():  # not a number as it is: cleaned and cast again (np.float64(...) ...)
@@ -220,19 +231,17 @@ def _check_and_cast(
     return blocks, row_ok
 
 
-def _starts_and_values(
+def _strip_and_cast(
     sub: pl.Series, prefix: pl.Series
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Whether each piece starts with its prefix (never empty: it ends in ':'), what follows
-    it as a number (nan where none), and whether it is one (None: all are)."""
+    """Each piece without its prefix if it starts with it: its bytes, what it is as a number
+    (nan where none), and whether it is one (None: all are)."""
     import polars as pl
 
     raw = sub.str.strip_prefix(prefix)
-    ok = (raw.str.len_bytes() < sub.str.len_bytes()).to_numpy()
     value = raw.cast(pl.Float64, strict=False)
-    if value.null_count():
-        return ok, value.to_numpy(), value.is_not_null().to_numpy()
-    return ok, value.to_numpy(), None  # every value a number (the array may be read-only)
+    there = value.is_not_null().to_numpy() if value.null_count() else None
+    return raw.str.len_bytes().to_numpy(), value.to_numpy(), there
 
 
 def _general_part(
