@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from advisor.types import InputError
 
@@ -50,72 +50,82 @@ def payloads_to_frame(
 ) -> pl.DataFrame:
     """Payload i is texts[i][offsets[i]:]; its step is steps[i]. A `step` column, then one
     Float64 column per key; a key a row does not have, or whose value is no number, is null."""
+    import numpy as np
     import polars as pl
 
     if any(offsets):
         texts = [t[o:] if o else t for t, o in zip(texts, offsets, strict=True)]
-    bounds = _bounds(texts)
-    if len(bounds) == 1:
-        wide = _read_rows(texts)
-    else:  # a big log in consecutive parts, each read whole on its own thread
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(len(bounds) - 1) as pool:
-            later = [pool.submit(_read_rows, texts[a:b]) for a, b in bounds[1:]]
-            frames = [_read_rows(texts[: bounds[0][1]])] + [job.result() for job in later]
-        wide = _stack(frames, [b - a for a, b in bounds])
+    n = len(texts)
+    with _Sides(sum(map(len, texts))) as sides:
+        kv, lens, size = _split(texts, sides)
+        starts = np.zeros(n + 1, dtype=np.int64)  # piece i of row r is kv[starts[r] + i]
+        np.cumsum(lens, out=starts[1:])
+        parts, rest = _read_blocks(kv, lens, starts, size, texts.__getitem__, sides)
+    if len(rest):
+        parts.append(_general_part(kv, lens, starts, rest))
+    wide = _assemble(parts, n)
     if not wide.width:
         raise InputError(f"{source}: step lines hold no 'key:value' metric")
     return wide.insert_column(0, pl.Series("step", steps, dtype=pl.Int64))
 
 
-def _stack(frames: list[pl.DataFrame], heights: list[int]) -> pl.DataFrame:
-    """Consecutive parts one under the other; a key only some parts have is null in the others.
-    The columns come in the order they first appear in the parts, which is the file order."""
-    import polars as pl
+class _Sides:
+    """For a big log, the two costliest string operations (the split; the strip and cast) run
+    in consecutive parts side by side, one per polars thread: eager polars operations run on
+    the calling thread and let go of the GIL. Below `_PART_CHARS`, one part."""
 
-    holder = " "  # no key (keys are stripped): holds the rows of a part without any pair
-    frames = [
-        f if f.width else pl.DataFrame({holder: pl.repeat(None, h, dtype=pl.Float64, eager=True)})
-        for f, h in zip(frames, heights, strict=True)
-    ]
-    wide = pl.concat(frames, how="diagonal")
-    return wide.drop(holder) if holder in wide.columns else wide
+    def __init__(self, chars: int) -> None:
+        import polars as pl
+
+        self.count = max(1, min(pl.thread_pool_size(), chars // _PART_CHARS))
+        self._pool: Any = None
+
+    def __enter__(self) -> _Sides:
+        if self.count > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.count - 1)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+
+    def map(self, fn: Callable[..., Any], args: list[tuple[Any, ...]]) -> list[Any]:
+        """fn(*a) for each a: the first on this thread, the others on the pool."""
+        if self._pool is None or len(args) == 1:
+            return [fn(*a) for a in args]
+        later = [self._pool.submit(fn, *a) for a in args[1:]]
+        return [fn(*args[0])] + [job.result() for job in later]
+
+    def bounds(self, n: int, sizes: np.ndarray | None = None) -> list[tuple[int, int]]:
+        """(start, end) of `count` consecutive parts of n items of about equal size."""
+        import numpy as np
+
+        if self.count == 1 or n < 2:
+            return [(0, n)]
+        if sizes is None:
+            cuts = [n * i // self.count for i in range(1, self.count)]
+        else:
+            total = np.cumsum(sizes)
+            targets = [int(total[-1]) * i // self.count for i in range(1, self.count)]
+            cuts = (np.searchsorted(total, targets) + 1).tolist()
+        return list(pairwise(sorted({0, *(min(c, n) for c in cuts), n})))
 
 
-def _bounds(payloads: list[str]) -> list[tuple[int, int]]:
-    """(first row, end row) of consecutive parts of about equal text, one per polars thread
-    (eager polars operations run on the calling thread and let go of the GIL)."""
-    import numpy as np
-    import polars as pl
-
-    sizes = np.cumsum(np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads)))
-    total = int(sizes[-1]) if len(sizes) else 0
-    count = min(pl.thread_pool_size(), total // _PART_CHARS, len(payloads))
-    if count <= 1:
-        return [(0, len(payloads))]
-    cuts = [int(np.searchsorted(sizes, total * i // count)) + 1 for i in range(1, count)]
-    return list(pairwise(sorted({0, *(min(c, len(payloads)) for c in cuts), len(payloads)})))
-
-
-def _read_rows(payloads: list[str]) -> pl.DataFrame:
-    """The frame of these payloads (no `step` column)."""
-    import numpy as np
-
-    n = len(payloads)
-    kv, lens, size = _split(payloads)
-    starts = np.zeros(n + 1, dtype=np.int64)  # piece i of row r is kv[starts[r] + i]
-    np.cumsum(lens, out=starts[1:])
-    parts, rest = _read_blocks(kv, lens, starts, size, payloads.__getitem__)
-    if len(rest):
-        parts.append(_general_part(kv, lens, starts, rest))
-    return _assemble(parts, n)
-
-
-def _split(payloads: list[str]) -> tuple[pl.Series, np.ndarray, np.ndarray]:
+def _split(payloads: list[str], sides: _Sides) -> tuple[pl.Series, np.ndarray, np.ndarray]:
     """Every payload's pieces (split at " - ", one after the other), how many each has (at
-    least one: "" is one piece) and their bytes. Eager Series operations run on one thread: polars'
-    parallel plans cost more CPU than they save time on a busy machine."""
+    least one: "" is one piece) and their bytes."""
+    import numpy as np
+    import polars as pl
+
+    sizes = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
+    done = sides.map(_split_part, [(payloads[a:b],) for a, b in sides.bounds(len(sizes), sizes)])
+    kv = pl.concat([d[0] for d in done], rechunk=False) if len(done) > 1 else done[0][0]
+    return kv, np.concatenate([d[1] for d in done]), np.concatenate([d[2] for d in done])
+
+
+def _split_part(payloads: list[str]) -> tuple[pl.Series, np.ndarray, np.ndarray]:
     import numpy as np
     import polars as pl
 
@@ -132,6 +142,7 @@ def _read_blocks(
     starts: np.ndarray,
     size: np.ndarray,
     text: Callable[[int], str],
+    sides: _Sides,
 ) -> tuple[list[_Block], np.ndarray]:
     """The block rows' cells, round by round (see the module doc), and the row ids left for
     the general scatter."""
@@ -144,7 +155,7 @@ def _read_blocks(
         if not refs:
             break
         cand = rest[np.isin(lens[rest], list(refs))]
-        blocks, accepted = _check_and_cast(kv, lens, starts, size, cand, refs)
+        blocks, accepted = _check_and_cast(kv, lens, starts, size, cand, refs, sides)
         if not accepted.any():
             break
         parts += blocks
@@ -187,6 +198,7 @@ def _check_and_cast(
     size: np.ndarray,
     cand: np.ndarray,
     refs: dict[int, list[str]],
+    sides: _Sides,
 ) -> tuple[list[_Block], np.ndarray]:
     """Each candidate row's pieces checked against `key:` of its pair count's keys, the rest of
     each piece cast, in one pass. A block per pair count of the rows that pass, and which
@@ -210,7 +222,8 @@ def _check_and_cast(
     prefix = pl.Series([k + ":" for k in names], dtype=pl.String).gather(slots)
     # every row a candidate (each has a piece): no gather
     sub = kv if total == len(kv) else kv.gather(np.repeat(starts[cand] - cstart, cl) + step)
-    raw_bytes, values, present = _strip_and_cast(sub, prefix)
+    parts = [(sub.slice(a, b - a), prefix.slice(a, b - a)) for a, b in sides.bounds(total)]
+    raw_bytes, values, present = _joined(sides.map(_strip_and_cast, parts))
     # a piece loses all its prefix or nothing: a row lost all its prefixes' bytes or not all
     row_ok = size[cand] - np.add.reduceat(raw_bytes, cstart) == key_bytes[cl]
     if present is not None:
@@ -242,6 +255,20 @@ def _strip_and_cast(
     value = raw.cast(pl.Float64, strict=False)
     there = value.is_not_null().to_numpy() if value.null_count() else None
     return raw.str.len_bytes().to_numpy(), value.to_numpy(), there
+
+
+def _joined(
+    done: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The parts' results end to end (present None only if it is None in every part)."""
+    import numpy as np
+
+    if len(done) == 1:
+        return done[0]
+    present = None
+    if any(d[2] is not None for d in done):
+        present = np.concatenate([np.ones(len(d[1]), bool) if d[2] is None else d[2] for d in done])
+    return np.concatenate([d[0] for d in done]), np.concatenate([d[1] for d in done]), present
 
 
 def _general_part(
