@@ -4,12 +4,15 @@ The console reader hands over the payloads of its step lines in file order. They
 " - " once, in polars. verl prints the same keys in the same order on almost every step, so a
 row is first read as a *block* row: the keys of the first row of its pair count (`_plan`) are
 what every row of that count is checked against, piece by piece, in one vectorised pass over
-all the candidates (`_check_and_cast`: the piece starts with the expected `key:`, the rest is
-cast to Float64). A row that fails (other keys, odd pieces) is tried again in the next round
-against the keys of the first failed row; what is left after `_ROUNDS` goes through the general
-(row, key, value) scatter (`_general_part`). Every row read either way gives the same values.
-Both give cells (row, key, value) that are laid out with numpy at the end (`_assemble`), the
-columns in the order the keys first appear in the file (row, then place in the row).
+all the candidates (`_check_and_cast`: each piece loses its expected `key:` prefix, the rest is
+cast to Float64; a row whose pieces lost all their prefixes passes). A row that fails (other
+keys, odd pieces) is tried again in the next round against the keys of the first failed row;
+what is left after `_ROUNDS` goes through the general (row, key, value) scatter
+(`_general_part`). Every row read either way gives the same values (tests/ingest/
+test_console_payloads.py checks both against a plain reading). The blocks are laid out column
+by column with numpy (`_assemble`), the columns in the order the keys first appear in the file
+(row, then place in the row). The string operations run in batches, on threads for a big log
+(`_Batches`).
 """
 
 from __future__ import annotations
@@ -160,8 +163,8 @@ def _read_blocks(
     text: Callable[[int], str],
     batches: _Batches,
 ) -> tuple[list[_Block], np.ndarray]:
-    """The block rows' cells, round by round (see the module doc), and the row ids left for
-    the general scatter."""
+    """The block rows, round by round (see the module doc), and the row ids left for the
+    general scatter."""
     import numpy as np
 
     rest = np.arange(len(lens))
@@ -222,7 +225,8 @@ def _check_and_cast(
     import numpy as np
     import polars as pl
 
-    names, offset = [], np.zeros(int(lens.max()) + 1, dtype=np.int64)
+    names: list[str] = []
+    offset = np.zeros(int(lens.max()) + 1, dtype=np.int64)
     key_bytes = np.zeros_like(offset)  # of all the `key:` prefixes of a row of that count
     for length, keys in refs.items():
         offset[length] = len(names)
@@ -290,8 +294,8 @@ def _joined(
 def _general_part(
     kv: pl.Series, lens: np.ndarray, starts: np.ndarray, row_ids: np.ndarray
 ) -> _Block:
-    """Any rows: every piece `key:value` (key stripped; a piece without a colon or with an
-    empty key is no pair) is a cell; a key repeated in a row keeps its last value."""
+    """Any rows: every piece `key:value` (the key stripped; a piece without a colon or with an
+    empty key is no pair), a key repeated in a row keeping its last value."""
     import numpy as np
     import polars as pl
 
