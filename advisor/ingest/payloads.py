@@ -38,15 +38,23 @@ _WRAPPER = r"^(?:np\.\w+|tensor|torch\.tensor)\(\s*([^,)]*).*$"
 
 @dataclass
 class _Block:
-    """Rows read one way: values[j, i] is key names[j] of row rows[i] (column-major, as the
-    frame is made of columns); nan, and not present, where the row lacks the key or its value
-    is no number (present None: every value is there and a number)."""
+    """Rows read one way: key names[j] of row rows[i] is values[at[i] + j * stride] (nan, and
+    not present, where the row lacks the key or its value is no number; present None: all
+    are numbers). The values stay where they were read, not copied into a block: for a 12 MB
+    log, big temporary arrays cost more in page faults than in work."""
 
     rows: np.ndarray
     names: list[str]
     values: np.ndarray
     present: np.ndarray | None
+    at: np.ndarray
+    stride: int
     first: dict[str, tuple[int, int]]  # key -> (row, place in the row) where it first appears
+
+    def column(self, j: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """The values of key names[j] in the block's rows, and whether each is a number."""
+        idx = self.at + j * self.stride
+        return self.values[idx], None if self.present is None else self.present[idx]
 
 
 def payloads_to_frame(
@@ -237,12 +245,20 @@ def _check_and_cast(
     np.cumsum(cl[:-1], out=cstart[1:])
     total = int(cstart[-1] + cl[-1])
     # piece i of candidate c: its key is names[offset[cl[c]] + i], its text kv[starts[c] + i]
-    step = np.arange(total, dtype=np.int64)
-    slots = np.repeat(offset[cl] - cstart, cl) + step
+    if total == len(kv):
+        sub = kv  # every row a candidate (each has a piece): no gather
+    else:
+        sub = kv.gather(np.repeat(starts[cand] - cstart, cl) + np.arange(total))
     table = pl.Series([k + ":" for k in names], dtype=pl.String)
-    # every row a candidate (each has a piece): no gather
-    sub = kv if total == len(kv) else kv.gather(np.repeat(starts[cand] - cstart, cl) + step)
-    parts = [(sub.slice(a, b - a), table, slots[a:b]) for a, b in batches.bounds(total)]
+    parts = [
+        (
+            sub.slice(int(cstart[a]), int(cstart[b - 1] + cl[b - 1] - cstart[a])),
+            table,
+            offset[cl[a:b]],
+            cl[a:b],
+        )
+        for a, b in batches.bounds(len(cand), cl)
+    ]
     raw_bytes, values, present = _joined(batches.map(_strip_and_cast, parts))
     # a piece loses all its prefix or nothing: a row lost all its prefixes' bytes or not all
     row_ok = size[cand] - np.add.reduceat(raw_bytes, cstart) == key_bytes[cl]
@@ -250,31 +266,43 @@ def _check_and_cast(
         bad = ~present & np.repeat(row_ok, cl)
         if bad.any():  # not a number as it is: cleaned and cast again (np.float64(...) ...)
             idx = np.flatnonzero(bad)
-            fixed = _clean_cast(sub.gather(idx).str.strip_prefix(table.gather(slots[idx])))
+            fixed = _clean_cast(
+                sub.gather(idx).str.strip_prefix(table.gather(_slots(offset[cl], cl)[idx]))
+            )
             values[idx], present[idx] = fixed.to_numpy(), fixed.is_not_null().to_numpy()
     blocks = []
     for length, keys in refs.items():
         read = np.flatnonzero(row_ok & (cl == length))
         if len(read):
-            at = np.arange(length)[:, None] + cstart[read]  # (key, row)
             rows = cand[read]
             first = {k: (int(rows[0]), j) for j, k in enumerate(keys)}
-            there = None if present is None else present[at]
-            blocks.append(_Block(rows, keys, values[at], there, first))
+            blocks.append(_Block(rows, keys, values, present, cstart[read], 1, first))
     return blocks, row_ok
 
 
 def _strip_and_cast(
-    sub: pl.Series, table: pl.Series, slots: np.ndarray
+    sub: pl.Series, table: pl.Series, offset: np.ndarray, cl: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Each piece without its prefix `table[slot]` if it starts with it: its bytes, what it is
-    as a number (nan where none), and whether it is one (None: all are)."""
+    """The pieces of rows of cl[r] pieces whose keys are table[offset[r]:...], each without
+    its key prefix if it starts with it: its bytes, what it is as a number (nan where none),
+    and whether it is one (None: all are)."""
     import polars as pl
 
-    raw = sub.str.strip_prefix(table.gather(slots))
+    raw = sub.str.strip_prefix(table.gather(_slots(offset, cl)))
     value = raw.cast(pl.Float64, strict=False)
     there = value.is_not_null().to_numpy() if value.null_count() else None
     return raw.str.len_bytes().to_numpy(), value.to_numpy(), there
+
+
+def _slots(offset: np.ndarray, cl: np.ndarray) -> np.ndarray:
+    """offset[r] + i for piece i of each row r (row r has cl[r] pieces), one after the other."""
+    import numpy as np
+
+    start = np.zeros(len(cl), dtype=np.int32)
+    np.cumsum(cl[:-1], out=start[1:])
+    slots = np.arange(int(start[-1] + cl[-1]) if len(cl) else 0, dtype=np.int32)
+    slots += np.repeat((offset - start).astype(np.int32), cl)
+    return slots
 
 
 def _joined(
@@ -314,7 +342,7 @@ def _general_part(
     keep = raw.is_not_null() & (key.str.len_chars() > 0)  # no colon: a cut pair, no metric
     key, raw, rows = key.filter(keep), raw.filter(keep), pairs["row"].filter(keep).to_numpy()
     if key.len() == 0:
-        return _Block(row_ids, [], np.empty((0, len(row_ids))), None, {})
+        return _Block(row_ids, [], np.empty(0), None, row_ids, 0, {})
     value = raw.cast(pl.Float64, strict=False)
     if value.null_count():
         idx = np.flatnonzero(value.is_null().to_numpy())
@@ -333,7 +361,7 @@ def _general_part(
     present = np.zeros(k * m, dtype=bool)
     values[flat] = value.to_numpy()  # a key repeated in a row: the last one wins (in order)
     present[flat] = value.is_not_null().to_numpy()
-    return _Block(row_ids, names.to_list(), values.reshape(k, m), present.reshape(k, m), first)
+    return _Block(row_ids, names.to_list(), values, present, np.arange(m), m, first)
 
 
 def _clean_cast(raw: pl.Series) -> pl.Series:
@@ -351,39 +379,32 @@ def _clean_cast(raw: pl.Series) -> pl.Series:
 
 def _assemble(parts: list[_Block], n: int) -> pl.DataFrame:
     """The blocks as one frame of n rows in file order, columns in the order their keys first
-    appear; null where a row has no such key or its value is no number."""
+    appear; null where a row has no such key or its value is no number. Built a column at a
+    time (small arrays: see `_Block`)."""
     import numpy as np
     import polars as pl
 
     first: dict[str, tuple[int, int]] = {}
+    where: dict[str, list[tuple[_Block, int]]] = {}
     for part in parts:
-        for key, place in part.first.items():
+        for j, key in enumerate(part.names):
+            place = part.first[key]
             first[key] = min(first.get(key, place), place)
-    names = sorted(first, key=first.__getitem__)
-    if not names:
-        return pl.DataFrame()
-    col = {key: i for i, key in enumerate(names)}
-    values = np.full((len(names), n), np.nan)
-    filled = np.zeros(len(names), dtype=np.int64)  # numbers per column: n is a full column
-    spots = []
-    for part in parts:
-        if part.names:
-            cols = np.array([col[k] for k in part.names])  # a block's keys are unique
-            at = (cols[:, None], part.rows)
-            values[at] = part.values
-            filled[cols] += len(part.rows) if part.present is None else part.present.sum(axis=1)
-            spots.append((at, part.present))
-    holes = filled < n
-    if holes.any():  # which cells hold a number, for the columns with a null
-        present = np.zeros((len(names), n), dtype=bool)
-        for at, there in spots:
-            present[at] = True if there is None else there
-    return pl.DataFrame(
-        [
-            pl.Series(name, values[i])
-            if not holes[i]
-            # nan where the key was missing or no number -> null (a printed nan stays)
-            else pl.Series(name, values[i]).scatter(np.flatnonzero(~present[i]), None)
-            for i, name in enumerate(names)
-        ]
-    )
+            where.setdefault(key, []).append((part, j))
+    columns = []
+    for name in sorted(first, key=first.__getitem__):
+        values = np.full(n, np.nan)
+        count = 0  # numbers in the column: n is a full one
+        for part, j in where[name]:
+            got, there = part.column(j)
+            values[part.rows] = got
+            count += len(part.rows) if there is None else int(there.sum())
+        column = pl.Series(name, values)
+        if count < n:  # nan where the key was missing or no number -> null (a printed nan stays)
+            present = np.zeros(n, dtype=bool)
+            for part, j in where[name]:
+                there = part.column(j)[1]
+                present[part.rows] = True if there is None else there
+            column = column.scatter(np.flatnonzero(~present), None)
+        columns.append(column)
+    return pl.DataFrame(columns)
