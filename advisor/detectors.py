@@ -26,7 +26,9 @@ most healthy runs. The guards, each cutting the rate:
   the latest few, fewer than k, holding >= 3 points) suffices when its statistic is 2 x past
   the threshold and every logged point of it passes the plain thresholds: a level, not a spike
   (issue 6: a KL x200 need not wait for three blocks);
-- oscillation needs repeated swings (a zigzag with at least three turns, or 5 of 6 noisy spans),
+- oscillation needs repeated swings (a zigzag with at least three turns, or 5 of 6 noisy spans)
+  larger than the run's own long-run wander (`Series.wander`: a 6-block warm-up cannot show how
+  far autocorrelated block means drift),
   a KL explosion needs the level to multiply itself over a fixed lag (a saturating healthy KL
   does not) and to reach an absolute floor, a divergence needs half the smoothed peak lost for
   three blocks AND something blowing up;
@@ -105,6 +107,9 @@ class Series:
     trough: float | None
     trough_step: int | None
     blocks_total: int  # blocks ever closed for this metric (the window holds the last ones)
+    # The run's long-run wander: (blocks_total when it closed, robust scale) of each disjoint
+    # chunk of WANDER_BLOCKS block means since the first block, the latest ones (bounded).
+    wander: tuple[tuple[int, float], ...] = ()
 
     @property
     def start(self) -> np.ndarray:  # first step of each block
@@ -144,6 +149,8 @@ class Series:
 
 # ----------------------------------------------------------------------------- helpers
 SPAN = 3  # blocks pooled for the residual spread (catches swings slower than one block)
+WANDER_BLOCKS = 16  # block means per chunk of the long-run wander reference (Series.wander)
+WANDER_CHUNKS = 64  # chunks kept (1,024 blocks: a 5,000-step run in 5-step blocks)
 
 
 def span_sd(blocks: np.ndarray, span: int = SPAN) -> np.ndarray:
@@ -947,6 +954,20 @@ def _norm_factor(s: Series, comp: Series | None) -> np.ndarray:
     return np.where(np.isfinite(f), f, 1.0)
 
 
+def _wander(s: Series, window: int) -> float:
+    """How far the block means wander over WANDER_BLOCKS blocks in this run so far: the median
+    robust scale of the chunks that closed before the last `window` blocks (0 before any did).
+
+    Autocorrelated noise makes block means wander slowly; six warm-up block means (and second
+    differences over the window, which a slow wander barely moves) under-rate it 2-4x, and over
+    hundreds of windows a few such wanders zigzag by chance (issue 4: healthy runs of 5-step
+    blocks). Chunks inside the judged window are left out so that an oscillation does not set
+    its own yardstick; the median keeps a few odd chunks from moving it.
+    """
+    ref = [scale for end, scale in s.wander if end <= s.blocks_total - window]
+    return float(np.median(ref)) if ref else 0.0
+
+
 def _zigzag(y: list[float], delta: list[float]) -> list[int]:
     """Turning points of a series that count only moves of at least delta[i] (a zigzag with
     hysteresis): a one-way step gives one, an oscillation gives one per swing."""
@@ -1018,6 +1039,12 @@ def volatility(s: Series, p: Params) -> Evidence | None:
         # (issue 4). A swing slower than ~6 blocks barely moves second differences.
         floor = max(0.01 * abs(b.median), 1e-12)
         move = max(move, float(p["window_ratio"]) * robust_scale(s.mean, floor, line=False))
+    if float(p.get("wander_ratio", 0.0)) > 0:
+        # ...and `wander_ratio` times the run's long-run wander of its block means (_wander):
+        # with the true spread sigma of independent block means, three alternating moves of 4
+        # sigmas within 16 blocks turn up in ~10 % of 800-block runs, of 4.5 in < 1 %
+        # (simulated); correlated means zigzag less. 0 until 2 chunks have closed.
+        move = max(move, float(p["wander_ratio"]) * _wander(s, w))
     # A span's spread is an estimate from its points: with few of them (sparse logging, e.g.
     # TRL every 5 steps = 2-3 points a block) a ratio of two such estimates passes 2.5 by
     # chance (an F ratio with ~4 and ~4 degrees of freedom exceeds 6.25 about 5 % of the time).

@@ -50,7 +50,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from advisor.detectors import DETECTORS, Baseline, Series, robust_scale, span_sd
+from advisor.detectors import (
+    DETECTORS,
+    WANDER_BLOCKS,
+    WANDER_CHUNKS,
+    Baseline,
+    Series,
+    robust_scale,
+    span_sd,
+)
 from advisor.types import Evidence, Finding, InputError, RunEnding, Severity
 
 if TYPE_CHECKING:
@@ -95,6 +103,11 @@ class Leaf(_M):
     skip_note: str = Field("", description="said in the assumptions when skip_if applies")
     only_if: list[Predicate] = Field(
         default_factory=list, description="facts that must all hold, else the leaf is false"
+    )
+    keep: dict[str, Scalar | PerAlgorithm] = Field(
+        default_factory=dict,
+        description="params that replace `params` while the rule's finding is active "
+        "(hysteresis: a stricter condition starts a finding than keeps it alive)",
     )
 
     @property
@@ -289,6 +302,20 @@ def _detrended_sd(a: list[float]) -> float:
     return math.sqrt(max(0.0, resid) / n)
 
 
+def _add_wander(t: _Track) -> None:
+    """Close a chunk of the long-run wander reference: the robust scale (MAD around a Theil-Sen
+    line, or second differences) of the latest WANDER_BLOCKS block means. A 6-block warm-up
+    cannot show how far autocorrelated noise wanders over 16 blocks; the run's own history
+    can, and the median over chunks converges as the run goes on (detectors.volatility)."""
+    x = t.buf[max(0, t.nb - WANDER_BLOCKS) : t.nb, 2]
+    x = x[np.isfinite(x)]
+    if len(x) < WANDER_BLOCKS // 2:
+        return
+    level = float(np.median(x))
+    t.wander.append((t.total, robust_scale(x, max(0.01 * abs(level), 1e-12))))
+    del t.wander[:-WANDER_CHUNKS]
+
+
 @dataclass(slots=True)
 class _Track:
     """One metric's state: the open block's accumulators + bounded block history."""
@@ -307,6 +334,7 @@ class _Track:
     trough_step: int | None = None
     total: int = 0
     warm: list[tuple[float, float, int]] = field(default_factory=list)  # warm-up, bounded
+    wander: list[tuple[int, float]] = field(default_factory=list)  # chunks, bounded
 
 
 @dataclass
@@ -389,7 +417,7 @@ class Monitor:
         }
         self._leaf_keys = {
             id(leaf): (leaf.detector, repr(leaf.metric), repr(sorted(leaf.params.items())),
-                       repr(leaf.skip_if), repr(leaf.only_if))
+                       repr(leaf.skip_if), repr(leaf.only_if), repr(sorted(leaf.keep.items())))
             for r in self._rules
             for leaf in _leaves(r.when)
         }
@@ -458,11 +486,13 @@ class Monitor:
         if node is None:
             return None
         if isinstance(node, Leaf):
-            params = {
-                k: (v.pick(self.algorithm) if isinstance(v, PerAlgorithm) else v)
-                for k, v in node.params.items()
-            }
-            return node.model_copy(update={"params": params})
+            def pick(d: dict[str, Scalar | PerAlgorithm]) -> dict[str, Scalar | PerAlgorithm]:
+                return {
+                    k: (v.pick(self.algorithm) if isinstance(v, PerAlgorithm) else v)
+                    for k, v in d.items()
+                }
+
+            return node.model_copy(update={"params": pick(node.params), "keep": pick(node.keep)})
         if isinstance(node, AllOf):
             return AllOf(all=[self._resolve(n) for n in node.all])
         if isinstance(node, AnyOf):
@@ -537,6 +567,8 @@ class Monitor:
                 t.buf[:-1] = t.buf[1:]
                 t.buf[-1] = row
             t.total += 1
+            if t.total % WANDER_BLOCKS == 0:
+                _add_wander(t)
             if a[1]:
                 if t.peak is None or mean > t.peak:
                     t.peak, t.peak_step = mean, end
@@ -604,6 +636,7 @@ class Monitor:
                 trough=t.trough,
                 trough_step=t.trough_step,
                 blocks_total=t.total,
+                wander=tuple(t.wander),
             )
         cache[name] = s
         return s
@@ -621,7 +654,8 @@ class Monitor:
             if rule.id not in self._active and any(x in self._active for x in rule.suppressed_by):
                 continue  # a more severe active symptom explains this one
             missing: set[str] = set()
-            state, evidence = self._node(rule.when, cache, leaf_cache, missing)
+            active = rule.id in self._active
+            state, evidence = self._node(rule.when, cache, leaf_cache, missing, active)
             if state == ABSENT:
                 self._absent.setdefault(rule.id, set()).update(missing)
             elif rule.id in self._absent:
@@ -642,17 +676,20 @@ class Monitor:
         cache: dict[str, Series | None],
         leaf_cache: dict[tuple[str, ...], tuple[int, list[Evidence]]],
         missing: set[str],
+        active: bool = False,
     ) -> tuple[int, list[Evidence]]:
         if isinstance(node, Leaf):
-            key = self._leaf_keys[id(node)]  # equal leaves of different rules share a result
+            keep = active and bool(node.keep)
+            # equal leaves of different rules share a result (kept ones their own)
+            key = self._leaf_keys[id(node)] + (("keep",) if keep else ())
             if key not in leaf_cache:
-                leaf_cache[key] = self._leaf(node, cache, missing)
+                leaf_cache[key] = self._leaf(node, cache, missing, keep)
             return leaf_cache[key]
         if isinstance(node, AllOf):
             ev: list[Evidence] = []
             absent = False
             for n in node.all:
-                state, e = self._node(n, cache, leaf_cache, missing)
+                state, e = self._node(n, cache, leaf_cache, missing, active)
                 if state == NO:
                     return NO, []
                 absent |= state == ABSENT
@@ -661,18 +698,18 @@ class Monitor:
         if isinstance(node, AnyOf):
             states, ev = [], []
             for n in node.any:  # all branches: every alternative that holds is evidence
-                state, e = self._node(n, cache, leaf_cache, missing)
+                state, e = self._node(n, cache, leaf_cache, missing, active)
                 states.append(state)
                 ev += e
             if FIRE in states:
                 return FIRE, ev
             return (NO, []) if NO in states else (ABSENT, [])
-        state, _ = self._node(node.not_, cache, leaf_cache, set())
+        state, _ = self._node(node.not_, cache, leaf_cache, set(), active)
         # "not X" where X cannot be judged does not block: absence is not evidence either way.
         return (NO, []) if state == FIRE else (FIRE, [])
 
     def _leaf(
-        self, leaf: Leaf, cache: dict[str, Series | None], missing: set[str]
+        self, leaf: Leaf, cache: dict[str, Series | None], missing: set[str], keep: bool = False
     ) -> tuple[int, list[Evidence]]:
         if not all(self._pred[p] for p in leaf.only_if):
             return NO, []
@@ -682,7 +719,7 @@ class Monitor:
                 self._notes[f"skip:{leaf.detector}:{leaf.metric}"] = leaf.skip_note
             return ABSENT, []
         fn, names, per = self._leaf_fn[id(leaf)]
-        params: Mapping[str, Any] = leaf.params
+        params: Mapping[str, Any] = {**leaf.params, **leaf.keep} if keep else leaf.params
         if per is not None:  # a companion series the detector normalises by
             params = {**params, "_per": self._series(per, cache) if per in self._tracks else None}
         seen = False

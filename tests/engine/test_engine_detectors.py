@@ -206,3 +206,30 @@ def test_volatility_four_strong_spans_in_a_row_are_enough() -> None:
     # One wild step inflates the three spans that hold its block, never four.
     spike = [*quiet, [0.5, 0.5, 3.0, 0.5, 0.5], *quiet[:2]]
     assert vol(_raw_series(spike, calm), p) is None
+
+
+def test_volatility_swings_against_the_runs_long_run_wander() -> None:
+    # Block means zigzagging by 0.1 after a warm-up that read a block sigma of 0.01: ten warm-up
+    # sigmas. If the run's earlier 16-block chunks wandered by 0.03 a sigma, the zigzag is 3.3 of
+    # those (autocorrelated noise does that over hundreds of windows): not an oscillation at
+    # wander_ratio 4. Chunks that closed inside the judged window do not count (the oscillation
+    # must not set its own yardstick), and wander_ratio 0 (the keep params) ignores them.
+    vol = DETECTORS["volatility"]
+    calm = Baseline(median=0.5, scale=0.01, start=0.5, sd=0.01, n_blocks=6, end_step=60)
+    means = [0.5, 0.6] * 8
+    arr = _blocks([[m] for m in means])
+    p = {"min_ratio": 2.5, "slow_ratio": 6.0, "min_turns": 3, "window": 16, "wander_ratio": 4.0}
+
+    def series(total: int, wander: tuple) -> Series:
+        return Series(metric="m", raw=arr, baseline=calm, peak=0.6, peak_step=None, peak3=None,
+                      peak3_step=None, trough=None, trough_step=None, blocks_total=total,
+                      wander=wander)
+
+    assert vol(series(16, ()), p) is not None  # no history yet: the warm-up's yardstick
+    before = ((16, 0.03), (32, 0.03), (48, 0.02))
+    assert vol(series(64, before), p) is None  # median wander 0.03: 0.1 is 3.3 of them
+    assert vol(series(64, ((16, 0.01), (32, 0.01), (48, 0.01))), p) is not None
+    wild_late = ((16, 0.01), (32, 0.05), (48, 0.05))
+    assert vol(series(64, wild_late), p) is None
+    assert vol(series(47, wild_late), p) is not None  # chunks 32 and 48 closed in the window
+    assert vol(series(64, before), {**p, "wander_ratio": 0}) is not None

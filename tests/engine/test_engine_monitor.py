@@ -176,3 +176,37 @@ def test_memory_is_flat_and_replays_are_ignored() -> None:
     assert all(shape[0] == mon.rules.settings.window_blocks for shape in sizes.values())
     assert mon.push(100, {"reward_mean": math.nan}) == []  # an old step adds nothing
     assert mon._last == 20_000
+
+
+def test_keep_params_hold_an_active_finding_hysteresis() -> None:
+    # P9 starts at truncation > 0.1; with `keep: {value: 0.05}` a finding already reported stays
+    # active while truncation sits at 0.07 and clears only below 0.05. Without keep it clears.
+    from advisor.engine import load_symptom_rules
+
+    book = load_symptom_rules()
+
+    def with_keep(keep: dict) -> object:
+        rules = [
+            r.model_copy(update={"when": r.when.model_copy(update={"keep": keep})})
+            if r.id == "P9" else r
+            for r in book.rules
+        ]
+        return book.model_copy(update={"rules": rules})
+
+    s = base(600)
+    s["truncation_rate"][200:300] = 0.5
+    s["truncation_rate"][300:450] = 0.07  # below the start threshold, above the keep one
+    s["truncation_rate"][450:] = 0.01
+
+    def p9(rules: object) -> list:
+        mon = Monitor(HP, rules)  # type: ignore[arg-type]
+        for step, row in rows(s):
+            mon.push(step, row)
+        mon.close(None)
+        return [f for f in mon.findings if f.id == "P9"]
+
+    plain, kept = p9(book), p9(with_keep({"value": 0.05}))
+    assert len(plain) == len(kept) == 1
+    assert plain[0].detected_step == kept[0].detected_step
+    assert 300 < plain[0].cleared_step < 360
+    assert 450 < kept[0].cleared_step < 510
