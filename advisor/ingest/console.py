@@ -28,7 +28,11 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _PREFIX = re.compile(r"^\s*\((?:[\w.:-]+)(?: pid=\d+)?(?:, ip=[\w.:]+)?\)\s?")
 _TQDM = re.compile(r"(\d+)/(\d+) \[")
 _TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
-_LEAD_STEP = re.compile(r"(?:Global step|global_step|\bstep)[ :=]+(\d+)\s*:?\s*$", re.IGNORECASE)
+# The counter before a dict: OpenRLHF "Global step N:", slime "step N:" (training) and, for the
+# same rollout id, "rollout N:" (rewards), "perf N:" (lengths, truncation, timings), "eval N:".
+_LEAD_STEP = re.compile(
+    r"(Global step|global_step|\bstep|\brollout|\bperf|\beval)[ :=]+(\d+)\s*:?\s*$", re.IGNORECASE
+)
 _PAIR = re.compile(
     r"""(['"])((?:(?!\1).)+)\1\s*:\s*((?:np\.\w+|tensor|torch\.tensor)\([^)]*\)|[^,{}\[\]]+)"""
 )
@@ -463,7 +467,7 @@ def _dict_line(st: _State, lineno: int, line: str, brace: int, prefix: str, last
         return False
     m = _LEAD_STEP.search(lead)
     if m:
-        kind, step = "step-dict", int(m.group(1))
+        kind, step = "step-dict", int(m.group(2))
     elif any(k in numbers for k in _TRL_KEYS) or any(k.startswith("eval_") for k in numbers):
         kind, step = "trl", None
     else:
@@ -472,7 +476,9 @@ def _dict_line(st: _State, lineno: int, line: str, brace: int, prefix: str, last
         step = int(numbers.pop("step"))
     elif "global_step" in numbers:
         step = int(numbers["global_step"])
-    row = {"_kind": kind, "_step": step, "_tqdm": st.tqdm, "_line": lineno, **numbers}
+    lead_word = m.group(1).lower() if m else kind
+    row = {"_kind": kind, "_step": step, "_tqdm": st.tqdm, "_line": lineno, "_lead": lead_word}
+    row.update(numbers)
     st.dict_rows.append(row)
     if "train_runtime" not in numbers:
         st.last_metric_line = lineno
@@ -620,12 +626,7 @@ def _finish_dicts(st: _State) -> Run:
         fmt = "dict-console"
     elif any(r["_step"] is None for r in rows):
         _derive_trl_steps(st, rows, hints)
-    records = []
-    for r in rows:
-        rec = {k: v for k, v in r.items() if not k.startswith("_")}
-        rec["step"] = r["_step"]
-        records.append(rec)
-    df = pl.from_dicts(records, infer_schema_length=None)
+    df = pl.from_dicts(_merge_parts(rows), infer_schema_length=None)
     last = max((r["_line"] for r in rows if "_line" in r), default=st.last_metric_line)
     return build_run(
         df,
@@ -635,6 +636,23 @@ def _finish_dicts(st: _State) -> Run:
         ending=_step_of_ending(st.ending.result(max(last, st.last_metric_line)), rows),
         warnings=st.warnings,
     )
+
+
+def _merge_parts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per step. slime prints one iteration as several dicts ("rollout N", "perf N"
+    twice, "step N", "eval N"): those are parts of one row, merged. The same part seen again
+    for a step (same line kind, same keys) is a restart, left for build_run to report."""
+    seen: dict[tuple[Any, ...], int] = {}
+    merged: dict[tuple[Any, int], dict[str, Any]] = {}
+    for r in rows:
+        numbers = {k: v for k, v in r.items() if not k.startswith("_")}
+        part = (r.get("_lead"), r["_step"], frozenset(numbers))
+        nth = seen[part] = seen.get(part, -1) + 1
+        if r["_step"] is None:  # TRL rows numbered later: never merged
+            merged[(id(r), 0)] = {**numbers, "step": None}
+            continue
+        merged.setdefault((r["_step"], nth), {"step": r["_step"]}).update(numbers)
+    return list(merged.values())
 
 
 def _step_of_ending(ending: RunEnding | None, rows: list[dict[str, Any]]) -> RunEnding | None:

@@ -131,6 +131,8 @@ _TRL_EVAL_NAMES = frozenset(
         "step_time", "grad_norm", "learning_rate",
     }
 )  # fmt: skip
+# slime logs beside eval/<dataset> its companions eval/<dataset>-truncated_ratio, -response_len...
+_SLIME_EVAL_EXTRA = re.compile(r"-(?:truncated|response|len|time|tokens)")
 _VAR_RANK = {"reward": 0, "acc": 1, "score": 2}
 
 _RAW_TO_CANON: dict[str, tuple[str, int]] = {
@@ -176,7 +178,12 @@ def val_rank(raw: str) -> int | None:
             var_rank = _VAR_RANK.get(m.group(2), 0) if m.re.groups >= 2 else 0
             return 10 + 10 * i + var_rank
     name = raw[5:]
-    if raw.startswith("eval/") and "/" not in name and name not in _TRL_EVAL_NAMES:
+    if (
+        raw.startswith("eval/")
+        and "/" not in name
+        and name not in _TRL_EVAL_NAMES
+        and not _SLIME_EVAL_EXTRA.search(name)
+    ):
         return 60  # slime eval/<dataset>
     return None
 

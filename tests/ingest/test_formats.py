@@ -268,3 +268,33 @@ def test_tensorboard_csv_downloads_one_file_and_a_folder(tmp_path: Path) -> None
     assert both.steps == 10 and both.frame["step"].to_list() == list(range(1, 11))
     assert both.frame["ppo_kl"].null_count() == 2  # logged from step 3 on; missing stays null
     assert both.frame["reward_mean"].null_count() == 0
+
+
+def test_slime_parts_of_one_iteration_merge_and_a_restart_is_still_one(tmp_path: Path) -> None:
+    """slime prints an iteration as several dicts: rollout (reward), perf (lengths, truncation),
+    step (training), eval. They make one row; the same part again for a step is a restart."""
+    lines = []
+    for n in range(6):
+        lines += [
+            f"(RolloutManager pid=2) rollout.py:455 - perf {n}: "
+            f"{{'rollout/response_len/mean': {300 + n}.0, 'rollout/truncated_ratio': 0.01}}",
+            f"(Actor pid=3) actor.py:301 - rollout {n}: {{'rollout/raw_reward': {0.1 * n}}}",
+            f"(Actor pid=3) step {n}: {{'train/grad_norm': 0.2, 'train/kl_loss': 0.001}}",
+        ]
+        if n % 3 == 0:
+            lines.append(
+                f"rollout.py:402 - eval {n}: {{'eval/gsm8k': 0.5, "
+                "'eval/gsm8k-truncated_ratio': 0.0}"
+            )
+    log = tmp_path / "slime.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = load_run(log)
+    assert run.steps == 6 and not run.warnings
+    f = run.frame
+    assert f["reward_mean"].to_list() == pytest.approx([0.1 * n for n in range(6)])
+    assert f["response_length"].to_list()[-1] == 305.0 and f["truncation_rate"].null_count() == 0
+    assert f["val_reward"].drop_nulls().to_list() == [0.5, 0.5]  # not averaged with truncation
+    resumed = tmp_path / "resumed.log"
+    resumed.write_text("\n".join(lines + lines[-7:]) + "\n", encoding="utf-8")
+    again = load_run(resumed)
+    assert again.steps == 6 and any("twice" in w for w in again.warnings)
