@@ -338,7 +338,7 @@ def _plain_at(text: str, start: int, end: int) -> tuple[int, int] | None:
     if dash < 0 or dash - at >= 30:
         return None
     num = text[at + 5 : dash].strip()
-    if not num.isdigit() or text[dash + 3 : dash + 4].isspace():
+    if not (num.isascii() and num.isdigit()) or text[dash + 3 : dash + 4].isspace():
         return None
     return int(num), dash + 3 - start
 
@@ -369,7 +369,7 @@ def _verl_step(line: str, at: int) -> tuple[int, str] | None:
         if at == 0 or line[at - 1] in _STEP_BEFORE:
             dash = line.find(" - ", at + 5)
             num = line[at + 5 : dash].strip() if dash > 0 else ""
-            if num.isdigit() and dash - at < 30:
+            if num.isascii() and num.isdigit() and dash - at < 30:  # not "²"
                 payload = line[dash + 3 :].strip()
                 if payload.endswith("across cluster]"):  # Ray's log dedup suffix
                     payload = _REPEATED.sub("", payload)

@@ -298,3 +298,13 @@ def test_slime_parts_of_one_iteration_merge_and_a_restart_is_still_one(tmp_path:
     resumed.write_text("\n".join(lines + lines[-7:]) + "\n", encoding="utf-8")
     again = load_run(resumed)
     assert again.steps == 6 and any("twice" in w for w in again.warnings)
+
+
+def test_a_superscript_digit_is_no_step_number(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(
+        "step:1 - critic/rewards/mean:0.4\nstep:\u00b2 - critic/rewards/mean:0.5\n"
+        "step:2 - critic/rewards/mean:0.6\n",
+        encoding="utf-8",
+    )
+    assert load_run(log).frame["step"].to_list() == [1, 2]
