@@ -1040,7 +1040,7 @@ def _layer_hints(
             continue
         old = walker.hp.get(key)
         if have_file and old is not None:
-            if old != value:
+            if not _same_value(old, value):
                 walker.add(
                     "C006",
                     [key],
@@ -1052,6 +1052,15 @@ def _layer_hints(
             continue
         walker.hp[key] = value
         origin[key] = "run"
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal, or for numbers within 2%: a logged lr is the schedule sampled at logging steps
+    and printed to a few digits (a 1e-5 run logs a peak of 9.99e-6), not a different lr."""
+    numbers = isinstance(a, int | float) and isinstance(b, int | float)
+    if numbers and (isinstance(a, float) or isinstance(b, float)):
+        return math.isclose(float(a), float(b), rel_tol=0.02)
+    return bool(a == b)
 
 
 def _layer_set(

@@ -327,7 +327,13 @@ def _inject(family: str, variant: str, s: dict[str, np.ndarray], k: dict[str, An
             hp: dict[str, Any], rng: np.random.Generator, steps: np.ndarray) -> dict[str, Any]:
     """Apply the family's symptom in place; return {"onset_step", "ending", ...} facts."""
     fn = _INJECTORS.get(family)
-    return fn(variant, s, k, hp, rng, steps) if fn else {"onset_step": None}
+    if fn is None:
+        return {"onset_step": None}
+    lr = hp["learning_rate"]
+    facts = fn(variant, s, k, hp, rng, steps)
+    if hp["learning_rate"] != lr and "lr" in s:  # the job's lr changed: log the one it ran with
+        s["lr"] = _lr_curve(hp, steps, int(steps[-1]))
+    return facts
 
 
 def _p1(variant: str, s: Series, k: Knobs, hp: Knobs, rng: Rng, steps: np.ndarray) -> Knobs:

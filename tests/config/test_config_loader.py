@@ -76,6 +76,17 @@ def test_layering_default_file_run_set(tmp_path: Path) -> None:
     assert [f.id for f in loaded.findings if f.id == "C006"] == ["C006"]
 
 
+def test_a_logged_lr_a_hair_below_the_files_is_no_clash(tmp_path: Path) -> None:
+    """The peak of a logged lr schedule is sampled at logging steps (1e-5 logs 9.99e-6)."""
+    path = tmp_path / "job.yaml"
+    path.write_text("learning_rate: 1e-5\nbatch_size: 64\n", encoding="utf-8")
+    close = load_config(path, hints={"learning_rate": 9.99154e-6, "batch_size": 64})
+    assert not [f for f in close.findings if f.id == "C006"]
+    for clash in ({"learning_rate": 2e-6}, {"batch_size": 63}):
+        far = load_config(path, hints=clash)
+        assert [f.id for f in far.findings if f.id == "C006"] == ["C006"]
+
+
 @pytest.mark.parametrize(
     ("item", "key", "value"),
     [
