@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from enum import IntEnum, StrEnum
+from typing import NoReturn
 
 import typer
 
@@ -116,5 +117,21 @@ def main(argv: list[str] | None = None) -> int:
     return rv if isinstance(rv, int) else Exit.OK
 
 
+def run() -> NoReturn:
+    """The `rl-advisor` command: main(), then exit at once.
+
+    Tearing the interpreter down (freeing polars, numpy and pydantic objects one by one) takes
+    ~0.1 s, longer than judging a run; every file this tool writes is closed by then and it
+    registers no exit handler of its own, so the process ends as soon as its output is out.
+    """
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe (`rl-advisor ... | head`): nothing to add
+        pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
