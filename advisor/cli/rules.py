@@ -90,6 +90,12 @@ def _symptom_doc(rule: Any) -> RuleDoc:
     fallback = get("fallback")
     if fallback:
         extra["Fallback"] = getattr(fallback, "advice", None) or str(fallback)
+    when = get("when")
+    if when:
+        extra["When it fires"] = (
+            "Judged on block means after the warm-up (rulebook/symptoms.yaml, rule "
+            f"`{get('id')}`):\n\n" + "\n".join(_when_lines(when, 0))
+        )
     sev = get("severity")
     return RuleDoc(
         id=str(get("id")),
@@ -103,6 +109,44 @@ def _symptom_doc(rule: Any) -> RuleDoc:
         source=str(get("source")),
         extra=extra,
     )
+
+
+def _when_lines(node: Any, depth: int) -> list[str]:
+    """A rule's condition tree as nested Markdown bullets a reviewer can check."""
+    pad = "  " * depth
+    for key, word in (("all", "all of"), ("any", "any of")):
+        children = getattr(node, key, None)
+        if isinstance(children, list):
+            lines = [f"{pad}- {word}:"]
+            for child in children:
+                lines += _when_lines(child, depth + 1)
+            return lines
+    inner = getattr(node, "not_", None)
+    if inner is not None:
+        return [f"{pad}- not:", *_when_lines(inner, depth + 1)]
+    metric = node.metric if isinstance(node.metric, str) else " or ".join(node.metric)
+    text = f"{pad}- `{node.detector}` on `{metric}`"
+    if node.params:
+        text += f" ({_params(node.params)})"
+    if node.only_if:
+        text += f"; only if {', '.join(node.only_if)}"
+    if node.skip_if:
+        text += f"; not judged if {', '.join(node.skip_if)}"
+    if node.keep:
+        text += f"; once reported, kept with {_params(node.keep)}"
+    return [text]
+
+
+def _params(params: dict[str, Any]) -> str:
+    out = []
+    for key, value in params.items():
+        if hasattr(value, "pick"):  # a value per algorithm
+            per = {a: getattr(value, a) for a in ("default", "gspo", "grpo", "dapo")}
+            value = ", ".join(f"{a} {v}" for a, v in per.items() if v is not None)
+            out.append(f"{key}: {value}")
+        else:
+            out.append(f"{key}={value}")
+    return ", ".join(out)
 
 
 def all_rule_docs() -> tuple[list[RuleDoc], str]:

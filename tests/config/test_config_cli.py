@@ -133,6 +133,17 @@ def test_rules_explains_one_in_the_ruff_shape(capsys: pytest.CaptureFixture[str]
     assert out.startswith("# C204 kl-disabled-outside-dapo (warning)")
 
 
+def test_a_symptom_rule_shows_when_it_fires(capsys: pytest.CaptureFixture[str]) -> None:
+    """The condition tree, with its thresholds (per algorithm where they differ), as data."""
+    code, out, _ = run(capsys, "rules", "P3")
+    assert code == 0
+    when = out.split("## When it fires", 1)[1].split("## Source", 1)[0]
+    assert "- any of:" in when and "`jump` on `kl_ref`" in when
+    assert "grpo 0.5" in when  # the KL level is algorithm-aware
+    code, out, _ = run(capsys, "rules", "P2")
+    assert "  - not:" in out and "once reported, kept with wander_ratio=0" in out
+
+
 def test_rules_by_name_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "rules", "moe-without-gspo", "--format", "json")
     assert code == 0 and json.loads(out)["id"] == "C301"
