@@ -65,9 +65,18 @@ def fail(message: str) -> None:
     raise typer.Exit(Exit.UNUSABLE)
 
 
-def _register() -> None:
-    # Each command module adds itself to `app`; imported here so `--help` lists them all.
-    from advisor.cli import diagnose, harness, rules, validate, watch  # noqa: F401
+_COMMANDS = ("diagnose", "validate", "watch", "rules", "harness")
+
+
+def _register(argv: list[str]) -> None:
+    """Each command module adds itself to `app`. A call naming its command loads that one only
+    (click's lazy subcommands: building every command's parameters costs ~20 ms a start);
+    `--help`, no command or an unknown one loads them all, to list them or suggest one."""
+    import importlib
+
+    named = next((a for a in argv if not a.startswith("-")), None)
+    for name in (named,) if named in _COMMANDS else _COMMANDS:
+        importlib.import_module(f"advisor.cli.{name}")
 
 
 def _click_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
@@ -90,10 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     # it builds a validator (~30 ms here, more in a training environment); this process is
     # ours and uses none. A user's own setting is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    _register()
+    args = sys.argv[1:] if argv is None else list(argv)
+    _register(args)
     try:
         # Without standalone mode click returns a command's exit code instead of exiting.
-        rv = app(args=argv, standalone_mode=False)
+        rv = app(args=args, standalone_mode=False)
     except InputError as err:
         typer.echo(f"rl-advisor: error: {err}", err=True)
         return Exit.UNUSABLE
