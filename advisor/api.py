@@ -61,10 +61,17 @@ def config_findings_of(loaded: Any) -> list[Any]:
     """The job config's findings: those found while loading it, then the static rules'."""
     from advisor.static import check
 
+    origin = dict(getattr(loaded, "origin", {}) or {})
+    # Without a job file or --set, the platform defaults are assumptions, not the user's job:
+    # a rule that only looks at assumed values (save_total_limit 1, the default model's
+    # memory) says nothing about this run, so it is left out rather than reported.
+    no_job = not any(o in ("file", "set") for o in origin.values())
     seen: set[tuple[str, tuple[str, ...]]] = set()
     out = []
     for f in [*loaded.findings, *check(loaded)]:
         key = (f.id, tuple(f.params))
+        if no_job and f.params and all(origin.get(p, "default") == "default" for p in f.params):
+            continue
         if key not in seen:  # load-time and static rules may both report one problem
             seen.add(key)
             out.append(f)

@@ -839,14 +839,24 @@ class Monitor:
             return "insufficient_data"
         return "healthy"
 
+    def _warmup_why(self) -> str:
+        """How the warm-up length came about: the guide's eval_steps x 3, or the floor."""
+        if 3 * self.eval_steps >= self._st.min_warmup_steps:
+            return f"eval_steps {self.eval_steps} x 3"
+        return (
+            f"eval_steps {self.eval_steps} x 3 is {3 * self.eval_steps}, raised to the "
+            f"rulebook's minimum of {self._st.min_warmup_steps}"
+        )
+
     @property
     def assumptions(self) -> list[str]:
         out = list(self._notes.values())
         if self._evaluations == 0:
             out.insert(
                 0,
-                f"insufficient data: {self.span} steps seen; trends are judged only after the "
-                f"warm-up of {self.warmup_steps} steps (eval_steps {self.eval_steps} x 3) and one "
+                f"insufficient data: steps {self._first} to {self._last} seen (a span of "
+                f"{self.span}); trends are judged only after the "
+                f"warm-up of {self.warmup_steps} steps ({self._warmup_why()}) and one "
                 f"block of {self.block_steps} more; {self.missing_steps + self.block_steps} "
                 "steps missing.",
             )
