@@ -147,8 +147,15 @@ def diagnose(
         previous=prev_hp,
         training_samples=training_samples,
         silenced=silenced,
+        caps=_caps(loaded),
     )
     return with_file_diff(diagnosis, config)
+
+
+def _caps(loaded: Any) -> dict[str, float]:
+    from advisor.static import scale_caps
+
+    return scale_caps(loaded)
 
 
 def with_file_diff(diagnosis: Diagnosis, config: Path | str | None) -> Diagnosis:
@@ -185,6 +192,7 @@ def assemble(
     rules: Any = None,
     silenced: Iterable[str] = (),
     config_given: bool = False,
+    caps: Mapping[str, float] | None = None,
 ) -> Diagnosis:
     """Judgement + job -> Diagnosis: remedy, checkpoint advice, assumptions, drawn series.
 
@@ -194,7 +202,9 @@ def assemble(
 
     silenced = set(silenced)
     findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
-    planned = remedy.plan(findings, hp, rules if rules is not None else _rules(), previous)
+    planned = remedy.plan(
+        findings, hp, rules if rules is not None else _rules(), previous, caps=caps
+    )
     info = run.info()
     save_hp, save_notes = _save_settings(hp, origin or {})
     # Only a run that completed saved at its last step; a crash or a cut log did not (or may not).

@@ -401,9 +401,12 @@ class Advisor:
         if todo:
             from advisor.api import _rules
             from advisor.remedy import plan
+            from advisor.static import scale_caps
 
             rules = self._rules if self._rules is not None else _rules()
-            for f in plan(todo, self._config().hyper_parameters, rules).findings:
+            cfg = self._config()
+            caps = scale_caps(cfg)
+            for f in plan(todo, cfg.hyper_parameters, rules, caps=caps).findings:
                 self._planned[_key(f)] = f
         out = []
         for f in found:
@@ -533,6 +536,7 @@ class Advisor:
         from types import SimpleNamespace
 
         from advisor.api import assemble, config_findings_of, with_file_diff
+        from advisor.static import scale_caps
 
         loaded = self._report_config()
         judgement = SimpleNamespace(
@@ -550,6 +554,7 @@ class Advisor:
             training_samples=self._training_samples,
             rules=self._rules,
             config_given=self._config_path is not None,
+            caps=scale_caps(loaded),
         )
         return with_file_diff(d.model_copy(update={"run": self.run_info()}), self._config_path)
 

@@ -181,8 +181,17 @@ def clamp(param: str, value: Any) -> tuple[Any, str | None]:
     return (int(v) if is_int else float(v)), note
 
 
-def apply_change(spec: ChangeSpec, hp: Mapping[str, Any], strength: float) -> Change | None:
-    """The Change this spec makes on `hp`, clamped; None when the parameter is unknown."""
+def apply_change(
+    spec: ChangeSpec,
+    hp: Mapping[str, Any],
+    strength: float,
+    caps: Mapping[str, float] | None = None,
+) -> Change | None:
+    """The Change this spec makes on `hp`, clamped; None when the parameter is unknown.
+
+    `caps`: the top of the guide's range for this model (learning_rate 7e-6 for a dense 9B);
+    a raise from below it stops there, so the patched job passes `validate`. A value already
+    above it is the user's choice: the guide's action applies to it as it is."""
     current = hp.get(spec.param)
     factor: float | None = None
     if spec.op == "set":
@@ -193,6 +202,11 @@ def apply_change(spec: ChangeSpec, hp: Mapping[str, Any], strength: float) -> Ch
         factor = choose_amount(spec, strength)
         target = current * factor if spec.op == "multiply" else current + factor
     target, note = clamp(spec.param, target)
+    cap = (caps or {}).get(spec.param)
+    numeric = isinstance(target, int | float) and isinstance(current, int | float)
+    if cap is not None and numeric and current < cap < target:
+        target, factor = cap, (cap / current if spec.op == "multiply" and current else factor)
+        note = f"capped at {_v(cap)}, the top of the guide's range for this model"
     return _change(spec.param, current, target, spec.op, factor, note)
 
 
@@ -320,8 +334,14 @@ class Resolved:
     skipped: str | None = None  # why the primary was not used
 
 
-def _resolve(spec: ActionSpec, kind: str, hp: Mapping[str, Any], strength: float) -> list[Change]:
-    return [c for s in spec.changes if (c := apply_change(s, hp, strength)) is not None]
+def _resolve(
+    spec: ActionSpec,
+    kind: str,
+    hp: Mapping[str, Any],
+    strength: float,
+    caps: Mapping[str, float] | None = None,
+) -> list[Change]:
+    return [c for s in spec.changes if (c := apply_change(s, hp, strength, caps)) is not None]
 
 
 def _why_not(
@@ -403,13 +423,14 @@ def resolve(
     previous: Mapping[str, Any] | None = None,
     check: AntiPatternCheck | None = None,
     before: set[str] | None = None,
+    caps: Mapping[str, float] | None = None,
 ) -> Resolved:
     """Resolve the finding's primary, or its fallback when the primary cannot apply."""
     check = check or static_anti_patterns
     before = check(hp) if before is None else before
     ra = actions_for(finding, rules)
     if ra.primary is not None:
-        changes = _resolve(ra.primary, "primary", hp, finding.strength)
+        changes = _resolve(ra.primary, "primary", hp, finding.strength, caps)
         reason = _why_not(changes, ra.primary, hp, previous, check, before)
         if reason is None:
             shown = [c for c in changes if c.from_ != c.to]
@@ -419,7 +440,9 @@ def resolve(
     if ra.fallback is None:
         return Resolved(None, [], reason)
     changes = [
-        c for c in _resolve(ra.fallback, "fallback", hp, finding.strength) if c.from_ != c.to
+        c
+        for c in _resolve(ra.fallback, "fallback", hp, finding.strength, caps)
+        if c.from_ != c.to
     ]
     bad = _anti_pattern(changes[0], hp, check, before) if changes else None
     if bad:  # advise it, but do not write an anti-pattern into the job file
@@ -481,6 +504,7 @@ def plan(
     rules: Any = None,
     previous: Mapping[str, Any] | None = None,
     check: AntiPatternCheck | None = None,
+    caps: Mapping[str, float] | None = None,
 ) -> RemedyResult:
     """Resolve every finding's action; patch only the top one's first change (one variable at
     a time, knowledge.md §4 "How to judge"); the rest become ordered next steps."""
@@ -490,7 +514,7 @@ def plan(
     out: list[Finding] = []
     resolved: list[Resolved] = []
     for f in ranked:
-        r = resolve(f, hp, rules, previous, check, before)
+        r = resolve(f, hp, rules, previous, check, before, caps)
         fb = actions_for(f, rules).fallback
         fallback = (
             None
@@ -499,7 +523,11 @@ def plan(
                 _action(
                     fb,
                     "fallback",
-                    [c for c in _resolve(fb, "fallback", hp, f.strength) if c.from_ != c.to],
+                    [
+                        c
+                        for c in _resolve(fb, "fallback", hp, f.strength, caps)
+                        if c.from_ != c.to
+                    ],
                 )
                 if fb
                 else None

@@ -535,6 +535,14 @@ def model_scale(name: str | None) -> tuple[str, float | None, float | None]:
     return "unknown", None, None
 
 
+def scale_caps(loaded: LoadedConfig) -> dict[str, float]:
+    """The top of the guide's learning-rate range for the job's model (KB 2.5: 9B up to 7e-6,
+    MoE up to 5e-6), for the remedy to stop at; none when the model is not named."""
+    kind, _, _ = model_scale(loaded.config.model)
+    scale = rulebook().scales.get(kind)
+    return {"learning_rate": scale.lr_max} if scale is not None else {}
+
+
 def job_scope(loaded: LoadedConfig) -> dict[str, Any]:
     """The names a job-level rule can use."""
     book = rulebook()

@@ -31,6 +31,22 @@ def test_p1_patch_raises_lr_by_the_strength_factor(rules, hp) -> None:
     assert res.findings[0].fallback.advice == "check the reward function and the data"
 
 
+@pytest.mark.parametrize(
+    ("lr", "expected"), [(2e-6, 4e-6), (5e-6, 7e-6), (7e-6, 1.4e-5), (9e-6, 1.8e-5)]
+)
+def test_a_raise_stops_at_the_top_of_the_models_range(rules, hp, lr, expected) -> None:
+    """x2 from below the cap stops at it (the patched job passes validate's C304); a value
+    already above it is the user's and the guide's action applies to it unchanged."""
+    hp["learning_rate"] = lr
+    res = remedy.plan(
+        [finding("P1", strength=1.0)], hp, rules, check=builtin_anti_patterns,
+        caps={"learning_rate": 7e-6},
+    )  # fmt: skip
+    (c,) = res.patch.changes
+    assert c.to == pytest.approx(expected)
+    assert ("capped" in (c.note or "")) == (lr == 5e-6)
+
+
 def test_p6_subtracts_epochs_and_clamps_at_one(rules, hp) -> None:
     hp["n_epochs"] = 2
     res = plan([finding("P6", strength=1.0)], hp, rules)
