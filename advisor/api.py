@@ -336,6 +336,13 @@ def _assumptions(
                 f"{param} is not in the job file nor the log: the platform default {value!r} was "
                 f"assumed, which weakens {weighs}; {how} --set {param}=..."
             )
+    for param in sorted(patched - set(_WEIGHS_ON)):  # any other value the patch starts from
+        if origin.get(param, "default") == "default" and param in hp:
+            how = "add it to the job file or pass" if config_given else "pass --config JOB.yaml or"
+            out.append(
+                f"{param} is not in the job file nor the log: the patch starts from the platform "
+                f"default {hp[param]!r}; check it, {how} --set {param}=..."
+            )
     if from_log:
         out.append(
             "Without --config, these were taken from the run's log: " + "; ".join(from_log) + "."

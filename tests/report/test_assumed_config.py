@@ -17,3 +17,13 @@ def test_defaults_alone_raise_no_config_finding() -> None:
     with_job = diagnose(run, run / "job.yaml")
     assert len(with_job.config_findings) >= len(bare.config_findings)
     assert all(f.params for f in bare.config_findings)
+
+
+def test_a_patch_from_an_assumed_value_says_so() -> None:
+    """P9 raises max_length; without a job file its value is the platform default: said."""
+    run = CORPUS / "p9-rising-verl-jsonl-s0002"  # a file logger: no config dump in it
+    d = diagnose(run)
+    assert d.patch is not None and [c.param for c in d.patch.changes] == ["max_length"]
+    assert any("max_length is not in the job file nor the log" in a for a in d.assumptions)
+    with_job = diagnose(run, run / "job.yaml")
+    assert not any("the patch starts from the platform default" in a for a in with_job.assumptions)
