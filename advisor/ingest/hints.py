@@ -45,6 +45,14 @@ def verl_hints(cfg: Mapping[str, Any]) -> dict[str, Any]:
     save_freq = _get(cfg, "trainer.save_freq")
     if _positive(save_freq):
         out["save_steps"] = int(save_freq)
+        out["save_strategy"] = "steps"
+        keep = _get(cfg, "trainer.max_actor_ckpt_to_keep")
+        trainer = cfg.get("trainer") if isinstance(cfg.get("trainer"), Mapping) else {}
+        if _positive(keep):
+            out["save_total_limit"] = int(keep)
+        elif "max_actor_ckpt_to_keep" in trainer and keep is None:
+            # verl's None keeps every checkpoint: the platform's largest limit says the same
+            out["save_total_limit"] = 200
     n = _first(cfg, "actor_rollout_ref.rollout.n", "rollout.n")
     if _positive(n):
         out["n_rollouts"] = int(n)

@@ -308,3 +308,17 @@ def test_a_superscript_digit_is_no_step_number(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert load_run(log).frame["step"].to_list() == [1, 2]
+
+
+def test_verl_checkpoint_settings_become_hints() -> None:
+    """save_freq -> save_steps; max_actor_ckpt_to_keep None keeps all (the largest limit)."""
+    from advisor.ingest.hints import verl_hints
+
+    keep_all = verl_hints({"trainer": {"save_freq": 10, "max_actor_ckpt_to_keep": None}})
+    assert keep_all["save_steps"] == 10 and keep_all["save_total_limit"] == 200
+    assert keep_all["save_strategy"] == "steps"
+    assert (
+        verl_hints({"trainer": {"save_freq": 5, "max_actor_ckpt_to_keep": 3}})["save_total_limit"]
+        == 3
+    )
+    assert "save_total_limit" not in verl_hints({"trainer": {"save_freq": 5}})
