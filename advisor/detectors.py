@@ -382,7 +382,8 @@ def nonfinite(s: Series, p: Params) -> Evidence | None:
         s,
         "nonfinite",
         i,
-        f"{s.metric} had {bad} non-finite values (NaN/inf) in {total} logged points over "
+        f"{s.metric} had {bad} non-finite value{'s' if bad != 1 else ''} (NaN/inf) in {total} "
+        "logged points over "
         f"steps {first}–{int(s.end[-1])}, the first at step {first}.",
         effect=frac,
         excess=1.0 + frac,
@@ -542,14 +543,15 @@ def shift(s: Series, p: Params) -> Evidence | None:
         i -= 1
     level = float(np.nanmedian(s.mean[i:]))
     zz = float(np.nanmedian(z[i:]))
-    ratio = level / b.median if b.median else float("inf")
+    ratio = level / b.median if b.median else math.inf
     word = "rose" if up else "fell"
     return _evidence(
         s,
         "shift",
         i,
         f"{s.metric} {word} from its warm-up level {_fmt(b.median)} to {_fmt(level)} "
-        f"(x{_fmt(ratio)}, robust z {zz:+.1f} against a warm-up sigma of {_fmt(b.scale)}) "
+        f"(x{_fmt(ratio)}, {abs(zz):.1f} warm-up sigmas {'above' if up else 'below'} it, a "
+        f"robust sigma of {_fmt(b.scale)}) "
         f"over steps {_steps(s, i)}.",
         effect=zz,
         excess=_excess(zz, min_z),
