@@ -1082,8 +1082,14 @@ def _layer_set(
         walker.top_scalar(name, value, f"--set {key}", None)
         return
     specs = walker.book.hyper_parameters if where == "hp" else walker.book.resources
+    before = len(walker.findings)
     clean = walker.value(f"--set {key}", value, specs[name], None, param=name)
     if clean is None:
+        # A value typed on the command line that cannot be used is an unusable call (exit 2),
+        # not a finding about the job: the run would otherwise be judged on the file's value.
+        errors = [f for f in walker.findings[before:] if f.severity == Severity.error]
+        if errors:
+            raise InputError(errors[0].message)
         return
     if where == "hp":
         walker.hp[name] = clean
