@@ -121,6 +121,12 @@ class AllOf(_M):
 
 class AnyOf(_M):
     any: list[Node]
+    hold: bool = Field(
+        False,
+        description="once the rule's finding is active, these alternatives count as holding: "
+        "the finding clears only when the rule's other conditions stop (DIV stays while the "
+        "reward stays down, even after the entropy that marked the collapse settles)",
+    )
 
 
 class NotOf(_M):
@@ -496,7 +502,7 @@ class Monitor:
         if isinstance(node, AllOf):
             return AllOf(all=[self._resolve(n) for n in node.all])
         if isinstance(node, AnyOf):
-            return AnyOf(any=[self._resolve(n) for n in node.any])
+            return AnyOf(any=[self._resolve(n) for n in node.any], hold=node.hold)
         return NotOf(**{"not": self._resolve(node.not_)})
 
     @property
@@ -701,7 +707,7 @@ class Monitor:
                 state, e = self._node(n, cache, leaf_cache, missing, active)
                 states.append(state)
                 ev += e
-            if FIRE in states:
+            if FIRE in states or (active and node.hold):
                 return FIRE, ev
             return (NO, []) if NO in states else (ABSENT, [])
         state, _ = self._node(node.not_, cache, leaf_cache, set(), active)

@@ -210,3 +210,40 @@ def test_keep_params_hold_an_active_finding_hysteresis() -> None:
     assert plain[0].detected_step == kept[0].detected_step
     assert 300 < plain[0].cleared_step < 360
     assert 450 < kept[0].cleared_step < 510
+
+
+def test_hold_keeps_div_while_the_reward_stays_down() -> None:
+    # A collapse: reward to ~0 with an entropy spike that settles back after 60 steps, the
+    # reward staying down. With the rulebook's `hold` on DIV's blow-up branch DIV stays active
+    # to the end; the same rulebook without it clears once the entropy settles.
+    from advisor.engine import load_symptom_rules
+
+    book = load_symptom_rules()
+
+    def without_hold() -> object:
+        rules = []
+        for r in book.rules:
+            if r.id == "DIV":
+                parts = [
+                    n.model_copy(update={"hold": False}) if hasattr(n, "any") else n
+                    for n in r.when.all
+                ]
+                r = r.model_copy(update={"when": r.when.model_copy(update={"all": parts})})
+            rules.append(r)
+        return book.model_copy(update={"rules": rules})
+
+    s = base(500)
+    s["reward_mean"][250:] = 0.01
+    s["entropy"][250:310] *= 6  # the blow-up that marks the collapse...
+    s["entropy"][310:] *= 0.05  # ...then one-token outputs: entropy near 0
+
+    def div(rules: object) -> list:
+        mon = Monitor(HP, rules)  # type: ignore[arg-type]
+        for step, row in rows(s):
+            mon.push(step, row)
+        mon.close(None)
+        return [f for f in mon.findings if f.id == "DIV"]
+
+    held, plain = div(book), div(without_hold())
+    assert len(held) == 1 and held[0].cleared_step is None  # still down at the end
+    assert plain and plain[0].cleared_step is not None and plain[0].cleared_step < 450
