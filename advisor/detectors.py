@@ -64,6 +64,43 @@ DETECTORS: dict[str, Detector] = {}
 _MAD_TO_SIGMA = 1.4826
 
 
+def median(x: Any) -> float:
+    """np.median of a 1-D sequence, exactly (NaN if it holds a NaN or is empty), without numpy's
+    masked-array check: that check imports numpy.ma, ~10 ms of every `rl-advisor` start."""
+    a = np.asarray(x, dtype=float).ravel()
+    n = a.size
+    if n == 0 or np.isnan(a).any():
+        return math.nan
+    k = n // 2
+    if n % 2:
+        return float(np.partition(a, k)[k])
+    part = np.partition(a, (k - 1, k))
+    return float((part[k - 1] + part[k]) / 2.0)  # as numpy: the mean of the middle two
+
+
+def percentile(x: Any, q: float) -> float:
+    """np.percentile(x, q) of a 1-D sequence (linear), exactly, without numpy's quantile path
+    (it calls np.unique, which imports numpy.ma: see `median`)."""
+    a = np.sort(np.asarray(x, dtype=float).ravel())
+    n = a.size
+    if n == 0 or np.isnan(a[-1]):
+        return math.nan
+    virtual = (q / 100.0) * (n - 1)
+    lo = min(math.floor(virtual), n - 1)
+    hi = min(lo + 1, n - 1)
+    g = virtual - lo
+    below, above = float(a[lo]), float(a[hi])
+    diff = above - below
+    # numpy's lerp: from the nearer end, so that g = 1 gives `above` exactly
+    return above - diff * (1 - g) if g >= 0.5 else below + diff * g
+
+
+def nanmedian(x: Any) -> float:
+    """np.nanmedian of a 1-D sequence (NaN ignored; NaN when nothing is left), see `median`."""
+    a = np.asarray(x, dtype=float).ravel()
+    return median(a[~np.isnan(a)])
+
+
 def detector(name: str) -> Callable[[Detector], Detector]:
     """Register a detector under `name` (the rulebook refers to it by that name)."""
 
@@ -227,18 +264,18 @@ def robust_scale(means: np.ndarray, floor: float, line: bool = True) -> float:
     if len(x) < 3:
         return floor
     if len(x) < 4:
-        sd = _MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x)))) / math.sqrt(2.0)
+        sd = _MAD_TO_SIGMA * float(median(np.abs(np.diff(x)))) / math.sqrt(2.0)
     else:
-        sd = _MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x, n=2)))) / math.sqrt(6.0)
+        sd = _MAD_TO_SIGMA * float(median(np.abs(np.diff(x, n=2)))) / math.sqrt(6.0)
     if not line:
         return max(sd, floor)
     # Around a robust (Theil-Sen: median of pairwise slopes) line, so that a symptom already
     # starting inside the warm-up does not inflate the noise it will be measured against.
     t = np.arange(len(x), dtype=float)
     i, j = np.triu_indices(len(x), k=1)
-    slope = float(np.median((x[j] - x[i]) / (t[j] - t[i])))
+    slope = float(median((x[j] - x[i]) / (t[j] - t[i])))
     resid = x - slope * t
-    sd_line = _MAD_TO_SIGMA * float(np.median(np.abs(resid - np.median(resid))))
+    sd_line = _MAD_TO_SIGMA * float(median(np.abs(resid - median(resid))))
     return max(sd, sd_line, floor)
 
 
@@ -249,7 +286,7 @@ def _window_scale(s: Series) -> float:
     it 1.3-2.6x too small on unseen runs (holdout, issue 4)."""
     ok = np.isfinite(s.mean)
     x = s.mean[ok]
-    level = float(np.median(x)) if ok.any() else 0.0
+    level = float(median(x)) if ok.any() else 0.0
     sigma = robust_scale(s.mean, max(0.01 * abs(level), 1e-12), line=False)
     if len(x) >= 5:
         d2 = np.diff(x, n=2)
@@ -423,7 +460,7 @@ def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
     if not (strong or persist):
         return None
     i = _onset_index(mask)
-    level = float(np.nanmedian(x[i:]))
+    level = float(nanmedian(x[i:]))
     word = "at or above" if above else "at or below"
     return _evidence(
         s,
@@ -537,12 +574,12 @@ def shift(s: Series, p: Params) -> Evidence | None:
     # A gradual move crosses the thresholds well after it began: walk back over the blocks
     # already a fifth of the way from the warm-up level to the current one (the level the
     # evidence stands on: the last k blocks, or the strong ones alone).
-    now = float(np.nanmedian(s.mean[-min(k if persist else len(run), len(s)) :]))
+    now = float(nanmedian(s.mean[-min(k if persist else len(run), len(s)) :]))
     part = b.median + float(p.get("onset_frac", 0.2)) * (now - b.median)
     while i > 0 and np.isfinite(s.mean[i - 1]) and sign * (s.mean[i - 1] - part) >= 0:
         i -= 1
-    level = float(np.nanmedian(s.mean[i:]))
-    zz = float(np.nanmedian(z[i:]))
+    level = float(nanmedian(s.mean[i:]))
+    zz = float(nanmedian(z[i:]))
     ratio = level / b.median if b.median else math.inf
     word = "rose" if up else "fell"
     return _evidence(
@@ -622,7 +659,7 @@ def _trend_stats(y: np.ndarray) -> tuple[float, float, float]:
     n = len(y)
     i, j = np.triu_indices(n, k=1)  # all pairs i < j; x = block index has no ties
     dy = y[j] - y[i]
-    slope = float(np.median(dy / (j - i))) if n > 1 else math.nan
+    slope = float(median(dy / (j - i))) if n > 1 else math.nan
     tot = n * (n - 1) // 2
     _, counts = np.unique(y, return_counts=True)
     ytie = int((counts * (counts - 1) // 2).sum())
@@ -720,7 +757,7 @@ def plateau(s: Series, p: Params) -> Evidence | None:
     rise = ((s.peak if s.peak is not None else b.median) - b.start) / b.scale
     if "max_rise" in p and rise > float(p["max_rise"]):
         return None
-    level = float(np.median(y))
+    level = float(median(y))
     # The plateau began where the level last left the band around its current value.
     band = float(p.get("band", 3.0)) * b.scale
     inband = np.abs(s.mean - level) <= band
@@ -763,7 +800,7 @@ def steady(s: Series, p: Params) -> Evidence | None:
     if not _persistent(mask, k, m):
         return None
     i = _onset_index(mask)
-    r = float(np.nanmedian(ratio[i:]))
+    r = float(nanmedian(ratio[i:]))
     return _evidence(
         s,
         "steady",
@@ -905,7 +942,7 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
             y = s.mean
             mask = (peak - y >= need_all) & after & np.isfinite(y)
     i = _onset_index(mask)
-    level = float(np.nanmedian(y[i:]))
+    level = float(nanmedian(y[i:]))
     z = (peak - level) / sigma
     if p.get("onset") == "peak":
         # The decline starts at the best point (P6: the checkpoint to publish); a smoothed
@@ -967,7 +1004,7 @@ def _wander(s: Series, window: int) -> float:
     its own yardstick; the median keeps a few odd chunks from moving it.
     """
     ref = [scale for end, scale in s.wander if end <= s.blocks_total - window]
-    return float(np.median(ref)) if ref else 0.0
+    return float(median(ref)) if ref else 0.0
 
 
 def _zigzag(y: list[float], delta: list[float]) -> list[int]:
@@ -1093,7 +1130,7 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     if fast and fast_arr is not None:
         mask = np.nan_to_num(fast_arr) >= min_ratio
         j = max(0, _onset_index(mask, gap=1) - (SPAN - 1))  # the span's first block
-        ratio = float(np.nanmedian(fast_arr[j + SPAN - 1 :]))
+        ratio = float(nanmedian(fast_arr[j + SPAN - 1 :]))
         threshold, view = min_ratio, "within-span"
         what = f"the spread around the local trend was {ratio:.1f} times the warm-up's"
     else:
@@ -1102,11 +1139,11 @@ def volatility(s: Series, p: Params) -> Evidence | None:
         half = (pivots[2] - pivots[1]) // 2 if len(pivots) >= 3 else 0
         j = max(pivots[0], pivots[1] - half)
         swings = np.abs(np.diff(s.mean[pivots]))
-        ratio = float(np.median(swings)) / b.scale
+        ratio = float(median(swings)) / b.scale
         threshold, view = slow_ratio, "between-blocks"
         what = (
             f"block means swung {len(pivots) - 1} times by a median "
-            f"{_fmt(float(np.median(swings)))} ({ratio:.1f} warm-up sigmas)"
+            f"{_fmt(float(median(swings)))} ({ratio:.1f} warm-up sigmas)"
         )
     unit = f" (in units of {comp.metric})" if comp is not None and comp.baseline else ""
     return _evidence(
@@ -1146,7 +1183,8 @@ def jump(s: Series, p: Params) -> Evidence | None:
     ref = np.full(len(s), np.nan)
     padded = np.concatenate([[np.nan], s.mean])
     win3 = np.lib.stride_tricks.sliding_window_view(padded, 3)  # win3[i] = mean[i-1 .. i+1]
-    med = np.median(win3, axis=1)  # fast path; rows with a nan fall back to their nanmean
+    med = np.sort(win3, axis=1)[:, 1]  # the median of 3; rows with a nan fall back to
+    med[np.isnan(win3).any(axis=1)] = np.nan  # their nanmean below
     bad = np.isnan(med)
     if bad.any():
         with warnings.catch_warnings():
@@ -1177,8 +1215,8 @@ def jump(s: Series, p: Params) -> Evidence | None:
     if j < len(s) - 1 and not s.mean[j + 1] < growth * max(s.mean[j], 1e-12):
         j += 1  # block j is the last one still at the old level
     held = min(m, len(s)) if persist else len(run)  # the blocks that carry the evidence
-    r = float(np.nanmedian(ratio[-held:]))
-    level = float(np.nanmedian(s.mean[-held:]))
+    r = float(nanmedian(ratio[-held:]))
+    level = float(nanmedian(s.mean[-held:]))
     return _evidence(
         s,
         "jump",

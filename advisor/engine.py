@@ -56,6 +56,8 @@ from advisor.detectors import (
     WANDER_CHUNKS,
     Baseline,
     Series,
+    median,
+    percentile,
     robust_scale,
     span_sd,
 )
@@ -317,7 +319,7 @@ def _add_wander(t: _Track) -> None:
     x = x[np.isfinite(x)]
     if len(x) < WANDER_BLOCKS // 2:
         return
-    level = float(np.median(x))
+    level = float(median(x))
     t.wander.append((t.total, robust_scale(x, max(0.01 * abs(level), 1e-12))))
     del t.wander[:-WANDER_CHUNKS]
 
@@ -610,17 +612,17 @@ class Monitor:
     def _baseline(self, t: _Track, end: int) -> Baseline:
         arr = np.asarray(t.warm, dtype=float)
         x = arr[:, 0]
-        med = float(np.median(x))
+        med = float(median(x))
         st = self._st
         floor = max(st.rel_scale_floor * abs(med), st.abs_scale_floor)
-        start = float(np.median(x[:2]))
+        start = float(median(x[:2]))
         # Residual sd over spans of SPAN blocks, from the warm-up blocks still in the window.
         blocks = t.buf[: int(arr[-1, 2])]
         spans = span_sd(blocks)
         ok = np.isfinite(spans)
         # The lower quartile, not the median: an oscillation that starts inside the warm-up must
         # not set its own yardstick (the early spans are still clean).
-        sd = float(np.percentile(spans[ok], 25)) if ok.any() else floor
+        sd = percentile(spans[ok], 25) if ok.any() else floor
         t.warm = []
         return Baseline(med, robust_scale(x, floor), start, max(sd, floor), len(x), end)
 

@@ -45,3 +45,26 @@ def test_exact_and_asymptotic_branches() -> None:
     flat = np.ones(8)
     tau, p, slope = _trend_stats(flat)
     assert math.isnan(tau) and math.isnan(p) and slope == 0.0
+
+
+_maybe_nan = st.one_of(_values, st.just(math.nan))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_maybe_nan, min_size=1, max_size=80), st.sampled_from([10.0, 25.0, 50.0, 90.0]))
+def test_median_and_percentile_equal_numpys_exactly(xs: list[float], q: float) -> None:
+    """The engine's own median / nanmedian / percentile (they avoid numpy's import of numpy.ma)
+    give numpy's results bit for bit, NaN handling included."""
+    from advisor.detectors import median, nanmedian, percentile
+
+    a = np.asarray(xs)
+    finite = a[~np.isnan(a)]
+    with np.errstate(all="ignore"):
+        assert _bits(median(a)) == _bits(float(np.median(a)))
+        if finite.size:
+            assert nanmedian(a) == float(np.nanmedian(a))
+            assert percentile(finite, q) == float(np.percentile(finite, q))
+
+
+def _bits(v: float) -> float | str:
+    return "nan" if math.isnan(v) else v
