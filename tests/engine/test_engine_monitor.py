@@ -198,14 +198,7 @@ def test_keep_params_hold_an_active_finding_hysteresis() -> None:
     s["truncation_rate"][300:450] = 0.07  # below the start threshold, above the keep one
     s["truncation_rate"][450:] = 0.01
 
-    def p9(rules: object) -> list:
-        mon = Monitor(HP, rules)  # type: ignore[arg-type]
-        for step, row in rows(s):
-            mon.push(step, row)
-        mon.close(None)
-        return [f for f in mon.findings if f.id == "P9"]
-
-    plain, kept = p9(book), p9(with_keep({"value": 0.05}))
+    plain, kept = _fired("P9", s, book), _fired("P9", s, with_keep({"value": 0.05}))
     assert len(plain) == len(kept) == 1
     assert plain[0].detected_step == kept[0].detected_step
     assert 300 < plain[0].cleared_step < 360
@@ -237,13 +230,15 @@ def test_hold_keeps_div_while_the_reward_stays_down() -> None:
     s["entropy"][250:310] *= 6  # the blow-up that marks the collapse...
     s["entropy"][310:] *= 0.05  # ...then one-token outputs: entropy near 0
 
-    def div(rules: object) -> list:
-        mon = Monitor(HP, rules)  # type: ignore[arg-type]
-        for step, row in rows(s):
-            mon.push(step, row)
-        mon.close(None)
-        return [f for f in mon.findings if f.id == "DIV"]
-
-    held, plain = div(book), div(without_hold())
+    held, plain = _fired("DIV", s, book), _fired("DIV", s, without_hold())
     assert len(held) == 1 and held[0].cleared_step is None  # still down at the end
     assert plain and plain[0].cleared_step is not None and plain[0].cleared_step < 450
+
+
+def _fired(rule_id: str, series: dict, rules: object) -> list:
+    """Every firing of one rule over a whole replay of `series` under `rules`."""
+    mon = Monitor(HP, rules)  # type: ignore[arg-type]
+    for step, row in rows(series):
+        mon.push(step, row)
+    mon.close(None)
+    return [f for f in mon.findings if f.id == rule_id]
