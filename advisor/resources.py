@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 T = TypeVar("T")
 
@@ -92,18 +92,9 @@ def load_validated(path: Path, build: Callable[[Path], T], schema_module: str) -
 
 def _write_pickle(dest: Path, obj: Any) -> None:
     import pickle
-    import tempfile
 
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, dest)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(dest, lambda fh: pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL), True)
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         return
 
@@ -120,15 +111,20 @@ def _cache_file(path: Path, raw: bytes, suffix: str = ".json") -> Path | None:
 
 
 def write_text_atomic(dest: Path, text: str) -> None:
-    """Write `text` to `dest` through a temp file renamed into place: a failure never leaves
-    a partly written file, and a reader never sees one."""
+    """Write `text` (UTF-8) to `dest` atomically (see `write_atomic`)."""
+    write_atomic(dest, lambda fh: fh.write(text))
+
+
+def write_atomic(dest: Path, fill: Callable[[IO[Any]], object], binary: bool = False) -> None:
+    """`fill(fh)` writes the content; it goes to a temp file beside `dest`, renamed into place:
+    a failure never leaves a partly written file, and a reader never sees one."""
     import tempfile
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fill(fh)
         os.replace(tmp, dest)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

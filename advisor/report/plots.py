@@ -6,8 +6,6 @@ matplotlib (Agg backend) is imported here only, so the CLI pays for it only when
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -76,11 +74,6 @@ def _figure(plt: Any, d: Diagnosis, f: Finding, e: Evidence) -> Any:
 
 
 def _save_atomic(fig: Any, dest: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".png", dir=dest.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format="png")
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from advisor.resources import write_atomic
+
+    write_atomic(dest, lambda fh: fig.savefig(fh, format="png"), binary=True)
