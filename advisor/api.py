@@ -127,6 +127,7 @@ def diagnose(
     the patch never follows a silenced finding."""
     from advisor.engine import judge_run
     from advisor.ingest import load_run
+    from advisor.static import scale_caps
 
     _silenced(ignore)  # a typo in --ignore is an unusable call: say so before any work
     run = load_run(Path(metrics))
@@ -147,15 +148,9 @@ def diagnose(
         previous=prev_hp,
         training_samples=training_samples,
         silenced=silenced,
-        caps=_caps(loaded),
+        caps=scale_caps(loaded),
     )
     return with_file_diff(diagnosis, config)
-
-
-def _caps(loaded: Any) -> dict[str, float]:
-    from advisor.static import scale_caps
-
-    return scale_caps(loaded)
 
 
 def with_file_diff(diagnosis: Diagnosis, config: Path | str | None) -> Diagnosis:

@@ -5,7 +5,7 @@ One streaming pass over the file in 32 MB chunks (never read twice, never held w
 are classified with cheap substring tests before any regex. A plain verl step line is only
 located here (the line and where its payload starts: no copy of its 5 kB); splitting payloads
 into key/value pairs is done in polars and the columns are laid out with numpy
-(`_payloads_to_frame`), several times faster than parsing pairs in Python.
+(`advisor.ingest.payloads`), several times faster than parsing pairs in Python.
 """
 
 from __future__ import annotations
@@ -576,12 +576,14 @@ def _nest(flat: dict[str, str]) -> dict[str, Any]:
 
 
 def _finish_verl(st: _State) -> Run:
+    from advisor.ingest.payloads import payloads_to_frame
+
     texts, offsets, steps = st.verl_texts, st.verl_offsets, st.verl_rows
     if st.verl_lines != sorted(st.verl_lines):  # validation dicts are added out of line order
         order = sorted(range(len(steps)), key=st.verl_lines.__getitem__)
         texts, offsets = [texts[i] for i in order], [offsets[i] for i in order]
         steps = [steps[i] for i in order]
-    wide = _payloads_to_frame(texts, offsets, steps, st.source)
+    wide = payloads_to_frame(texts, offsets, steps, st.source)
     three_decimals = _three_decimals(max(_Payloads(texts, offsets)[:5], key=len))
     return build_run(
         wide,
@@ -592,14 +594,6 @@ def _finish_verl(st: _State) -> Run:
         warnings=st.warnings,
         low_precision=three_decimals,
     )
-
-
-def _payloads_to_frame(texts: list[str], offsets: list[int], steps: list[int], source: str) -> Any:
-    """'k:v - k:v ...' payloads -> a `step` column and one Float64 column per key, in the order
-    the keys first appear (see `advisor.ingest.payloads`)."""
-    from advisor.ingest.payloads import payloads_to_frame
-
-    return payloads_to_frame(texts, offsets, steps, source)
 
 
 _FIXED3 = re.compile(r":-?\d+\.\d{3}(?: |$)")

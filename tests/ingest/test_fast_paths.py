@@ -100,9 +100,9 @@ def test_block_and_general_reading_agree(tmp_path: Path, monkeypatch: pytest.Mon
     st_ = console._State(source=str(log))
     for before, text, _last in console.iter_chunks(log, st_):
         console._scan_text(st_, before, text)
-    block = console._payloads_to_frame(st_.verl_texts, st_.verl_offsets, st_.verl_rows, "x")
+    block = payload_reader.payloads_to_frame(st_.verl_texts, st_.verl_offsets, st_.verl_rows, "x")
     monkeypatch.setattr(payload_reader, "_ROUNDS", 0)
-    general = console._payloads_to_frame(st_.verl_texts, st_.verl_offsets, st_.verl_rows, "x")
+    general = payload_reader.payloads_to_frame(st_.verl_texts, st_.verl_offsets, st_.verl_rows, "x")
     _same_values(block, general)
     assert block.columns == general.columns
 
@@ -164,14 +164,14 @@ def test_any_payloads_agree_with_the_general_scatter(
     ]
     steps = list(range(1, len(payloads) + 1))
     try:
-        fast = console._payloads_to_frame(payloads, [0] * len(payloads), steps, "x")
+        fast = payload_reader.payloads_to_frame(payloads, [0] * len(payloads), steps, "x")
     except Exception as err:  # no key at all: the same refusal either way
         assert "no 'key:value' metric" in str(err)
         return
     rounds = payload_reader._ROUNDS
     payload_reader._ROUNDS = 0  # (hypothesis runs many examples per test: no monkeypatch)
     try:
-        general = console._payloads_to_frame(payloads, [0] * len(payloads), steps, "x")
+        general = payload_reader.payloads_to_frame(payloads, [0] * len(payloads), steps, "x")
     finally:
         payload_reader._ROUNDS = rounds
     _same_values(fast, general)
