@@ -352,6 +352,22 @@ def _strong_run(s: Series, p: Params, k: int) -> tuple[float, range]:
     return 0.0, range(0)
 
 
+def _held_how(
+    s: Series,
+    p: Params,
+    k: int,
+    m: int,
+    mask: np.ndarray,
+    each_strong: Callable[[int, float], bool],
+) -> tuple[bool, float, range]:
+    """(k of the last m blocks hold, the `strong` factor if each of the latest blocks
+    `_strong_run` names is strong by `each_strong(index, factor)` else 0, those blocks)."""
+    strong, run = _strong_run(s, p, k)
+    if strong and not all(each_strong(i, strong) for i in run):
+        strong = 0.0
+    return _persistent(mask, k, m), strong, run
+
+
 def _excess(effect: float, threshold: float) -> float:
     """How far past its threshold an effect is (1 = at the threshold)."""
     if threshold == 0 or not math.isfinite(threshold):
@@ -447,16 +463,16 @@ def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
     mask = mask & np.isfinite(x)
     if p.get("nonzero"):  # blocks of exact zeros say nothing (a logging artefact)
         mask &= ~((s.lo == 0) & (s.hi == 0))
-    strong, run = _strong_run(s, p, k) if stat == "mean" else (0.0, range(0))
-    if strong:  # each mean `strong` x past the level and every point past it
-        edge = s.lo if above else s.hi
-        strong *= all(
-            (x[i] >= value * strong and edge[i] >= value)
-            if above
-            else (x[i] <= value / strong and edge[i] <= value)
-            for i in run
-        )
-    persist = _persistent(mask, k, m)
+    edge = s.lo if above else s.hi
+
+    def each_strong(i: int, f: float) -> bool:  # the mean f x past the level, every point past
+        if stat != "mean":
+            return False
+        if above:
+            return bool(x[i] >= value * f and edge[i] >= value)
+        return bool(x[i] <= value / f and edge[i] <= value)
+
+    persist, strong, run = _held_how(s, p, k, m, mask, each_strong)
     if not (strong or persist):
         return None
     i = _onset_index(mask)
@@ -559,15 +575,12 @@ def shift(s: Series, p: Params) -> Evidence | None:
         if "min_abs" in p:
             mask &= sign * (s.mean - b.median) >= float(p["min_abs"])
     mask &= np.isfinite(s.mean)
-    strong, run = _strong_run(s, p, k)
-    if strong:  # each mean `strong` x min_z sigmas out, every point past the plain criteria
-        edge = s.lo if up else s.hi
-        strong *= all(
-            _shifted(float(s.mean[i]), b, p, up, strong * min_z)
-            and _shifted(float(edge[i]), b, p, up, min_z)
-            for i in run
-        )
-    persist = _persistent(mask, k, m)
+    edge = s.lo if up else s.hi
+    persist, strong, run = _held_how(  # strong: the mean f x min_z out, every point past
+        s, p, k, m, mask,
+        lambda i, f: _shifted(float(s.mean[i]), b, p, up, f * min_z)
+        and _shifted(float(edge[i]), b, p, up, min_z),
+    )  # fmt: skip
     if not (strong or persist):
         return None
     i = _onset_index(mask)
@@ -926,15 +939,14 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     with np.errstate(invalid="ignore"):
         mask = (drop >= need_all) & after  # the fall must follow the peak
     mask &= np.isfinite(y)
-    strong, run = _strong_run(s, p, k)
-    if strong:
-        # The raw latest block (a smoothed one lags a collapse by half its width): its mean
-        # `strong` x past every threshold, its highest point past the plain ones.
-        strong *= all(
-            after[i] and peak - s.mean[i] >= strong * need_all and peak - s.hi[i] >= need_all
-            for i in run
-        )
-    persist = _persistent(mask, k, m)
+    # Strong: the raw latest block (a smoothed one lags a collapse by half its width), its mean
+    # f x past every threshold, its highest point past the plain ones.
+    persist, strong, _ = _held_how(
+        s, p, k, m, mask,
+        lambda i, f: bool(after[i])
+        and peak - s.mean[i] >= f * need_all
+        and peak - s.hi[i] >= need_all,
+    )  # fmt: skip
     if not (strong or persist):
         return None
     if not persist:  # the raw block alone carries it (the smoothed series lags): describe those
@@ -1196,14 +1208,12 @@ def jump(s: Series, p: Params) -> Evidence | None:
         mask = (ratio >= float(p.get("min_ratio", 5.0))) & (s.mean >= floor)
     mask &= np.isfinite(ratio)
     min_ratio = float(p.get("min_ratio", 5.0))
-    strong, run = _strong_run(s, p, k)
-    if strong:  # each `strong` x the ratio, every point past the plain ratio and the floor
-        base = np.maximum(ref, 1e-12)
-        strong *= all(
-            s.mean[i] >= strong * min_ratio * base[i] and s.lo[i] >= max(floor, min_ratio * base[i])
-            for i in run
-        )
-    persist = _persistent(mask, k, m)
+    base = np.maximum(ref, 1e-12)
+    persist, strong, run = _held_how(  # strong: f x the ratio, every point past ratio and floor
+        s, p, k, m, mask,
+        lambda i, f: s.mean[i] >= f * min_ratio * base[i]
+        and s.lo[i] >= max(floor, min_ratio * base[i]),
+    )  # fmt: skip
     if not (strong or persist):
         return None
     j = _onset_index(mask, gap=1)
