@@ -640,11 +640,11 @@ def _merge_parts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     merged: dict[tuple[Any, int], dict[str, Any]] = {}
     for r in rows:
         numbers = {k: v for k, v in r.items() if not k.startswith("_")}
-        part = (r.get("_lead"), r["_step"], frozenset(numbers))
-        nth = seen[part] = seen.get(part, -1) + 1
         if r["_step"] is None:  # TRL rows numbered later: never merged
             merged[(id(r), 0)] = {**numbers, "step": None}
             continue
+        part = (r.get("_lead"), r["_step"], frozenset(numbers))
+        nth = seen[part] = seen.get(part, -1) + 1
         merged.setdefault((r["_step"], nth), {"step": r["_step"]}).update(numbers)
     return list(merged.values())
 
