@@ -378,6 +378,19 @@ def _predicates(hp: Mapping[str, Any]) -> dict[str, bool]:
     }
 
 
+_RANK = {"low": 0, "medium": 1, "high": 2}
+
+
+def _distinct(evidence: list[Evidence]) -> list[Evidence]:
+    """A condition named in two branches (P1: grad_norm fell, with either signature) is one
+    piece of evidence: shown once, and counted once for the confidence."""
+    return list({(e.metric, e.detector, e.window, e.summary): e for e in evidence}.values())
+
+
+def _excess_of(e: Evidence) -> float:
+    return float(e.statistic.get("excess", 1.0))
+
+
 def _num(x: Any) -> float | None:
     try:
         v = float(x)
@@ -672,6 +685,8 @@ class Monitor:
                 self._misses[rule.id] = 0
                 if rule.id not in self._active:
                     new.append(self._fire(rule, evidence, end))
+                else:
+                    self._refresh(self._active[rule.id], evidence)
             elif rule.id in self._active:
                 self._misses[rule.id] = self._misses.get(rule.id, 0) + 1
                 if self._misses[rule.id] >= self._st.clear_after:
@@ -745,9 +760,7 @@ class Monitor:
         return NO, []
 
     def _fire(self, rule: SymptomRule, evidence: list[Evidence], end: int) -> Finding:
-        # A condition named in two branches (P1: grad_norm fell, with either signature) is one
-        # piece of evidence: shown once, and counted once for the confidence.
-        evidence = list({(e.metric, e.detector, e.window, e.summary): e for e in evidence}.values())
+        evidence = _distinct(evidence)
         first = evidence[0]
         # The symptom exists once all its conditions hold: its onset is the latest of theirs.
         onset = max(int(e.statistic.get("onset_step", e.window[0])) for e in evidence)
@@ -770,6 +783,23 @@ class Monitor:
         self._active[rule.id] = f
         self.findings.append(f)
         return f
+
+    def _refresh(self, f: Finding, evidence: list[Evidence]) -> None:
+        """An active symptom that still holds: each piece of its evidence (a metric and a
+        detector) is shown at its strongest while it held, so the report at the end counts
+        every NaN step and the whole decline, and a jump seen at the alert stays shown after
+        it passed. The onset and the detection step stay those of the alert."""
+        kept = {(e.metric, e.detector): e for e in f.evidence}
+        for e in _distinct(evidence):
+            old = kept.get((e.metric, e.detector))
+            if old is None or _excess_of(e) >= _excess_of(old):
+                kept[(e.metric, e.detector)] = e
+        f.evidence = list(kept.values())
+        excess = _excess_of(f.evidence[0])  # the first condition, as at the alert
+        f.strength = max(f.strength, round(min(1.0, max(0.0, (excess - 1.0) / 2.0)), 3))
+        confidence = self._confidence(f.evidence, excess)
+        if _RANK[confidence] > _RANK[f.confidence]:
+            f.confidence = confidence
 
     def _confidence(
         self, evidence: list[Evidence], excess: float

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import polars as pl
-from engine_series import HP, base, div, nan, p1, rows
+from engine_series import HP, base, div, nan, p1, p3, rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -242,3 +242,23 @@ def _fired(rule_id: str, series: dict, rules: object) -> list:
         mon.push(step, row)
     mon.close(None)
     return [f for f in mon.findings if f.id == rule_id]
+
+
+def test_evidence_of_an_active_finding_grows_with_the_run() -> None:
+    """The alert's evidence is a snapshot; by the run's end the finding shows every NaN step
+    and the whole P3 climb, while a jump seen at the alert stays shown after it passed."""
+    s = base(400)
+    s["grad_norm"][200:260] = np.nan
+    mon, new = _monitor(s)
+    (f,) = [f for f in mon.findings if f.id == "NAN"]
+    ev = next(e for e in f.evidence if e.metric == "grad_norm")
+    assert ev.statistic["nonfinite"] == 60 and ev.window == (201, 260)
+    assert f.onset_step == 201 and f.detected_step < 230
+
+    s = base(400)
+    p3(s)
+    mon, _ = _monitor(s)
+    (f,) = [f for f in mon.findings if f.id == "P3"]
+    by = {(e.metric, e.detector): e for e in f.evidence}
+    assert by[("kl_ref", "above")].window[1] > f.detected_step + 100
+    assert ("kl_ref", "jump") in by  # shown as seen at the alert though it no longer holds
