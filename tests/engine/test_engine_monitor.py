@@ -249,7 +249,7 @@ def test_evidence_of_an_active_finding_grows_with_the_run() -> None:
     and the whole P3 climb, while a jump seen at the alert stays shown after it passed."""
     s = base(400)
     s["grad_norm"][200:260] = np.nan
-    mon, new = _monitor(s)
+    mon, _ = _monitor(s)
     (f,) = [f for f in mon.findings if f.id == "NAN"]
     ev = next(e for e in f.evidence if e.metric == "grad_norm")
     assert ev.statistic["nonfinite"] == 60 and ev.window == (201, 260)
