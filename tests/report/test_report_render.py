@@ -142,6 +142,7 @@ def test_episodes_of_one_rule_are_one_section() -> None:
     assert "Seen 2 times: from step 160 to 220 (cleared); from step 300 (active)" in md
     row = next(line for line in md.splitlines() if line.startswith("| [P2]"))
     assert "| 160 | active (2 episodes) |" in row
+    assert "confidence, onset at step 160." in md  # the section agrees with the table
 
 
 def test_verdict_tells_an_abnormal_ending() -> None:
