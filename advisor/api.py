@@ -23,6 +23,7 @@ _WEIGHS_ON = {
     "learning_rate": "the patched learning_rate",
     "kl_loss_coef": "the patched kl_loss_coef and the KL findings",
     "n_epochs": "the overfitting advice",
+    "max_length": "the patched max_length",
     "save_strategy": "the checkpoint advice",
     "save_steps": "the checkpoint advice",
     "save_total_limit": "the checkpoint advice",
@@ -321,10 +322,11 @@ def _assumptions(
     from_log: list[str] = []
     for param, weighs in _WEIGHS_ON.items():
         where, value = origin.get(param), hp.get(param)
-        if any(param in a and str(value) in a for a in out):  # the engine has said it
+        # the engine has said it (its "eval_steps unknown: assumed 25 ..." replaces the default)
+        if any(a.startswith(f"{param} ") or (param in a and str(value) in a) for a in out):
             continue
         if where == "run" and not config_given:  # with a file, a clash is config finding C006
-            from_log.append(f"{param}={value!r} ({weighs})")
+            from_log.append(f"{param}={value!r} ({_weighs(param, weighs, hp, origin)})")
         elif where == "default" and (param in patched or param in ("eval_steps", "algorithm")):
             how = "add it to the job file or pass" if config_given else "pass --config JOB.yaml or"
             out.append(
@@ -343,6 +345,16 @@ def _assumptions(
             "Without --config, these were taken from the run's log: " + "; ".join(from_log) + "."
         )
     return out
+
+
+def _weighs(param: str, weighs: str, hp: Mapping[str, Any], origin: Mapping[str, str]) -> str:
+    """What a value taken from the log weighs on; for max_length, what it is made of."""
+    prompt, total = hp.get("max_prompt_length"), hp.get(param)
+    if param != "max_length" or not isinstance(prompt, int) or not isinstance(total, int):
+        return weighs
+    default = " (the platform default)" if origin.get("max_prompt_length") == "default" else ""
+    parts = f"the response cap the log shows, {total - prompt}, plus max_prompt_length {prompt}"
+    return f"{weighs}: {parts}{default}"
 
 
 # ----------------------------------------------------------------------------- batch

@@ -1022,6 +1022,7 @@ def _layer_hints(
     from advisor.static import fmt
 
     specs = walker.book.hyper_parameters
+    hints = _with_max_length(hints, walker)
     for key, raw in hints.items():
         if key == "model" and isinstance(raw, str) and not walker.out.get("model"):
             walker.out["model"] = raw
@@ -1052,6 +1053,24 @@ def _layer_hints(
             continue
         walker.hp[key] = value
         origin[key] = "run"
+
+
+def _with_max_length(hints: Mapping[str, Any], walker: _Walker) -> Mapping[str, Any]:
+    """The platform has one limit, max_length = prompt + response. A run that shows only its
+    response cap (verl's max_response_length without the prompt's, a TRL run's cut
+    completions) gives max_length with the prompt budget of the hints, else the file's, else
+    the platform default."""
+    response = hints.get("max_response_length")
+    if "max_length" in hints or "max_length" in walker.hp:  # a file's max_length stands alone
+        return hints
+    if not isinstance(response, int) or isinstance(response, bool):
+        return hints
+    prompt = hints.get("max_prompt_length", walker.hp.get("max_prompt_length"))
+    if not isinstance(prompt, int) or isinstance(prompt, bool):
+        prompt = walker.book.hyper_parameters["max_prompt_length"].default
+    if not isinstance(prompt, int):
+        return hints
+    return {**hints, "max_length": prompt + response}
 
 
 def _same_value(a: Any, b: Any) -> bool:

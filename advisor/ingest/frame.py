@@ -250,6 +250,7 @@ def build_run(
     hints = dict(hints or {})
     _cadence_hint(df, hints)
     _lr_hint(df, hints)
+    _response_cap_hint(df, hints)
     return Run(
         frame=df, source=source, format=fmt, config_hints=hints, ending=ending, warnings=warnings
     )
@@ -265,6 +266,29 @@ def _lr_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:
     col = col.filter(col.is_finite() & (col > 0))
     if col.len() > 0:
         hints["learning_rate"] = peak_lr_hint(float(col.max()))
+
+
+# The longest response of each step, as verl and TRL log it.
+_LONGEST = ("response_length/max", "completions/max_length", "train/completions/max_length")
+
+
+def _response_cap_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:
+    """The response cap, when the log prints no config: at the steps where responses were cut,
+    the longest response is the cap itself. Taken only when it is the same value at most of
+    those steps (a longest response below the cap on a clipped step means the cap is not what
+    the column shows, e.g. a per-device cut). TRL runs print no max_completion_length, and
+    without it a truncation patch would start from the platform's default 8192."""
+    if "max_response_length" in hints or "max_length" in hints or "truncation_rate" not in df:
+        return
+    column = next((c for c in _LONGEST if c in df.columns), None)
+    if column is None:
+        return
+    cut = df.filter(df["truncation_rate"] > 0)[column].drop_nulls().drop_nans()
+    if cut.len() < 3:
+        return
+    cap = float(cut.max())  # type: ignore[arg-type]
+    if cap >= 1 and cap.is_integer() and (cut == cap).sum() * 2 >= cut.len():
+        hints["max_response_length"] = int(cap)
 
 
 def peak_lr_hint(peak: float) -> float:
