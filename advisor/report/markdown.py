@@ -44,7 +44,9 @@ def sparkline(values: Sequence[float | None], width: int = 40) -> str:
         elif b is None:
             out.append(" ")
         else:
-            pos = 0.0 if half_span == 0 else (b / 2 - lo / 2) / half_span  # type: ignore[operator]
+            # a constant series is drawn mid-height: at the floor it reads as "nothing" (a
+            # truncation rate of 1.0 at every step drew as the lowest bar)
+            pos = 0.5 if half_span == 0 else (b / 2 - lo / 2) / half_span  # type: ignore[operator]
             out.append(TICKS[round(pos * (len(TICKS) - 1))])
     return "".join(out)
 

@@ -107,7 +107,7 @@ def test_unknown_format_is_an_input_error() -> None:
     ("values", "expected"),
     [
         ([1, 2, 3, 4, 5, 6, 7, 8], "▁▂▃▄▅▆▇█"),
-        ([2.0, 2.0, 2.0], "▁▁▁"),
+        ([2.0, 2.0, 2.0], "▅▅▅"),  # constant: mid-height, not the floor
         ([0.0, math.nan, 1.0], "▁×█"),
         ([0.0, None, 1.0], "▁ █"),
         ([], ""),
