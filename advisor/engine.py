@@ -145,6 +145,11 @@ class ChangeSpec(_M):
         None, description="[mild, strong] factor (multiply) or addend (add)"
     )
     value: Scalar | None = Field(None, description="the value for op: set")
+    min_from: float | None = Field(
+        None,
+        description="the change applies only while the current value is at least this; below "
+        "it the change would do nothing that matters and the fallback is used",
+    )
 
 
 class ActionSpec(_M):

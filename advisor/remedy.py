@@ -51,6 +51,7 @@ class ChangeSpec:
     op: str = "set"
     range: tuple[float, float] | None = None
     value: Any = None
+    min_from: float | None = None  # below this current value the change would not matter
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ def to_change_spec(obj: Any) -> ChangeSpec:
         op=str(_get(obj, "op", "set") or "set"),
         range=(float(rng[0]), float(rng[-1])) if rng is not None else None,
         value=value,
+        min_from=_get(obj, "min_from"),
     )
 
 
@@ -361,6 +363,13 @@ def _why_not(
             )
     if spec.changes and not changes:
         return "its parameters are unknown for this job"
+    for s in spec.changes:
+        now = hp.get(s.param)
+        if s.min_from is not None and isinstance(now, int | float) and now < s.min_from:
+            return (
+                f"{s.param} is already {_v(now)}, below {_v(s.min_from)}: changing it further "
+                "would not matter"
+            )
     if changes and all(c.from_ == c.to for c in changes):
         c = changes[0]
         return f"{c.param} is already at {_v(c.to)}" + (f" ({c.note})" if c.note else "")

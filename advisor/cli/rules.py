@@ -86,7 +86,11 @@ def _symptom_doc(rule: Any) -> RuleDoc:
         extra["Likely causes"] = "\n".join(f"{i}. {c}" for i, c in enumerate(get("causes"), 1))
     action = get("action")
     if action:
-        extra["Action"] = getattr(action, "advice", None) or str(action)
+        extra["Action"] = (getattr(action, "advice", None) or str(action)) + "".join(
+            f" Only while {c.param} >= {c.min_from:g}; below, the fallback."
+            for c in getattr(action, "changes", None) or []
+            if getattr(c, "min_from", None) is not None
+        )
     fallback = get("fallback")
     if fallback:
         extra["Fallback"] = getattr(fallback, "advice", None) or str(fallback)

@@ -255,3 +255,21 @@ def test_a_crashed_run_did_not_save_its_last_step(hp) -> None:
     crashed = remedy.checkpoint_advice(val, hp, last_step=92, completed=False)
     assert done["kept_steps"] == [80, 90, 92] and crashed["kept_steps"] == [70, 80, 90]
     assert "final step" not in crashed["advice"]
+
+
+@pytest.mark.parametrize(
+    ("coef", "kind"), [(1e-3, "primary"), (5e-5, "primary"), (1e-5, "fallback")]
+)
+def test_kl0_does_not_lower_a_coefficient_that_already_weighs_nothing(hp, coef, kind) -> None:
+    """The shipped rulebook's KL0: x0.1 only while kl_loss_coef >= 5e-5 (a tenth of the guide's
+    lowest advised 0.0005); below it the fallback (switch to DAPO) is the patch."""
+    from advisor.engine import load_symptom_rules
+
+    hp["kl_loss_coef"] = coef
+    res = plan([finding("KL0")], hp, load_symptom_rules())
+    assert res.patch.kind == kind
+    if kind == "fallback":
+        assert res.patch.changes[0].param == "algorithm"
+        assert any("kl_loss_coef is already 1e-05, below 5e-05" in n for n in res.patch.notes)
+    else:
+        assert res.patch.hyper_parameters["kl_loss_coef"] == pytest.approx(coef * 0.1)
