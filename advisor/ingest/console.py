@@ -187,21 +187,40 @@ def iter_lines(path: Path, state: _State | None = None) -> Iterator[tuple[int, s
 def _scan_text(st: _State, before: int, text: str) -> None:
     """The lines of a chunk (each ends in a newline) in order. A plain verl step line only has
     its payload copied out; the line itself is never made (splitting a 12 MB log into lines
-    costs more than finding its step lines); any other line goes through `_line`."""
+    costs more than finding its step lines); any other line goes through `_line`. Step lines
+    are gathered here and handed to the state before any other line (which may look at them)."""
     find, pos, lineno = text.find, 0, before
     end = len(text)
+    steps: list[int] = []
+    payloads: list[str] = []
+    lines: list[int] = []
     while pos < end:
         nl = find("\n", pos)
         lineno += 1
         hit = _plain_at(text, pos, nl) if st.config_lines is None else None
         if hit is None:
+            if steps:
+                _add_plain(st, steps, payloads, lines)
+                steps, payloads, lines = [], [], []
             _line(st, lineno, text[pos:nl], False)
         else:
-            step, start = hit
-            st.add_payload(step, text[pos + start : nl], 0, lineno)
-            st.last_step = step if st.last_step is None else max(st.last_step, step)
-            st.last_metric_line = lineno
+            steps.append(hit[0])
+            payloads.append(text[pos + hit[1] : nl])
+            lines.append(lineno)
         pos = nl + 1
+    if steps:
+        _add_plain(st, steps, payloads, lines)
+
+
+def _add_plain(st: _State, steps: list[int], payloads: list[str], lines: list[int]) -> None:
+    """Step lines found in a row by `_scan_text`, recorded at once."""
+    st.verl_rows += steps
+    st.verl_texts += payloads
+    st.verl_offsets += [0] * len(steps)
+    st.verl_lines += lines
+    top = max(steps)
+    st.last_step = top if st.last_step is None else max(st.last_step, top)
+    st.last_metric_line = lines[-1]
 
 
 def _decode(data: Any, lineno: int, state: _State | None) -> str:
@@ -332,7 +351,9 @@ def _plain_at(text: str, start: int, end: int) -> tuple[int, int] | None:
         return None
     if text.find("\r", start, end) >= 0:
         return None
-    if at > start and not _head_ok(text[start:at]):
+    # a colour code ends in a letter, BEL or a backslash, none of them in _STEP_BEFORE: the
+    # character before `step:` is then the last of the head without its codes
+    if at > start and text[at - 1] not in _STEP_BEFORE and not _head_ok(text[start:at]):
         return None
     dash = text.find(" - ", at + 5, end)
     if dash < 0 or dash - at >= 30:

@@ -9,16 +9,15 @@ cast to Float64; a row whose pieces lost all their prefixes passes). A row that 
 keys, odd pieces) is tried again in the next round against the keys of the first failed row;
 what is left after `_ROUNDS` goes through the general (row, key, value) scatter
 (`_general_part`). Every row read either way gives the same values (tests/ingest/
-test_console_payloads.py checks both against a plain reading). The blocks are laid out column
-by column with numpy (`_assemble`), the columns in the order the keys first appear in the file
-(row, then place in the row). The string operations run in batches, on threads for a big log
-(`_Batches`).
+test_console_payloads.py checks both against a plain reading). The blocks are laid out in one
+(row, key) array (`_assemble`), the columns in the order the keys first appear in the file
+(row, then place in the row). A big log is read as consecutive parts on threads (`_parts`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
@@ -30,8 +29,8 @@ if TYPE_CHECKING:
 
 _ROUNDS = 3  # block rounds; rows still unread after them go through the scatter
 _LENGTHS = 16  # pair counts tried per round (each costs one Python split of one payload)
-_BATCH_CHARS = 2 << 20  # of payload text per batch of string operations (see `_Batches`)
-_THREAD_CHARS = 4 << 20  # a log this big or more is read on several threads
+_PART_CHARS = 1 << 20  # of payload text per part read on its own thread (see `_parts`)
+_PARTS: int | None = None  # at most this many parts; None: one per polars thread
 # value wrappers verl/torch print around a number: np.float64(0.5), tensor(0.5, device=...)
 _WRAPPER = r"^(?:np\.\w+|tensor|torch\.tensor)\(\s*([^,)]*).*$"
 
@@ -40,8 +39,7 @@ _WRAPPER = r"^(?:np\.\w+|tensor|torch\.tensor)\(\s*([^,)]*).*$"
 class _Block:
     """Rows read one way: key names[j] of row rows[i] is values[at[i] + j * stride] (nan, and
     not present, where the row lacks the key or its value is no number; present None: all
-    are numbers). The values stay where they were read, not copied into a block: for a 12 MB
-    log, big temporary arrays cost more in page faults than in work."""
+    are numbers). The values stay where they were read until `_assemble` lays them out."""
 
     rows: np.ndarray
     names: list[str]
@@ -51,10 +49,17 @@ class _Block:
     stride: int
     first: dict[str, tuple[int, int]]  # key -> (row, place in the row) where it first appears
 
-    def column(self, j: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """The values of key names[j] in the block's rows, and whether each is a number."""
-        idx = self.at + j * self.stride
+    def grid(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """The values as (row, key) arrays: what they are, whether each is a number."""
+        import numpy as np
+
+        idx = self.at[:, None] + np.arange(len(self.names)) * self.stride
         return self.values[idx], None if self.present is None else self.present[idx]
+
+    def moved(self, by: int) -> _Block:
+        """The same block for rows numbered `by` further on."""
+        first = {k: (row + by, j) for k, (row, j) in self.first.items()}
+        return replace(self, rows=self.rows + by, first=first)
 
 
 def payloads_to_frame(
@@ -62,99 +67,65 @@ def payloads_to_frame(
 ) -> pl.DataFrame:
     """Payload i is texts[i][offsets[i]:]; its step is steps[i]. A `step` column, then one
     Float64 column per key; a key a row does not have, or whose value is no number, is null."""
-    import numpy as np
     import polars as pl
 
     if any(offsets):
         texts = [t[o:] if o else t for t, o in zip(texts, offsets, strict=True)]
-    n = len(texts)
-    with _Batches(sum(map(len, texts))) as batches:
-        kv, lens, size = _split(texts, batches)
-        starts = np.zeros(n + 1, dtype=np.int64)  # piece i of row r is kv[starts[r] + i]
-        np.cumsum(lens, out=starts[1:])
-        parts, rest = _read_blocks(kv, lens, starts, size, texts.__getitem__, batches)
-    if len(rest):
-        parts.append(_general_part(kv, lens, starts, rest))
-    wide = _assemble(parts, n)
+    bounds = _parts(texts)
+    # the Series are made here: reading Python strings holds the GIL, a thread would wait
+    series = [pl.Series(texts[a:b], dtype=pl.String) for a, b in bounds]
+    if len(bounds) == 1:
+        blocks = _read_part(series[0], texts, 0)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        # eager polars operations let go of the GIL: the parts are read side by side
+        with ThreadPoolExecutor(len(bounds) - 1) as pool:
+            later = [
+                pool.submit(_read_part, s, texts[a:b], a)
+                for s, (a, b) in zip(series[1:], bounds[1:], strict=True)
+            ]
+            blocks = _read_part(series[0], texts[: bounds[0][1]], 0)
+            for job in later:
+                blocks += job.result()
+    wide = _assemble(blocks, len(texts))
     if not wide.width:
         raise InputError(f"{source}: step lines hold no 'key:value' metric")
     return wide.insert_column(0, pl.Series("step", steps, dtype=pl.Int64))
 
 
-class _Batches:
-    """The costliest string operations (the split; the strip and cast) run batch by batch: the
-    strings a batch of about `_BATCH_CHARS` makes stay in the CPU cache (measured 15 % faster
-    than whole passes over a 12 MB log). With more than one polars thread, runs of consecutive
-    batches go side by side: eager polars operations let go of the GIL."""
-
-    def __init__(self, chars: int) -> None:
-        import polars as pl
-
-        self.count = max(1, round(chars / _BATCH_CHARS))
-        self.threads = min(pl.thread_pool_size(), self.count) if chars >= _THREAD_CHARS else 1
-        self._pool: Any = None
-
-    def __enter__(self) -> _Batches:
-        if self.threads > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(self.threads - 1)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-
-    def bounds(self, n: int, sizes: np.ndarray | None = None) -> list[tuple[int, int]]:
-        """(start, end) of the batches of n items (item i `sizes[i]` big, else all alike)."""
-        return _cuts(n, self.count, sizes)
-
-    def map(self, fn: Callable[..., Any], args: list[tuple[Any, ...]]) -> list[Any]:
-        """fn(*a) for each a, in order: the first run of them on this thread, the others on
-        the pool."""
-        runs = [args[a:b] for a, b in _cuts(len(args), self.threads)]
-        if self._pool is None or len(runs) == 1:
-            return [fn(*a) for a in args]
-        later = [self._pool.submit(lambda run: [fn(*a) for a in run], run) for run in runs[1:]]
-        done = [fn(*a) for a in runs[0]]
-        for job in later:
-            done += job.result()
-        return done
-
-
-def _cuts(n: int, count: int, sizes: np.ndarray | None = None) -> list[tuple[int, int]]:
-    """(start, end) of `count` consecutive parts of n items of about equal size."""
-    import numpy as np
-
-    count = min(count, n)
-    if count <= 1:
-        return [(0, n)]
-    if sizes is None:
-        cuts = [n * i // count for i in range(1, count)]
-    else:
-        total = np.cumsum(sizes)
-        targets = [int(total[-1]) * i // count for i in range(1, count)]
-        cuts = (np.searchsorted(total, targets) + 1).tolist()
-    return list(pairwise(sorted({0, *(min(c, n) for c in cuts), n})))
-
-
-def _split(payloads: list[str], batches: _Batches) -> tuple[pl.Series, np.ndarray, np.ndarray]:
-    """Every payload's pieces (split at " - ", one after the other), how many each has (at
-    least one: "" is one piece) and their bytes."""
+def _parts(texts: list[str]) -> list[tuple[int, int]]:
+    """(start, end) of consecutive runs of rows, about alike in text: one per polars thread
+    (`_PARTS`), each of `_PART_CHARS` or more; a small log is one part."""
     import numpy as np
     import polars as pl
 
-    sizes = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
-    # the Series are made here: reading Python strings holds the GIL, the threads would wait
-    texts = [
-        pl.Series(payloads[a:b], dtype=pl.String) for a, b in batches.bounds(len(sizes), sizes)
-    ]
-    done = batches.map(_split_part, [(t,) for t in texts])
-    kv = pl.concat([d[0] for d in done], rechunk=False) if len(done) > 1 else done[0][0]
-    return kv, np.concatenate([d[1] for d in done]), np.concatenate([d[2] for d in done])
+    sizes = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
+    total = int(sizes[-1]) if len(texts) else 0
+    count = min(_PARTS or pl.thread_pool_size(), total // _PART_CHARS, len(texts))
+    if count <= 1:
+        return [(0, len(texts))]
+    cuts = np.searchsorted(sizes, [total * i // count for i in range(1, count)]) + 1
+    edges = sorted({0, *cuts.tolist(), len(texts)})
+    return list(pairwise(edges))
 
 
-def _split_part(texts: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray]:
+def _read_part(series: pl.Series, texts: list[str], base: int) -> list[_Block]:
+    """The blocks of one run of rows (`series`, the same as `texts`), rows numbered from `base`."""
+    import numpy as np
+
+    kv, lens, size = _split(series)
+    starts = np.zeros(len(texts) + 1, dtype=np.int64)  # piece i of row r is kv[starts[r] + i]
+    np.cumsum(lens, out=starts[1:])
+    blocks, rest = _read_blocks(kv, lens, starts, size, texts.__getitem__)
+    if len(rest):
+        blocks.append(_general_part(kv, lens, starts, rest))
+    return [b.moved(base) for b in blocks] if base else blocks
+
+
+def _split(texts: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray]:
+    """Every payload's pieces (split at " - ", one after the other), how many each has (at
+    least one: "" is one piece) and their bytes."""
     import numpy as np
 
     pieces = texts.str.split(" - ")
@@ -169,7 +140,6 @@ def _read_blocks(
     starts: np.ndarray,
     size: np.ndarray,
     text: Callable[[int], str],
-    batches: _Batches,
 ) -> tuple[list[_Block], np.ndarray]:
     """The block rows, round by round (see the module doc), and the row ids left for the
     general scatter."""
@@ -182,7 +152,7 @@ def _read_blocks(
         if not refs:
             break
         cand = rest[np.isin(lens[rest], list(refs))]
-        blocks, accepted = _check_and_cast(kv, lens, starts, size, cand, refs, batches)
+        blocks, accepted = _check_and_cast(kv, lens, starts, size, cand, refs)
         if not accepted.any():
             break
         parts += blocks
@@ -225,7 +195,6 @@ def _check_and_cast(
     size: np.ndarray,
     cand: np.ndarray,
     refs: dict[int, list[str]],
-    batches: _Batches,
 ) -> tuple[list[_Block], np.ndarray]:
     """Each candidate row's pieces checked against `key:` of its pair count's keys, the rest of
     each piece cast, in one pass. A block per pair count of the rows that pass, and which
@@ -250,16 +219,7 @@ def _check_and_cast(
     else:
         sub = kv.gather(np.repeat(starts[cand] - cstart, cl) + np.arange(total))
     table = pl.Series([k + ":" for k in names], dtype=pl.String)
-    parts = [
-        (
-            sub.slice(int(cstart[a]), int(cstart[b - 1] + cl[b - 1] - cstart[a])),
-            table,
-            offset[cl[a:b]],
-            cl[a:b],
-        )
-        for a, b in batches.bounds(len(cand), cl)
-    ]
-    raw_bytes, values, present = _joined(batches.map(_strip_and_cast, parts))
+    raw_bytes, values, present = _strip_and_cast(sub, table, offset[cl], cl)
     # a piece loses all its prefix or nothing: a row lost all its prefixes' bytes or not all
     row_ok = size[cand] - np.add.reduceat(raw_bytes, cstart) == key_bytes[cl]
     if present is not None:
@@ -303,20 +263,6 @@ def _slots(offset: np.ndarray, cl: np.ndarray) -> np.ndarray:
     slots = np.arange(int(start[-1] + cl[-1]) if len(cl) else 0, dtype=np.int32)
     slots += np.repeat((offset - start).astype(np.int32), cl)
     return slots
-
-
-def _joined(
-    done: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The parts' results end to end (present None only if it is None in every part)."""
-    import numpy as np
-
-    if len(done) == 1:
-        return done[0]
-    present = None
-    if any(d[2] is not None for d in done):
-        present = np.concatenate([np.ones(len(d[1]), bool) if d[2] is None else d[2] for d in done])
-    return np.concatenate([d[0] for d in done]), np.concatenate([d[1] for d in done]), present
 
 
 def _general_part(
@@ -379,32 +325,42 @@ def _clean_cast(raw: pl.Series) -> pl.Series:
 
 def _assemble(parts: list[_Block], n: int) -> pl.DataFrame:
     """The blocks as one frame of n rows in file order, columns in the order their keys first
-    appear; null where a row has no such key or its value is no number. Built a column at a
-    time (small arrays: see `_Block`)."""
+    appear; null where a row has no such key or its value is no number. One (row, key) array
+    filled a block at a time, turned once into (key, row) order: the columns are slices of one
+    Series. The null mask is made only for the keys some row lacks (a printed nan stays nan)."""
     import numpy as np
     import polars as pl
 
     first: dict[str, tuple[int, int]] = {}
-    where: dict[str, list[tuple[_Block, int]]] = {}
     for part in parts:
-        for j, key in enumerate(part.names):
+        for key in part.names:
             place = part.first[key]
             first[key] = min(first.get(key, place), place)
-            where.setdefault(key, []).append((part, j))
-    columns = []
-    for name in sorted(first, key=first.__getitem__):
-        values = np.full(n, np.nan)
-        count = 0  # numbers in the column: n is a full one
-        for part, j in where[name]:
-            got, there = part.column(j)
-            values[part.rows] = got
-            count += len(part.rows) if there is None else int(there.sum())
-        column = pl.Series(name, values)
-        if count < n:  # nan where the key was missing or no number -> null (a printed nan stays)
-            present = np.zeros(n, dtype=bool)
-            for part, j in where[name]:
-                there = part.column(j)[1]
-                present[part.rows] = True if there is None else there
-            column = column.scatter(np.flatnonzero(~present), None)
-        columns.append(column)
+    names = sorted(first, key=first.__getitem__)
+    index = {name: i for i, name in enumerate(names)}
+    grid = np.full((n, len(names)), np.nan)
+    count = np.zeros(len(names), dtype=np.int64)  # numbers per key: n is a full column
+    placed = []
+    for part in parts:
+        cols = np.fromiter((index[k] for k in part.names), dtype=np.int64, count=len(part.names))
+        got, there = part.grid()
+        grid[_at(part.rows, cols)] = got
+        count[cols] += len(part.rows) if there is None else there.sum(axis=0)
+        placed.append((cols, there))
+    flat = pl.Series(np.ascontiguousarray(grid.T).reshape(-1))
+    columns = [flat.slice(j * n, n).alias(name) for j, name in enumerate(names)]
+    short = np.flatnonzero(count < n)
+    if len(short):
+        present = np.zeros((n, len(names)), dtype=bool)
+        for part, (cols, there) in zip(parts, placed, strict=True):
+            present[_at(part.rows, cols)] = True if there is None else there
+        for j in short.tolist():
+            columns[j] = columns[j].scatter(np.flatnonzero(~present[:, j]), None)
     return pl.DataFrame(columns)
+
+
+def _at(rows: np.ndarray, cols: np.ndarray) -> tuple[Any, Any]:
+    """An index for rows x cols of an array (a slice for consecutive cols: no 2-D fancy index)."""
+    if len(cols) and cols[-1] - cols[0] == len(cols) - 1 and (cols[1:] > cols[:-1]).all():
+        return rows, slice(int(cols[0]), int(cols[-1]) + 1)
+    return rows[:, None], cols

@@ -114,26 +114,29 @@ def test_mangled_payloads_read_as_the_reference(payloads: list[str]) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(mangled_payloads())
-def test_reading_in_parts_changes_nothing(payloads: list[str]) -> None:
-    """A big log is read in batches, runs of them on their own threads: the same frame."""
-    saved = reader._BATCH_CHARS, reader._THREAD_CHARS
-    reader._BATCH_CHARS = reader._THREAD_CHARS = 8  # (many examples per test: no monkeypatch)
+@given(mangled_payloads(), st.integers(2, 4))
+def test_reading_in_parts_changes_nothing(payloads: list[str], parts: int) -> None:
+    """A big log is read as consecutive parts on their own threads: the same frame."""
+    saved = reader._PART_CHARS, reader._PARTS
+    reader._PART_CHARS, reader._PARTS = 1, parts  # (many examples per test: no monkeypatch)
     try:
         _check(payloads)
     finally:
-        reader._BATCH_CHARS, reader._THREAD_CHARS = saved
+        reader._PART_CHARS, reader._PARTS = saved
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.integers(1, 40), min_size=1, max_size=30), st.integers(1, 9))
-def test_batches_cover_every_item_once(sizes: list[int], count: int) -> None:
-    import numpy as np
-
-    bounds = reader._cuts(len(sizes), count, np.array(sizes))
-    assert bounds[0][0] == 0 and bounds[-1][1] == len(sizes)
+@given(st.lists(st.text(max_size=40), min_size=1, max_size=30), st.integers(1, 9))
+def test_parts_cover_every_row_once(texts: list[str], parts: int) -> None:
+    saved = reader._PART_CHARS, reader._PARTS
+    reader._PART_CHARS, reader._PARTS = 1, parts
+    try:
+        bounds = reader._parts(texts)
+    finally:
+        reader._PART_CHARS, reader._PARTS = saved
+    assert bounds[0][0] == 0 and bounds[-1][1] == len(texts)
     assert all(a < b for a, b in bounds) and all(b == c for (_, b), (c, _) in pairwise(bounds))
-    assert len(bounds) <= count
+    assert len(bounds) <= parts
 
 
 def test_rows_with_other_keys_are_read_as_blocks_too(monkeypatch: pytest.MonkeyPatch) -> None:
