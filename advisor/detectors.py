@@ -765,7 +765,10 @@ def plateau(s: Series, p: Params) -> Evidence | None:
     effect = change / b.scale
     if tau > 0 and pval <= float(p.get("max_p", 0.05)):
         return None
-    if abs(effect) > float(p.get("max_effect", 3.0)):
+    # `until_rise` (a `keep` of an active P1/KL0): once stuck, only a significant rise (above)
+    # ends it; a Theil-Sen change of noisy block means, or a falling reward, is no progress.
+    # To start one the change must be small both ways (a fall is a decline, not a plateau).
+    if not p.get("until_rise") and abs(effect) > float(p.get("max_effect", 3.0)):
         return None
     rise = ((s.peak if s.peak is not None else b.median) - b.start) / b.scale
     if "max_rise" in p and rise > float(p["max_rise"]):

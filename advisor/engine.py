@@ -769,6 +769,11 @@ class Monitor:
         first = evidence[0]
         # The symptom exists once all its conditions hold: its onset is the latest of theirs.
         onset = max(int(e.statistic.get("onset_step", e.window[0])) for e in evidence)
+        # A symptom back after it cleared starts again after that, whatever window the
+        # evidence looks back on (episodes do not overlap).
+        cleared = [f.cleared_step for f in self.findings if f.id == rule.id and f.cleared_step]
+        if cleared:
+            onset = max(onset, max(cleared))
         excess = float(first.statistic.get("excess", 1.0))
         strength = min(1.0, max(0.0, (excess - 1.0) / 2.0))
         f = Finding(
@@ -824,16 +829,23 @@ class Monitor:
         new: list[Finding] = []
         # A run that died judges its last partial block knowing so (one NaN before a crash).
         self._pred["crashed"] = ending is not None and ending.kind not in ("completed", "unknown")
+        missed = {r: n for r, n in self._misses.items() if n > 0}  # before the last block
+        partial = False
         if self._block >= 0:
             # A last block shorter than half a block is too noisy to compare with full ones:
             # it is judged for events (NaN) only.
             assert self._block_first is not None and self._last is not None
-            full = self._last - self._block_first + 1 >= self.block_steps / 2
-            new = self._close_block(trends=full)
+            size = self._last - self._block_first + 1
+            partial = size < self.block_steps
+            new = self._close_block(trends=size >= self.block_steps / 2)
         # A symptom whose evidence no longer held at the last judged block is reported as
         # cleared there (validation back near its peak, KL grown after an early ~0), not as
-        # still present (issue 4).
+        # still present (issue 4). A last block cut short by the run's end is noisier than the
+        # full ones: its miss alone does not clear a symptom (an oscillation "cleared" at the
+        # very last step).
         for rid in [r for r in self._active if self._misses.get(r, 0) > 0]:
+            if partial and rid not in missed:
+                continue
             self._active.pop(rid).cleared_step = self._last
         self._closed = True
         self.ending = ending

@@ -95,6 +95,7 @@ class Advisor:
         self._sets = tuple(sets)
         self._hints: dict[str, Any] = dict(hints or {})
         self._lr_peak = 0.0
+        self._cut = [0, 0.0, 0]  # clipped steps, their longest response, how many reached it
         self._training_samples = training_samples
         self.expected_steps = expected_steps  # run length, when the trainer knows it
         self._loaded: LoadedConfig | None = config
@@ -243,6 +244,9 @@ class Advisor:
         lr = row.get("lr")
         if lr is not None and 0 < lr < math.inf and lr > self._lr_peak:
             self._lr_peak = lr  # the run's lr when no config says it, as the readers take it
+        cut = row.get("truncation_rate")
+        if cut is not None and cut > 0:
+            self._count_cut(metrics)
         new = list(self._monitor.push(step, row))
         self._track(step, row)
         self._steps += 1
@@ -250,6 +254,34 @@ class Advisor:
             self._first_step = step
         self._last_step = step
         return new
+
+    def _count_cut(self, metrics: Mapping[str, Any]) -> None:
+        """The response cap's evidence at a clipped step, as `frame.response_cap` reads it."""
+        from advisor.ingest.frame import LONGEST
+
+        raw = next((metrics[c] for c in LONGEST if c in metrics), None)
+        longest = _number(raw) if raw is not None else None
+        if longest is None or not math.isfinite(longest):
+            return
+        c = self._cut
+        if c[0] == 0 or longest > c[1]:
+            c[1], c[2] = longest, 0
+        c[0] += 1
+        c[2] += longest == c[1]
+
+    def _derived_hints(self) -> dict[str, Any]:
+        """What `load_run` adds when nothing else says it: the peak of the logged lr and the
+        response cap."""
+        from advisor.ingest.frame import peak_lr_hint, response_cap
+
+        out: dict[str, Any] = {}
+        if "learning_rate" not in self._hints and self._lr_peak > 0:
+            out["learning_rate"] = peak_lr_hint(self._lr_peak)
+        if not {"max_response_length", "max_length"} & self._hints.keys():
+            cap = response_cap(*self._cut)
+            if cap is not None:
+                out["max_response_length"] = cap
+        return out
 
     def flush(self) -> list[Finding]:
         """Judge metrics held back by `partial=True` now (the next step may never come)."""
@@ -368,10 +400,7 @@ class Advisor:
             gap, n = max(self._val_gaps.items(), key=lambda kv: kv[1])  # first on ties
             if gap > 0 and n >= max(1, (self._val_n - 1) // 2):
                 hints["eval_steps"] = gap
-        if "learning_rate" not in hints and self._lr_peak > 0:
-            from advisor.ingest.frame import peak_lr_hint
-
-            hints["learning_rate"] = peak_lr_hint(self._lr_peak)
+        hints.update(self._derived_hints())
         return hints
 
     def warn(self, text: str) -> None:
@@ -559,15 +588,16 @@ class Advisor:
         return with_file_diff(d.model_copy(update={"run": self.run_info()}), self._config_path)
 
     def _report_config(self) -> LoadedConfig:
-        """The config the report is built on: as judged, plus the learning rate the run logged
-        when nothing else gave one (what `load_run` adds as a hint for diagnose)."""
-        if "learning_rate" in self._hints or self._lr_peak <= 0:
+        """The config the report is built on: as judged, plus the learning rate and the
+        response cap the run logged when nothing else gave them (what `load_run` adds as hints
+        for diagnose)."""
+        derived = self._derived_hints()
+        if not derived:
             return self._config()
         from advisor.config import load_config
-        from advisor.ingest.frame import peak_lr_hint
 
         sets = list(self._sets) + [_as_set(k, v) for k, v in self._explicit.items()]
-        hints = {**self._hints, "learning_rate": peak_lr_hint(self._lr_peak)}
+        hints = {**self._hints, **derived}
         return load_config(
             self._config_path, sets=sets, hints=hints, training_samples=self._training_samples
         )

@@ -269,26 +269,33 @@ def _lr_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:
 
 
 # The longest response of each step, as verl and TRL log it.
-_LONGEST = ("response_length/max", "completions/max_length", "train/completions/max_length")
+LONGEST = ("response_length/max", "completions/max_length", "train/completions/max_length")
+
+
+def response_cap(cut: int, cap: float, at_cap: int) -> int | None:
+    """The response cap a run shows without printing its config: at the steps where responses
+    were cut (`cut` of them), the longest response is the cap itself. Taken only when that
+    largest value `cap` is the longest response at most of those steps (`at_cap`): one below
+    the cap on a clipped step means the column is not the cap (e.g. a per-device cut). TRL runs
+    print no max_completion_length; without it a truncation patch starts from the platform's
+    default 8192. The online Advisor counts the same three numbers step by step."""
+    if cut < 3 or not (cap >= 1 and float(cap).is_integer()) or at_cap * 2 < cut:
+        return None
+    return int(cap)
 
 
 def _response_cap_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:
-    """The response cap, when the log prints no config: at the steps where responses were cut,
-    the longest response is the cap itself. Taken only when it is the same value at most of
-    those steps (a longest response below the cap on a clipped step means the cap is not what
-    the column shows, e.g. a per-device cut). TRL runs print no max_completion_length, and
-    without it a truncation patch would start from the platform's default 8192."""
     if "max_response_length" in hints or "max_length" in hints or "truncation_rate" not in df:
         return
-    column = next((c for c in _LONGEST if c in df.columns), None)
+    column = next((c for c in LONGEST if c in df.columns), None)
     if column is None:
         return
-    cut = df.filter(df["truncation_rate"] > 0)[column].drop_nulls().drop_nans()
-    if cut.len() < 3:
-        return
-    cap = float(cut.max())  # type: ignore[arg-type]
-    if cap >= 1 and cap.is_integer() and (cut == cap).sum() * 2 >= cut.len():
-        hints["max_response_length"] = int(cap)
+    longest = df.filter(df["truncation_rate"] > 0)[column].drop_nulls().drop_nans()
+    if longest.len():
+        top = float(longest.max())  # type: ignore[arg-type]
+        cap = response_cap(longest.len(), top, int((longest == top).sum()))
+        if cap is not None:
+            hints["max_response_length"] = cap
 
 
 def peak_lr_hint(peak: float) -> float:

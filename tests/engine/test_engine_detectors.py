@@ -94,6 +94,17 @@ def test_trend_and_plateau() -> None:
     assert ev is not None and ev.statistic["p"] > 0.05
 
 
+def test_plateau_held_until_a_clear_rise() -> None:
+    """`until_rise` (the keep of an active P1/KL0): a reward drifting down, or a Theil-Sen
+    change of noisy block means, does not end a plateau; a significant rise does."""
+    plateau = DETECTORS["plateau"]
+    down = [1.0 - 0.05 * i for i in range(10)]  # change -9 sigmas (sigma 0.05)
+    assert plateau(_series(down, BASE), {"window": 8}) is None  # to start: a decline
+    assert plateau(_series(down, BASE), {"window": 8, "until_rise": True}) is not None
+    up = [1.0 + 0.1 * i for i in range(10)]
+    assert plateau(_series(up, BASE), {"window": 8, "until_rise": True}) is None
+
+
 def test_near_zero_ignores_exact_zeros() -> None:
     s = _series([1e-6] * 4)
     assert DETECTORS["near_zero"](s, {"value": 1e-4}) is not None

@@ -270,3 +270,32 @@ def test_a_symptom_fires_once_then_again_only_after_it_cleared() -> None:
         assert start <= onset <= alert <= end  # onset at the spell, alerted within it
     first, second = [f for f in adv.findings if f.id == "P9"]
     assert first.cleared_step is not None and first.cleared_step <= second.onset_step  # type: ignore[operator]
+
+
+def test_response_cap_is_learned_online_as_load_run_learns_it(tmp_path: Path) -> None:
+    """A TRL run cut at 512 tokens, fed step by step without a config: the report's config
+    hints and its max_length are those diagnose gets from the same series."""
+    rng = random.Random(3)
+    history = []
+    for step in range(1, 121):
+        clipped = 0.4 + 0.1 * rng.random() if step > 20 else 0.0
+        history.append(
+            {
+                "step": step,
+                "reward": 0.3 + 0.01 * rng.random(),
+                "completions/clipped_ratio": clipped,
+                "completions/max_length": 512.0 if clipped else 400.0 + step,
+            }
+        )
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"log_history": history, "global_step": 120}))
+    batch = load_run(path)
+    adv = Advisor.from_config(
+        None, hints={k: v for k, v in batch.config_hints.items() if k != "max_response_length"}
+    )
+    for row in history:
+        adv.observe(row["step"], {k: v for k, v in row.items() if k != "step"})
+    report = json.loads(adv.report(format="json"))
+    assert batch.config_hints["max_response_length"] == 512
+    assert report["run"]["config_hints"]["max_response_length"] == 512
+    assert report["hyper_parameters"]["max_length"] == 1024 + 512
