@@ -20,8 +20,8 @@ from advisor.types import Diagnosis, Finding, InputError, Run
 _WEIGHS_ON = {
     "eval_steps": "the warm-up (eval_steps x 3 steps) and the onset tolerance",
     "algorithm": "the clip-fraction and KL thresholds (they differ for GSPO / GRPO / DAPO)",
-    "learning_rate": "the patched learning_rate",
-    "kl_loss_coef": "the patched kl_loss_coef and the KL findings",
+    "learning_rate": "the learning_rate the advice computes",
+    "kl_loss_coef": "the kl_loss_coef the advice computes, and the KL findings",
     "n_epochs": "the overfitting advice",
     "max_length": "the patched max_length",
     "save_strategy": "the checkpoint advice",
@@ -221,7 +221,7 @@ def assemble(
         findings=planned.findings,
         config_findings=[c for c in config_findings if c.id.upper() not in silenced],
         patch=planned.patch,
-        assumptions=_assumptions(judgement, hp, origin, planned.patch, config_given)
+        assumptions=_assumptions(judgement, hp, origin, planned, config_given)
         + save_notes
         + ([f"Silenced with --ignore: {', '.join(sorted(silenced))}."] if silenced else []),
         next_steps=_restart_step(planned.findings, checkpoint) + planned.next_steps,
@@ -312,14 +312,20 @@ def _assumptions(
     judgement: Any,
     hp: Mapping[str, Any],
     origin: Mapping[str, str] | None,
-    patch: Any,
+    planned: Any,
     config_given: bool = False,
 ) -> list[str]:
-    """What was assumed, and which conclusions that weakens (contract: never invent silently)."""
+    """What was assumed, and which conclusions that weakens (contract: never invent silently):
+    every value the patch or a next step starts from included."""
     out = list(getattr(judgement, "assumptions", []) or [])
     origin = origin or {}
+    patch = planned.patch
     patched = {c.param for c in (patch.changes if patch else [])}
+    advised = patched | {
+        c.param for f in planned.findings for a in (f.action, f.fallback) if a for c in a.changes
+    }
     from_log: list[str] = []
+    how = "add it to the job file or pass" if config_given else "pass --config JOB.yaml or"
     for param, weighs in _WEIGHS_ON.items():
         where, value = origin.get(param), hp.get(param)
         # the engine has said it (its "eval_steps unknown: assumed 25 ..." replaces the default)
@@ -327,17 +333,16 @@ def _assumptions(
             continue
         if where == "run" and not config_given:  # with a file, a clash is config finding C006
             from_log.append(f"{param}={value!r} ({_weighs(param, weighs, hp, origin)})")
-        elif where == "default" and (param in patched or param in ("eval_steps", "algorithm")):
-            how = "add it to the job file or pass" if config_given else "pass --config JOB.yaml or"
+        elif where == "default" and (param in advised or param in ("eval_steps", "algorithm")):
             out.append(
                 f"{param} is not in the job file nor the log: the platform default {value!r} was "
                 f"assumed, which weakens {weighs}; {how} --set {param}=..."
             )
-    for param in sorted(patched - set(_WEIGHS_ON)):  # any other value the patch starts from
+    for param in sorted(advised - set(_WEIGHS_ON)):  # any other value the advice starts from
         if origin.get(param, "default") == "default" and param in hp:
-            how = "add it to the job file or pass" if config_given else "pass --config JOB.yaml or"
+            which = "the patch starts" if param in patched else "the advice starts"
             out.append(
-                f"{param} is not in the job file nor the log: the patch starts from the platform "
+                f"{param} is not in the job file nor the log: {which} from the platform "
                 f"default {hp[param]!r}; check it, {how} --set {param}=..."
             )
     if from_log:

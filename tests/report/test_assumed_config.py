@@ -27,3 +27,35 @@ def test_a_patch_from_an_assumed_value_says_so() -> None:
     assert any("max_length is not in the job file nor the log" in a for a in d.assumptions)
     with_job = diagnose(run, run / "job.yaml")
     assert not any("the patch starts from the platform default" in a for a in with_job.assumptions)
+
+
+def test_a_next_step_from_an_assumed_value_says_so() -> None:
+    """The public TRL run: the patch raises max_length; the next steps raise learning_rate
+    (logged) and switch the algorithm (assumed: said, as the patch's own start would be)."""
+    real = Path(__file__).resolve().parents[3] / "shared" / "real_runs" / "labelled"
+    run = real / "trl-grpo-lifelong-qwen7b-truncation-plateau"
+    if not run.is_dir():
+        import pytest
+
+        pytest.skip("needs ../shared/real_runs")
+    d = diagnose(run)
+    advised = {c.param for f in d.findings if f.action for c in f.action.changes}
+    assert {"max_length", "learning_rate", "algorithm"} <= advised
+    assert any(a.startswith("algorithm is not in the job file nor the log") for a in d.assumptions)
+    assert any(
+        "learning_rate=5e-06 (the learning_rate the advice computes)" in a for a in d.assumptions
+    )
+
+
+def test_a_fallback_from_an_assumed_value_says_so() -> None:
+    """OOM's fallback lowers inference_gpu_memory_utilization, which the job file leaves to the
+    platform default: the report says the advice starts from it."""
+    run = CORPUS / "oom-memory-climb-verl-console-s0000"
+    d = diagnose(run, run / "job.yaml")
+    assert any(
+        a.startswith(
+            "inference_gpu_memory_utilization is not in the job file nor the log: "
+            "the advice starts from the platform default"
+        )
+        for a in d.assumptions
+    )
