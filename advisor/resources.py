@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -125,10 +126,34 @@ def write_atomic(dest: Path, fill: Callable[[IO[Any]], object], binary: bool = F
     try:
         with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as fh:
             fill(fh)
+        # mkstemp makes the file 0600; the user's file gets what open() would give it: an
+        # existing file's mode, else 0666 less the umask (a report others can read)
+        os.chmod(tmp, _mode_for(dest))
         os.replace(tmp, dest)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(dest: Path) -> int:
+    try:
+        return dest.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    """The process umask (read once: setting it to read it back is not thread-safe)."""
+    try:  # Linux says it without changing it
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
 
 
 def _write_cache(dest: Path, data: Any) -> None:

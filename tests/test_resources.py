@@ -83,3 +83,25 @@ def test_shipped_rulebook_round_trips_through_the_cache(tmp_path: Path) -> None:
     static.rulebook.cache_clear()
     assert static.rulebook() == first  # a broken cache is rebuilt
     static.rulebook.cache_clear()
+
+
+def test_written_files_get_the_usual_mode(tmp_path: Path) -> None:
+    """A report is written through a temp file (mkstemp: 0600) but ends with the mode open()
+    gives a new file (0666 less the umask), or the mode of the file it replaces."""
+    import os
+    import stat
+
+    from advisor.resources import write_text_atomic
+
+    old = os.umask(0o022)
+    try:
+        fresh = tmp_path / "report.md"
+        write_text_atomic(fresh, "x")
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o644
+        kept = tmp_path / "kept.md"
+        kept.write_text("old")
+        kept.chmod(0o600)
+        write_text_atomic(kept, "new")
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o600 and kept.read_text() == "new"
+    finally:
+        os.umask(old)
