@@ -21,6 +21,8 @@ from advisor.cli import FailOn, OutputFormat, app
 from advisor.types import Finding, InputError
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+# What an alert's action may do online (contract: only safe actions are applied automatically).
+_SAFETY = {"unsafe": " (advice: not applied automatically)", "display_only": " (for information)"}
 
 
 class Alerts:
@@ -41,6 +43,7 @@ class Alerts:
 
     def show(self, f: Finding) -> None:
         from rich.markup import escape
+        from rich.padding import Padding
 
         sev = f.severity.value
         where = f"step {f.onset_step}" if f.onset_step is not None else "end of run"
@@ -54,10 +57,10 @@ class Alerts:
             f"[bold]{escape(f.name)}[/] from {where}{seen}"
         )
         for e in f.evidence[:2]:
-            self.console.print(f"        {escape(e.summary)}")
+            self.console.print(Padding(escape(e.summary), (0, 0, 0, 8)))  # wraps indented
         if f.action is not None:
-            safety = "" if f.action.safety == "safe" else f" ({f.action.safety}: advice only)"
-            self.console.print(f"        -> {escape(f.action.advice)}{safety}")
+            safety = _SAFETY.get(f.action.safety, "")
+            self.console.print(Padding(f"-> {escape(f.action.advice)}{safety}", (0, 0, 0, 8)))
 
     def run_command(self, f: Finding) -> None:
         """CMD gets the finding's JSON on stdin; its failure is reported, never fatal."""

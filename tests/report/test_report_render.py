@@ -143,6 +143,7 @@ def test_episodes_of_one_rule_are_one_section() -> None:
     row = next(line for line in md.splitlines() if line.startswith("| [P2]"))
     assert "| 160 | active (2 episodes) |" in row
     assert "confidence, onset at step 160." in md  # the section agrees with the table
+    assert "**Verdict:** 1 issue (1 warning)" in md  # two episodes, one issue
 
 
 def test_verdict_tells_an_abnormal_ending() -> None:
