@@ -399,6 +399,70 @@ def _anti_pattern(
     return None
 
 
+def _into_range(
+    change: Change,
+    hp: Mapping[str, Any],
+    check: AntiPatternCheck,
+    before: set[str],
+    caps: Mapping[str, float] | None = None,
+) -> Change:
+    """A change that moves a value the job's own config findings flag (an SFT-level lr, 15
+    epochs) but stops short of clearing them goes on to the nearest value that clears them, so
+    the patched job passes `validate`: an integer one unit at a time, a number to the value the
+    static rule suggests. Only in the change's own direction; otherwise the change as it is."""
+    old, new, param = change.from_, change.to, change.param
+    flagged = {x for x in before if x.endswith(f":{param}")}
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (old, new))
+    if not flagged or not numbers or old == new:
+        return change
+    still = flagged & check({**hp, param: new})
+    if not still:
+        return change
+    down = new < old
+    if isinstance(old, int) and isinstance(new, int):
+        for value in range(new - 1, 0, -1) if down else range(new + 1, new + 65):
+            if not flagged & check({**hp, param: value}):
+                return _moved(change, value, still)
+        return change
+    cap = (caps or {}).get(param)  # the top of the guide's range for this model
+    target = cap if cap is not None and down and cap < new else _suggested(hp, param)
+    if target is None or (target >= new if down else target <= new):
+        return change
+    target, _ = clamp(param, target)
+    return _moved(change, target, still) if not flagged & check({**hp, param: target}) else change
+
+
+def _moved(change: Change, value: Any, cleared: set[str]) -> Change:
+    rules = ", ".join(sorted(x.split(":")[0] for x in cleared))
+    factor = None
+    if change.op == "multiply" and change.from_:
+        factor = round(value / change.from_, 4)
+    elif change.op == "add":
+        factor = value - change.from_
+    return _change(
+        change.param,
+        change.from_,
+        value,
+        change.op if factor is not None else "set",
+        factor,
+        f"on to {_v(value)}: {_v(change.to)} would still be flagged by {rules} (validate)",
+    )
+
+
+def _suggested(hp: Mapping[str, Any], param: str) -> float | None:
+    """The value a static rule flagging `param` on this job suggests (a number), if any."""
+    from advisor.config import load_config
+    from advisor.static import check
+
+    for f in check(load_config(None, hints=dict(hp))):
+        if f.severity.rank >= 1 and f.params == [param]:
+            try:
+                return float(f.suggested)
+            except (TypeError, ValueError):
+                continue
+    return None
+
+
 def _default(param: str) -> Any:
     try:
         from advisor.static import rulebook
@@ -442,6 +506,7 @@ def resolve(
         changes = _resolve(ra.primary, "primary", hp, finding.strength, caps)
         reason = _why_not(changes, ra.primary, hp, previous, check, before)
         if reason is None:
+            changes = [_into_range(c, hp, check, before, caps) for c in changes]
             shown = [c for c in changes if c.from_ != c.to]
             return Resolved(_action(ra.primary, "primary", shown), changes)
     else:

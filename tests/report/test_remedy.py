@@ -215,11 +215,25 @@ def test_pushing_further_into_an_existing_anti_pattern_is_blocked(rules, hp) -> 
     assert any("further into" in n for n in res.patch.notes)
 
 
-def test_moving_back_out_of_an_anti_pattern_is_allowed(rules, hp) -> None:
-    hp["learning_rate"] = 1e-4  # halving to 5e-5 is still flagged, but it is the way back
+def test_moving_back_out_of_an_anti_pattern_goes_on_until_it_clears(rules, hp) -> None:
+    """Halving an lr of 1e-4 gives 5e-5, still SFT level: the patch goes on to the value the
+    static rule suggests (in the guide's range), so the patched job passes validate."""
+    hp["learning_rate"] = 1e-4
     res = plan([finding("P2")], hp, rules)
     assert res.patch.kind == "primary"
-    assert res.patch.hyper_parameters["learning_rate"] == 5e-5
+    (change,) = res.patch.changes
+    assert 1e-6 <= change.to <= 7e-6 and "5e-05 would still be flagged" in change.note
+    assert not builtin_anti_patterns(res.patch.hyper_parameters)
+
+
+def test_too_many_epochs_lowered_to_the_first_count_that_clears(rules, hp) -> None:
+    hp["n_epochs"] = 15  # P6 takes 1 to 2 epochs off: 13 is still >= 10
+    res = plan([finding("P6")], hp, rules)
+    assert res.patch.hyper_parameters["n_epochs"] == 9
+    ok = {**hp, "n_epochs": 12}  # 12 -> 10 still flagged, 9 clears it
+    assert plan([finding("P6")], ok, rules).patch.hyper_parameters["n_epochs"] == 9
+    fine = {**hp, "n_epochs": 5}  # nothing flagged: the rule's own step
+    assert plan([finding("P6")], fine, rules).patch.hyper_parameters["n_epochs"] in (3, 4)
 
 
 def test_real_static_rules_are_the_anti_pattern_source(rules, hp) -> None:
