@@ -128,6 +128,7 @@ def diagnose(
     the patch never follows a silenced finding."""
     from advisor.engine import judge_run
     from advisor.ingest import load_run
+    from advisor.ingest.frame import trl_without_kl
     from advisor.static import scale_caps
 
     _silenced(ignore)  # a typo in --ignore is an unusable call: say so before any work
@@ -137,6 +138,11 @@ def diagnose(
     origin = dict(getattr(loaded, "origin", {}) or {})
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
     judgement = judge_run(run, hp, origin=origin)
+    if "kl_loss_coef" not in run.config_hints and trl_without_kl(run.frame.columns):
+        # the advice starts from TRL's beta 0 (see trl_without_kl); the judgement did not
+        run.config_hints["kl_loss_coef"] = 0.0
+        loaded = _load_config(config, sets, run.config_hints, training_samples)
+        hp, origin = dict(loaded.hyper_parameters), dict(getattr(loaded, "origin", {}) or {})
     silenced = _silenced(ignore)
     prev_hp = dict(_load_config(previous).hyper_parameters) if previous is not None else None
     diagnosis = assemble(
@@ -199,7 +205,12 @@ def assemble(
     silenced = set(silenced)
     findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
     planned = remedy.plan(
-        findings, hp, rules if rules is not None else _rules(), previous, caps=caps
+        findings,
+        hp,
+        rules if rules is not None else _rules(),
+        previous,
+        caps=caps,
+        into_range=config_given,
     )
     info = run.info()
     save_hp, save_notes = _save_settings(hp, origin or {})

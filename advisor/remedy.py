@@ -343,7 +343,19 @@ def _resolve(
     strength: float,
     caps: Mapping[str, float] | None = None,
 ) -> list[Change]:
-    return [c for s in spec.changes if (c := apply_change(s, hp, strength, caps)) is not None]
+    out = []
+    for s in spec.changes:
+        c = apply_change(s, hp, strength, caps)
+        if c is not None and s.op == "multiply" and c.from_ == 0 and s.range and s.range[0] > 1:
+            # a raise of 0 stays 0: the value the static rules suggest for it instead (a KL
+            # term of 0 outside DAPO -> 0.001)
+            value = _suggested(hp, s.param)
+            if value is not None and value > 0:
+                note = f"0 cannot be multiplied: set to {_v(value)}, the guide's value"
+                c = _change(s.param, c.from_, value, "set", None, note)
+        if c is not None:
+            out.append(c)
+    return out
 
 
 def _why_not(
@@ -455,7 +467,7 @@ def _suggested(hp: Mapping[str, Any], param: str) -> float | None:
     from advisor.static import check
 
     for f in check(load_config(None, hints=dict(hp))):
-        if f.severity.rank >= 1 and f.params == [param]:
+        if f.severity.rank >= 1 and f.params[:1] == [param]:  # the first names the subject
             try:
                 return float(f.suggested)
             except (TypeError, ValueError):
@@ -497,6 +509,7 @@ def resolve(
     check: AntiPatternCheck | None = None,
     before: set[str] | None = None,
     caps: Mapping[str, float] | None = None,
+    into_range: bool = True,
 ) -> Resolved:
     """Resolve the finding's primary, or its fallback when the primary cannot apply."""
     check = check or static_anti_patterns
@@ -506,7 +519,8 @@ def resolve(
         changes = _resolve(ra.primary, "primary", hp, finding.strength, caps)
         reason = _why_not(changes, ra.primary, hp, previous, check, before)
         if reason is None:
-            changes = [_into_range(c, hp, check, before, caps) for c in changes]
+            if into_range:
+                changes = [_into_range(c, hp, check, before, caps) for c in changes]
             shown = [c for c in changes if c.from_ != c.to]
             return Resolved(_action(ra.primary, "primary", shown), changes)
     else:
@@ -579,16 +593,21 @@ def plan(
     previous: Mapping[str, Any] | None = None,
     check: AntiPatternCheck | None = None,
     caps: Mapping[str, float] | None = None,
+    into_range: bool = True,
 ) -> RemedyResult:
     """Resolve every finding's action; patch only the top one's first change (one variable at
-    a time, knowledge.md §4 "How to judge"); the rest become ordered next steps."""
+    a time, knowledge.md §4 "How to judge"); the rest become ordered next steps.
+
+    `into_range`: carry a change on until the job's own config findings clear (`_into_range`);
+    off without a job file, where the values are the log's and the job's context (a LoRA run's
+    lr of 1e-4) is unknown."""
     check = check or static_anti_patterns
     before = check(hp)
     ranked = rank(findings)
     out: list[Finding] = []
     resolved: list[Resolved] = []
     for f in ranked:
-        r = resolve(f, hp, rules, previous, check, before, caps)
+        r = resolve(f, hp, rules, previous, check, before, caps, into_range)
         fb = actions_for(f, rules).fallback
         fallback = (
             None

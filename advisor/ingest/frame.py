@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from advisor.ingest import names
@@ -296,6 +297,26 @@ def _response_cap_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:
         cap = response_cap(longest.len(), top, int((longest == top).sum()))
         if cap is not None:
             hints["max_response_length"] = cap
+
+
+# TRL's GRPOTrainer logs these every step; it logs `kl` only when beta != 0 (metrics.md).
+TRL_GRPO_KEYS = (
+    "frac_reward_zero_std",
+    "completions/mean_length",
+    "train/frac_reward_zero_std",
+    "train/completions/mean_length",
+)
+TRL_KL_KEYS = ("kl", "train/kl")
+
+
+def trl_without_kl(columns: Iterable[str]) -> bool:
+    """A TRL GRPO log with no `kl` at all ran with beta = 0: no KL term. (Absent is not zero
+    for the KL *findings*, which then cannot be judged; it is for the coefficient the advice
+    starts from.) Known only once the whole log is read, so it is a hint for the advice, not for
+    the judgement: `api.diagnose` adds it after judging, as the online Advisor does from the
+    keys it has seen."""
+    names = set(columns)
+    return any(k in names for k in TRL_GRPO_KEYS) and not any(k in names for k in TRL_KL_KEYS)
 
 
 def peak_lr_hint(peak: float) -> float:

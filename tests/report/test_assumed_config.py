@@ -59,3 +59,35 @@ def test_a_fallback_from_an_assumed_value_says_so() -> None:
         )
         for a in d.assumptions
     )
+
+
+def _trl_state(tmp_path: Path, with_kl: bool) -> Path:
+    import json
+
+    history = []
+    for step in range(1, 201):
+        row = {
+            "step": step,
+            "reward": 0.5,
+            "frac_reward_zero_std": 0.1,
+            "completions/mean_length": 300.0,
+            "learning_rate": 1e-6,
+        }
+        if with_kl:
+            row["kl"] = 0.01
+        history.append(row)
+    path = tmp_path / f"kl{int(with_kl)}" / "trainer_state.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"log_history": history, "global_step": 200}))
+    return path
+
+
+def test_a_trl_log_without_kl_ran_with_beta_zero(tmp_path: Path) -> None:
+    """TRL logs `kl` only when beta != 0: the advice starts from kl_loss_coef 0 (and says the
+    guide flags it), while the KL findings stay 'not judged' (absent is not zero for them)."""
+    d = diagnose(_trl_state(tmp_path, with_kl=False))
+    assert d.run.config_hints["kl_loss_coef"] == 0.0 and d.hyper_parameters["kl_loss_coef"] == 0.0
+    assert any(c.id == "C204" for c in d.config_findings)
+    assert any(a.startswith("KL0 kl-vanishing not judged: needs kl_ref") for a in d.assumptions)
+    logged = diagnose(_trl_state(tmp_path, with_kl=True))
+    assert "kl_loss_coef" not in logged.run.config_hints

@@ -287,3 +287,22 @@ def test_kl0_does_not_lower_a_coefficient_that_already_weighs_nothing(hp, coef, 
         assert any("kl_loss_coef is already 1e-05, below 5e-05" in n for n in res.patch.notes)
     else:
         assert res.patch.hyper_parameters["kl_loss_coef"] == pytest.approx(coef * 0.1)
+
+
+def test_a_raise_of_zero_goes_to_the_guides_value(rules, hp) -> None:
+    """DIV's fallback raises kl_loss_coef x5: from 0 (no KL term) it is set to the value the
+    static rule flagging KL 0 suggests instead of staying 0."""
+    from advisor.engine import load_symptom_rules
+
+    hp["kl_loss_coef"] = 0.0
+    res = plan([finding("DIV")], hp, load_symptom_rules())
+    (div,) = res.findings
+    assert div.fallback is not None
+    (change,) = div.fallback.changes
+    assert (change.param, change.from_, change.to) == ("kl_loss_coef", 0.0, 0.001)
+
+
+def test_without_a_job_file_a_change_is_not_carried_into_range(rules, hp) -> None:
+    hp["learning_rate"] = 1e-4  # a LoRA run's lr, say: without the job, x0.5 as the rule says
+    res = remedy.plan([finding("P2")], hp, rules, check=builtin_anti_patterns, into_range=False)
+    assert res.patch.hyper_parameters["learning_rate"] == 5e-5
