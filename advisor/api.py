@@ -221,6 +221,7 @@ def assemble(
     )
     if checkpoint is None or "best_step" not in checkpoint:
         save_notes = []  # no checkpoint advice rests on them
+    estimator_skips, estimator_notes = _estimator(run.config_hints.get("adv_estimator"))
     status = judgement.status
     if status == "issues" and not findings:  # everything that fired was silenced
         status = "healthy"
@@ -230,16 +231,35 @@ def assemble(
         status=status,
         warmup_steps=judgement.warmup_steps,
         findings=planned.findings,
-        config_findings=[c for c in config_findings if c.id.upper() not in silenced],
+        config_findings=[
+            c for c in config_findings if c.id.upper() not in silenced | estimator_skips
+        ],
         patch=planned.patch,
         assumptions=_assumptions(judgement, hp, origin, planned, config_given)
         + save_notes
+        + estimator_notes
         + ([f"Silenced with --ignore: {', '.join(sorted(silenced))}."] if silenced else []),
         next_steps=_restart_step(planned.findings, checkpoint) + planned.next_steps,
         checkpoint=checkpoint,
         hyper_parameters=dict(hp),
         series=_series(run, planned.findings),
     )
+
+
+def _estimator(name: Any) -> tuple[set[str], list[str]]:
+    """The config rules a run's own advantage estimator makes moot (a critic's GAE needs no
+    group of rollouts), and the note that says so."""
+    from advisor.static import rulebook
+
+    book = rulebook()
+    if not isinstance(name, str) or name not in book.other_estimators:
+        return set(), []
+    skipped = set(book.group_rules)
+    return skipped, [
+        f"adv_estimator {name} (from the log): not one of the platform's group-relative "
+        f"algorithms (GSPO / GRPO / DAPO), so {', '.join(sorted(skipped))} (group and KL "
+        "checks for those) were not applied; the symptom thresholds are GSPO's."
+    ]
 
 
 def _save_settings(

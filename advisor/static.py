@@ -173,6 +173,12 @@ class ConfigRulebook(_Strict):
         default_factory=dict, description="coupled parameters counted as one change (C801)"
     )
     change_ignored: list[str] = Field(default_factory=list, description="not counted by C801")
+    other_estimators: list[str] = Field(
+        default_factory=list, description="verl adv_estimator values that are not GSPO/GRPO/DAPO"
+    )
+    group_rules: list[str] = Field(
+        default_factory=list, description="rules skipped for a run with one of other_estimators"
+    )
     rules: list[ConfigRule]
 
     @model_validator(mode="after")

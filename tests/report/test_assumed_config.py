@@ -91,3 +91,18 @@ def test_a_trl_log_without_kl_ran_with_beta_zero(tmp_path: Path) -> None:
     assert any(a.startswith("KL0 kl-vanishing not judged: needs kl_ref") for a in d.assumptions)
     logged = diagnose(_trl_state(tmp_path, with_kl=True))
     assert "kl_loss_coef" not in logged.run.config_hints
+
+
+def test_a_critic_ppo_run_is_not_held_to_group_rules() -> None:
+    """The public verl PPO run (adv_estimator gae, rollout n 1, KL off): no C205 'a group of
+    one' nor C204, and the report says why."""
+    real = Path(__file__).resolve().parents[3] / "shared" / "real_runs" / "labelled"
+    run = real / "verl-ppo-gsm8k-dstack"
+    if not run.is_dir():
+        import pytest
+
+        pytest.skip("needs ../shared/real_runs")
+    d = diagnose(run)
+    assert d.run.config_hints["adv_estimator"] == "gae"
+    assert not {"C204", "C205"} & {c.id for c in d.config_findings}
+    assert any(a.startswith("adv_estimator gae (from the log)") for a in d.assumptions)
