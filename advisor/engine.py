@@ -490,9 +490,10 @@ class Monitor:
             why = f"run length {expected} steps / {st.eval_steps_fraction} (the guide's advice)"
         else:
             assumed, why = st.default_eval_steps, "the rulebook's default"
+        # the warm-up's length is filled in when said: it ends on a block boundary
         self._notes["eval_steps"] = (
-            f"eval_steps unknown: assumed {assumed} ({why}), so the warm-up is "
-            f"{max(3 * assumed, st.min_warmup_steps)} steps; pass --config or --set eval_steps=N."
+            f"eval_steps unknown: assumed {assumed} ({why}), so the warm-up is {{warmup}} "
+            "steps; pass --config or --set eval_steps=N."
         )
         return assumed
 
@@ -905,7 +906,7 @@ class Monitor:
 
     @property
     def assumptions(self) -> list[str]:
-        out = list(self._notes.values())
+        out = [n.replace("{warmup}", str(self.warmup_steps)) for n in self._notes.values()]
         if self._evaluations == 0:
             out.insert(
                 0,

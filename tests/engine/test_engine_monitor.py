@@ -84,6 +84,9 @@ def test_unknown_eval_steps_is_assumed_and_said() -> None:
     assert online.eval_steps == 10 and any("default" in a for a in online.assumptions)
     defaulted = Monitor(HP, origin={"eval_steps": "default"}, expected_steps=400)
     assert defaulted.eval_steps == 20 and "eval_steps" in " ".join(defaulted.assumptions)
+    # the note gives the warm-up as it ended (on a block boundary), as the run block does
+    mon.warmup_steps = 305
+    assert any("so the warm-up is 305 steps" in a for a in mon.assumptions)
 
 
 def test_nothing_trend_like_before_the_warm_up_but_nan_fires() -> None:
