@@ -602,7 +602,7 @@ def shift(s: Series, p: Params) -> Evidence | None:
         f"{s.metric} {word} from its warm-up level {_fmt(b.median)} to {_fmt(level)} "
         f"(x{_fmt(ratio)}, {abs(zz):.1f} warm-up sigmas {'above' if up else 'below'} it, a "
         f"robust sigma of {_fmt(b.scale)}) "
-        f"over steps {_steps(s, i)}.",
+        f"over steps {_steps(s, i)}{_extreme(s, i, b.median, level, up)}.",
         effect=zz,
         excess=_excess(zz, min_z),
         level=level,
@@ -611,6 +611,20 @@ def shift(s: Series, p: Params) -> Evidence | None:
         z=zz,
         sigma=b.scale,
     )
+
+
+def _extreme(s: Series, i: int, base: float, level: float, up: bool) -> str:
+    """"; peaking at X ..." when the window's extreme block goes more than twice as far
+    from the warm-up level as its median does (a spike the median of the window hides)."""
+    window = s.mean[i:]
+    if not np.isfinite(window).any():
+        return ""
+    j = int(np.nanargmax(window) if up else np.nanargmin(window))
+    x = float(window[j])
+    if not abs(x - base) > 2 * abs(level - base):
+        return ""
+    where = f"in the block ending at step {int(s.end[i + j])}"
+    return f"; {'peaking at' if up else 'down to'} {_fmt(x)} {where}"
 
 
 def _shifted(x: float, b: Baseline, p: Params, up: bool, min_z: float) -> bool:

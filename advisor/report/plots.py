@@ -27,7 +27,9 @@ def draw(d: Diagnosis, out_dir: Path, stem: str = "report") -> dict[str, str]:
 
     out: dict[str, str] = {}
     out_dir.mkdir(parents=True, exist_ok=True)
-    for f in d.findings:
+    # a rule seen in several episodes is drawn with its latest, whose evidence the report shows
+    latest = {f.id: f for f in sorted(d.findings, key=lambda f: f.onset_step or 0)}
+    for f in latest.values():
         for e in f.evidence:
             key = f"{f.id}:{e.metric}"
             if key in out or e.metric not in d.series:

@@ -82,6 +82,15 @@ def test_shift_needs_direction_size_and_persistence() -> None:
     ev = shift(_series([1.0] * 6 + [1.0, 0.1, 0.1, 0.1], BASE), p)
     assert ev is not None and ev.statistic["onset_step"] == 71 and ev.window == (71, 100)
     assert "fell" in ev.summary and "0.1" in ev.summary
+    assert "peaking" not in ev.summary  # the window's median tells it all
+
+
+def test_shift_names_a_spike_its_median_hides() -> None:
+    """Entropy 1.0 -> 3 -> 3 -> 3 -> 40 -> 3: the window's median (3) understates the blow-up."""
+    p = {"direction": "up", "min_z": 4, "min_ratio": 2.0, "k": 3, "m": 4}
+    ev = DETECTORS["shift"](_series([1.0] * 6 + [3.0, 3.0, 40.0, 3.0], BASE), p)
+    assert ev is not None and "to 3 " in ev.summary
+    assert "peaking at 40 in the block ending at step 90" in ev.summary
 
 
 def test_trend_and_plateau() -> None:
