@@ -392,6 +392,12 @@ def _distinct(evidence: list[Evidence]) -> list[Evidence]:
     return list({(e.metric, e.detector, e.window, e.summary): e for e in evidence}.values())
 
 
+def _covers(new: Evidence, old: Evidence) -> bool:
+    """`new` looks at all `old` did and more (a truncation from step 1, seen in one block at
+    the alert, then over the whole run)."""
+    return new.window[0] <= old.window[0] and new.window[1] > old.window[1]
+
+
 def _excess_of(e: Evidence) -> float:
     return float(e.statistic.get("excess", 1.0))
 
@@ -797,13 +803,13 @@ class Monitor:
 
     def _refresh(self, f: Finding, evidence: list[Evidence]) -> None:
         """An active symptom that still holds: each piece of its evidence (a metric and a
-        detector) is shown at its strongest while it held, so the report at the end counts
-        every NaN step and the whole decline, and a jump seen at the alert stays shown after
-        it passed. The onset and the detection step stay those of the alert."""
+        detector) is shown at its strongest while it held, or over the longest window that
+        takes in the first one's, so the report at the end counts every NaN step and the whole
+        decline, and a jump seen at the alert stays shown after it passed. The onset and the detection step stay those of the alert."""
         kept = {(e.metric, e.detector): e for e in f.evidence}
         for e in _distinct(evidence):
             old = kept.get((e.metric, e.detector))
-            if old is None or _excess_of(e) >= _excess_of(old):
+            if old is None or _excess_of(e) >= _excess_of(old) or _covers(e, old):
                 kept[(e.metric, e.detector)] = e
         f.evidence = list(kept.values())
         excess = _excess_of(f.evidence[0])  # the first condition, as at the alert
