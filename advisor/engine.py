@@ -805,7 +805,8 @@ class Monitor:
         """An active symptom that still holds: each piece of its evidence (a metric and a
         detector) is shown at its strongest while it held, or over the longest window that
         takes in the first one's, so the report at the end counts every NaN step and the whole
-        decline, and a jump seen at the alert stays shown after it passed. The onset and the detection step stay those of the alert."""
+        decline, and a jump seen at the alert stays shown after it passed. The onset and the
+        detection step stay those of the alert."""
         kept = {(e.metric, e.detector): e for e in f.evidence}
         for e in _distinct(evidence):
             old = kept.get((e.metric, e.detector))
