@@ -290,8 +290,10 @@ _RESTART = {"NAN": "the first non-finite metrics", "DIV": "the divergence"}
 
 
 def _restart_step(findings: Sequence[Finding], checkpoint: Mapping[str, Any] | None) -> list[str]:
-    """Where to restart from after a collapse: the last kept checkpoint before the onset."""
-    f = next((f for f in findings if f.id in _RESTART and f.onset_step is not None), None)
+    """Where to restart from after a collapse: the last kept checkpoint before the onset of
+    the collapse the run ended in (an earlier one it recovered from is past)."""
+    found = [f for f in findings if f.id in _RESTART and f.onset_step is not None]
+    f = next((f for f in found if f.cleared_step is None), found[0] if found else None)
     if f is None or f.onset_step is None:
         return []
     what, onset = _RESTART[f.id], f.onset_step

@@ -126,6 +126,10 @@ def test_divergence_says_where_to_restart() -> None:
     assert d.next_steps[0].startswith("Restart from the checkpoint of step 200")
     early = diag([finding("DIV", onset=150)])
     assert "No kept checkpoint precedes the divergence at step 150" in early.next_steps[0]
+    # recovered from a first collapse, ended in a second: restart before the second
+    first = finding("DIV", onset=150).model_copy(update={"cleared_step": 180})
+    again = diag([first, finding("DIV", onset=250)])
+    assert again.next_steps[0].startswith("Restart from the checkpoint of step 200")
 
 
 def test_all_silenced_is_healthy() -> None:
