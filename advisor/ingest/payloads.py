@@ -11,13 +11,14 @@ what is left after `_ROUNDS` goes through the general (row, key, value) scatter
 (`_general_part`). Every row read either way gives the same values (tests/ingest/
 test_console_payloads.py checks both against a plain reading). The blocks are laid out in one
 (row, key) array (`_assemble`), the columns in the order the keys first appear in the file
-(row, then place in the row). A big log is read as consecutive parts on threads (`_parts`).
+(row, then place in the row). A big log is read as consecutive parts on threads (`_parts`),
+whose frames are put end to end.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
@@ -56,11 +57,6 @@ class _Block:
         idx = self.at[:, None] + np.arange(len(self.names)) * self.stride
         return self.values[idx], None if self.present is None else self.present[idx]
 
-    def moved(self, by: int) -> _Block:
-        """The same block for rows numbered `by` further on."""
-        first = {k: (row + by, j) for k, (row, j) in self.first.items()}
-        return replace(self, rows=self.rows + by, first=first)
-
 
 def payloads_to_frame(
     texts: list[str], offsets: list[int], steps: list[int], source: str
@@ -72,26 +68,21 @@ def payloads_to_frame(
     if any(offsets):
         texts = [t[o:] if o else t for t, o in zip(texts, offsets, strict=True)]
     bounds = _parts(texts)
-    # the Series are made here: reading Python strings holds the GIL, a thread would wait
-    series = [pl.Series(texts[a:b], dtype=pl.String) for a, b in bounds]
     if len(bounds) == 1:
-        blocks = _read_part(series[0], texts, 0)
+        wide = _read_part(texts, steps)
     else:
         from concurrent.futures import ThreadPoolExecutor
 
-        # eager polars operations let go of the GIL: the parts are read side by side
+        # eager polars operations let go of the GIL: the parts are read side by side. Their
+        # frames line up by name: a key new in a later part first appears after all the keys
+        # of the parts before it, so the columns keep the order of the file.
         with ThreadPoolExecutor(len(bounds) - 1) as pool:
-            later = [
-                pool.submit(_read_part, s, texts[a:b], a)
-                for s, (a, b) in zip(series[1:], bounds[1:], strict=True)
-            ]
-            blocks = _read_part(series[0], texts[: bounds[0][1]], 0)
-            for job in later:
-                blocks += job.result()
-    wide = _assemble(blocks, len(texts))
-    if not wide.width:
+            later = [pool.submit(_read_part, texts[a:b], steps[a:b]) for a, b in bounds[1:]]
+            first = _read_part(texts[: bounds[0][1]], steps[: bounds[0][1]])
+            wide = pl.concat([first, *(job.result() for job in later)], how="diagonal")
+    if wide.width == 1:
         raise InputError(f"{source}: step lines hold no 'key:value' metric")
-    return wide.insert_column(0, pl.Series("step", steps, dtype=pl.Int64))
+    return wide
 
 
 def _parts(texts: list[str]) -> list[tuple[int, int]]:
@@ -110,17 +101,18 @@ def _parts(texts: list[str]) -> list[tuple[int, int]]:
     return list(pairwise(edges))
 
 
-def _read_part(series: pl.Series, texts: list[str], base: int) -> list[_Block]:
-    """The blocks of one run of rows (`series`, the same as `texts`), rows numbered from `base`."""
+def _read_part(texts: list[str], steps: list[int]) -> pl.DataFrame:
+    """The frame of one run of rows: `step`, then the columns of its keys."""
     import numpy as np
+    import polars as pl
 
-    kv, lens, size = _split(series)
+    kv, lens, size = _split(pl.Series(texts, dtype=pl.String))
     starts = np.zeros(len(texts) + 1, dtype=np.int64)  # piece i of row r is kv[starts[r] + i]
     np.cumsum(lens, out=starts[1:])
     blocks, rest = _read_blocks(kv, lens, starts, size, texts.__getitem__)
     if len(rest):
         blocks.append(_general_part(kv, lens, starts, rest))
-    return [b.moved(base) for b in blocks] if base else blocks
+    return _assemble(blocks, pl.Series("step", steps, dtype=pl.Int64))
 
 
 def _split(texts: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray]:
@@ -323,14 +315,15 @@ def _clean_cast(raw: pl.Series) -> pl.Series:
     )
 
 
-def _assemble(parts: list[_Block], n: int) -> pl.DataFrame:
-    """The blocks as one frame of n rows in file order, columns in the order their keys first
-    appear; null where a row has no such key or its value is no number. One (row, key) array
+def _assemble(parts: list[_Block], step: pl.Series) -> pl.DataFrame:
+    """`step`, then the blocks as columns of its rows (in file order), in the order their keys
+    first appear; null where a row has no such key or its value is no number. One (row, key) array
     filled a block at a time, turned once into (key, row) order: the columns are slices of one
     Series. The null mask is made only for the keys some row lacks (a printed nan stays nan)."""
     import numpy as np
     import polars as pl
 
+    n = step.len()
     first: dict[str, tuple[int, int]] = {}
     for part in parts:
         for key in part.names:
@@ -356,7 +349,7 @@ def _assemble(parts: list[_Block], n: int) -> pl.DataFrame:
             present[_at(part.rows, cols)] = True if there is None else there
         for j in short.tolist():
             columns[j] = columns[j].scatter(np.flatnonzero(~present[:, j]), None)
-    return pl.DataFrame(columns)
+    return pl.DataFrame([step, *columns])
 
 
 def _at(rows: np.ndarray, cols: np.ndarray) -> tuple[Any, Any]:
