@@ -882,6 +882,16 @@ def _smoothed_peak(s: Series, smooth: int) -> tuple[float, int]:
     return peak, step
 
 
+def _peak_where(smooth: int, step: int | None) -> str:
+    """Where a peak of block means lies, said as what it is: a block ends at `step` (for a
+    validation series, its evaluation is earlier in the block), a smoothed peak is a mean."""
+    if step is None:
+        return "before the window"
+    if smooth > 1:
+        return f"mean of {smooth} blocks, around step {step}"
+    return f"the block ending at step {step}"
+
+
 def _trailing_mean(x: np.ndarray, n: int) -> np.ndarray:
     """Mean of the last n blocks at each block (nan until n blocks exist)."""
     out = np.full(len(x), np.nan)
@@ -982,7 +992,8 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
         s,
         "drop_from_peak",
         i,
-        f"{s.metric} fell from its peak {_fmt(peak)} (step {peak_step}) to {_fmt(level)} "
+        f"{s.metric} fell from its peak {_fmt(peak)} ({_peak_where(smooth, peak_step)}) to "
+        f"{_fmt(level)} "
         f"over steps {_steps(s, i)} and "
         + ("stayed down" if persist else "every point of the latest block is down")
         + f" ({z:.1f} warm-up sigmas).",
