@@ -1,24 +1,25 @@
 """verl step payloads (`k:v - k:v ...`) -> one Float64 column per key, one row per payload.
 
-The console reader hands over the payloads of its step lines in file order. They are split at
-" - " once, in polars. verl prints the same keys in the same order on almost every step, so a
-row is first read as a *block* row: the keys of the first row of its pair count (`_plan`) are
-what every row of that count is checked against, piece by piece, in one vectorised pass over
-all the candidates (`_check_and_cast`: each piece loses its expected `key:` prefix, the rest is
-cast to Float64; a row whose pieces lost all their prefixes passes). A row that fails (other
-keys, odd pieces) is tried again in the next round against the keys of the first failed row;
-what is left after `_ROUNDS` goes through the general (row, key, value) scatter
-(`_general_part`). Every row read either way gives the same values (tests/ingest/
-test_console_payloads.py checks both against a plain reading). The blocks are laid out in one
-(row, key) array (`_assemble`), the columns in the order the keys first appear in the file
-(row, then place in the row). A big log is read as consecutive parts on threads (`_parts`),
-whose frames are put end to end.
+The console reader hands over the payloads of its step lines in file order. verl prints the
+same keys in the same order on almost every step, so a row is first read as a *block* row: the
+keys of the first row of its pair count (`_plan`) are what every row of that count is checked
+against, piece by piece, in one vectorised polars pass over all the candidates. The first round
+splits the payloads at ":" (`_colon_round`: a one-character split is the cheaper one; a value
+holding a colon sends its row on), the next ones at " - " (`_check_and_cast`: each piece loses
+its expected `key:` prefix, the rest is cast to Float64; a row whose pieces lost all their
+prefixes passes). A row that fails (other keys, odd pieces) is tried again in the next round
+against the keys of the first failed row; what is left after `_ROUNDS` goes through the general
+(row, key, value) scatter (`_general_part`). Every row read either way gives the same values
+(tests/ingest/test_console_payloads.py checks both against a plain reading). The blocks are laid
+out in one (row, key) array (`_assemble`), the columns in the order the keys first appear in the
+file (row, then place in the row). A big log is read as consecutive parts on threads
+(`_parts`), whose frames are put end to end.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,11 @@ class _Block:
 
         idx = self.at[:, None] + np.arange(len(self.names)) * self.stride
         return self.values[idx], None if self.present is None else self.present[idx]
+
+    def renumbered(self, ids: np.ndarray) -> _Block:
+        """The same block for rows numbered ids[row]."""
+        first = {k: (int(ids[row]), j) for k, (row, j) in self.first.items()}
+        return replace(self, rows=ids[self.rows], first=first)
 
 
 def payloads_to_frame(
@@ -106,13 +112,123 @@ def _read_part(texts: list[str], steps: list[int]) -> pl.DataFrame:
     import numpy as np
     import polars as pl
 
-    kv, lens, size = _split(pl.Series(texts, dtype=pl.String))
-    starts = np.zeros(len(texts) + 1, dtype=np.int64)  # piece i of row r is kv[starts[r] + i]
+    series = pl.Series(texts, dtype=pl.String)
+    blocks: list[_Block] = []
+    rest = np.arange(len(texts))
+    if _ROUNDS and _colons_worth(texts):
+        blocks, rest = _colon_round(series, texts)
+    if len(rest) == len(texts):
+        blocks += _dash_rounds(series, texts.__getitem__)
+    elif len(rest):
+        found = _dash_rounds(series.gather(rest), lambda i: texts[rest[i]])
+        blocks += [b.renumbered(rest) for b in found]
+    return _assemble(blocks, pl.Series("step", steps, dtype=pl.Int64))
+
+
+def _dash_rounds(series: pl.Series, text: Callable[[int], str]) -> list[_Block]:
+    """The payloads split at " - ": block rounds, then the general scatter for the rest."""
+    import numpy as np
+
+    kv, lens, size = _split(series)
+    starts = np.zeros(len(lens) + 1, dtype=np.int64)  # piece i of row r is kv[starts[r] + i]
     np.cumsum(lens, out=starts[1:])
-    blocks, rest = _read_blocks(kv, lens, starts, size, texts.__getitem__)
+    blocks, rest = _read_blocks(kv, lens, starts, size, text)
     if len(rest):
         blocks.append(_general_part(kv, lens, starts, rest))
-    return _assemble(blocks, pl.Series("step", steps, dtype=pl.Int64))
+    return blocks
+
+
+def _colons_worth(texts: list[str]) -> bool:
+    """Whether some of the first, middle and last payloads have a colon per pair only (else
+    the colon round would find no block row: values such as tensor(..., device='cuda:0'))."""
+    for text in {texts[0], texts[len(texts) // 2], texts[-1]} if texts else ():
+        keys = _clean_keys(text)
+        if keys is not None and text.count(":") == len(keys):
+            return True
+    return False
+
+
+def _colon_round(series: pl.Series, texts: list[str]) -> tuple[list[_Block], np.ndarray]:
+    """The first block round, on the payloads split at ":" (a single character: found several
+    times faster than " - "). A block row of keys k1..kL splits into k1, v1 + " - " + k2, ...,
+    v(L-1) + " - " + kL, vL: each piece loses that expected suffix and the rest is its value
+    (`_check_colons`). The blocks, and the rows left for the " - " rounds."""
+    import numpy as np
+
+    pieces = series.str.split(":")
+    clens = pieces.list.len().to_numpy().astype(np.int64)
+    rows = np.arange(len(texts))
+    refs = _plan(rows, clens - 1, texts.__getitem__)  # a block row has a colon per pair
+    if not refs:
+        return [], rows
+    cand = rows[np.isin(clens - 1, list(refs))]
+    size = series.str.len_bytes().to_numpy()
+    blocks, accepted = _check_colons(pieces.explode(), clens, size, cand, refs)
+    return blocks, np.setdiff1d(rows, cand[accepted], assume_unique=True)
+
+
+def _check_colons(
+    ckv: pl.Series,
+    clens: np.ndarray,
+    size: np.ndarray,
+    cand: np.ndarray,
+    refs: dict[int, list[str]],
+) -> tuple[list[_Block], np.ndarray]:
+    """`_check_and_cast` for pieces split at ":". A row passes if every piece lost its
+    suffix, the first piece was the first key and nothing else, and no value that is not a
+    number holds " - " or ends in " -" (there the " - " split cuts elsewhere; a number never
+    does): then its " - " pieces are exactly `key:value` with the block's keys."""
+    import numpy as np
+    import polars as pl
+
+    names: list[str] = []
+    offset = np.zeros(int(clens.max()) + 1, dtype=np.int64)
+    key_bytes = np.zeros_like(offset)  # of a row's suffixes: k1, then " - " + k for the others
+    for length, keys in refs.items():
+        suffixes = [keys[0], *(" - " + k for k in keys[1:]), ""]
+        offset[length + 1] = len(names)
+        key_bytes[length + 1] = sum(len(x.encode()) for x in suffixes)
+        names += suffixes
+    cl = clens[cand]
+    cstart = np.zeros(len(cand), dtype=np.int64)
+    np.cumsum(cl[:-1], out=cstart[1:])
+    total = int(cstart[-1] + cl[-1])
+    if total == len(ckv):
+        sub = ckv  # every row a candidate: no gather
+    else:
+        starts = np.zeros(len(clens), dtype=np.int64)
+        np.cumsum(clens[:-1], out=starts[1:])
+        sub = ckv.gather(np.repeat(starts[cand] - cstart, cl) + np.arange(total))
+    table = pl.Series(names, dtype=pl.String)
+    raw = sub.str.strip_suffix(table.gather(_slots(offset[cl], cl)))
+    value = raw.cast(pl.Float64, strict=False)
+    raw_bytes = raw.str.len_bytes().to_numpy()
+    values = value.fill_null(float("nan")).to_numpy()  # (3x faster than letting numpy do it)
+    # a row's pieces hold its bytes less its colons; each piece loses all its suffix or none
+    row_ok = size[cand] - (cl - 1) - np.add.reduceat(raw_bytes, cstart) == key_bytes[cl]
+    row_ok &= raw_bytes[cstart] == 0
+    present = None
+    # the first pieces are keys, not values: a null among the others is no number
+    if value.null_count() > value.gather(cstart).null_count():
+        present = value.is_not_null().to_numpy()
+        bad = ~present & np.repeat(row_ok, cl)
+        bad[cstart] = False
+        idx = np.flatnonzero(bad)
+        if len(idx):  # not a number as it is: cleaned and cast again (np.float64(...) ...)
+            text = raw.gather(idx)
+            odd = (text.str.contains(" - ", literal=True) | text.str.ends_with(" -")).to_numpy()
+            row_ok[np.searchsorted(cstart, idx[odd], side="right") - 1] = False
+            fixed = _clean_cast(text)
+            values = values.copy()  # (polars' own memory: read-only)
+            values[idx], present[idx] = fixed.to_numpy(), fixed.is_not_null().to_numpy()
+    blocks = []
+    for length, keys in refs.items():
+        read = np.flatnonzero(row_ok & (cl == length + 1))
+        if len(read):
+            rows = cand[read]
+            first = {k: (int(rows[0]), j) for j, k in enumerate(keys)}
+            blocks.append(_Block(rows, keys, values, present, cstart[read] + 1, 1, first))
+    return blocks, row_ok
 
 
 def _split(texts: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray]:

@@ -157,8 +157,9 @@ def test_rows_with_other_keys_are_read_as_blocks_too(monkeypatch: pytest.MonkeyP
 
 
 def test_more_pair_counts_than_a_round_takes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rows of many different lengths: what the rounds leave goes through the scatter, same
-    values; nan printed stays nan, a missing key is null."""
+    """Rows of many different lengths: what the rounds (the colon round, then `_ROUNDS` at
+    " - ") leave goes through the scatter, same values; nan printed stays nan, a missing key
+    is null."""
     monkeypatch.setattr(reader, "_LENGTHS", 2)
     scattered: list[int] = []
     general = reader._general_part
@@ -172,8 +173,27 @@ def test_more_pair_counts_than_a_round_takes(monkeypatch: pytest.MonkeyPatch) ->
         " - ".join(f"k{j}:{'nan' if j == i else j}" for j in range(i + 1)) for i in range(9)
     ]
     got = _check(payloads)
-    assert got is not None and len(scattered) == 9 - 2 * reader._ROUNDS
+    assert got is not None and len(scattered) == 9 - 2 * (reader._ROUNDS + 1)
     assert math.isnan(got["k0"][0]) and got["k1"][0] is None and got["k1"][2] == 1
+
+
+def test_values_the_dash_split_cuts_elsewhere_are_not_read_at_colons(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows with a colon per pair are first read split at ":"; one whose value holds " - " or
+    ends in " -" (the " - " split then cuts it elsewhere) must be read the other way."""
+    rounds: list[list[int]] = []
+    dash = reader._dash_rounds
+
+    def spy(series: Any, text: Any) -> Any:
+        rounds.append(list(range(series.len())))
+        return dash(series, text)
+
+    monkeypatch.setattr(reader, "_dash_rounds", spy)
+    payloads = ["a:1 - b:2", "a:x - - b:3", "a:1 - 2 - b:3", "a:np.float64(4) - b:5", "a:6 - b:7"]
+    got = _check(payloads)
+    assert got is not None and got["a"].to_list() == [1, None, 1, 4, 6]
+    assert [len(r) for r in rounds] == [2]  # only the two odd rows left the colon round
 
 
 def test_wrapped_values_in_block_rows() -> None:
