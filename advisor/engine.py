@@ -201,6 +201,13 @@ class Settings(_M):
     clear_after: int = Field(2, ge=1, description="evaluations without a symptom to clear it")
     rel_scale_floor: float = Field(0.01, ge=0, description="noise floor, fraction of |level|")
     abs_scale_floor: float = Field(1e-9, gt=0)
+    early_break: dict[str, Literal["up", "down", "both"]] = Field(
+        default_factory=dict,
+        description="metrics (and the direction that is a symptom) whose baseline is the level "
+        "before a break inside the warm-up (a collapse there must not become the yardstick)",
+    )
+    early_break_z: float = Field(8.0, gt=0, description="break: first-half sigmas apart")
+    early_break_ratio: float = Field(3.0, gt=1, description="break: x or / this far apart")
 
 
 class SymptomRulebook(_M):
@@ -629,17 +636,20 @@ class Monitor:
                 )
             if self._warm_done and end - self._first + 1 > self.warmup_steps:
                 self.warmup_steps = end - self._first + 1
-        for t in self._tracks.values():
+        for name, t in self._tracks.items():
             if self._warm_done and t.baseline is None and len(t.warm) >= 3 - in_warmup:
-                t.baseline = self._baseline(t, end)
+                t.baseline = self._baseline(t, end, name)
         return self._evaluate(end, full=self._warm_done and not in_warmup and trends)
 
-    def _baseline(self, t: _Track, end: int) -> Baseline:
+    def _baseline(self, t: _Track, end: int, name: str = "") -> Baseline:
         arr = np.asarray(t.warm, dtype=float)
         x = arr[:, 0]
         med = float(median(x))
         st = self._st
         floor = max(st.rel_scale_floor * abs(med), st.abs_scale_floor)
+        scale = robust_scale(x, floor)
+        if name in st.early_break:
+            med, scale = self._early_break(name, arr, med, scale, floor)
         start = float(median(x[:2]))
         # Residual sd over spans of SPAN blocks, from the warm-up blocks still in the window.
         blocks = t.buf[: int(arr[-1, 2])]
@@ -649,7 +659,40 @@ class Monitor:
         # not set its own yardstick (the early spans are still clean).
         sd = percentile(spans[ok], 25) if ok.any() else floor
         t.warm = []
-        return Baseline(med, robust_scale(x, floor), start, max(sd, floor), len(x), end)
+        return Baseline(med, scale, start, max(sd, floor), len(x), end)
+
+    def _early_break(
+        self, name: str, arr: np.ndarray, med: float, scale: float, floor: float
+    ) -> tuple[float, float]:
+        """The warm-up's level and noise, or those before it when it broke away inside the
+        warm-up (an entropy blow-up at step 20 of a 30-step warm-up: the jump would inflate
+        the noise too): far in the noise before AND by a ratio, so a warm-up that merely learns
+        fast or eases keeps its own."""
+        st = self._st
+        arr = arr[np.isfinite(arr[:, 0])]
+        x, within = arr[:, 0], arr[:, 1]
+        for k in range(2, len(x) - 1):  # the earliest break with 2 blocks before and after
+            a, b = float(median(x[:k])), float(median(x[k:]))
+            # the noise of the blocks before: of their means from three on; with two, the
+            # spread of their single steps (wider than a block mean's: harder to pass)
+            steps = within[:k][np.isfinite(within[:k])]  # sparse logs: no spread (nan)
+            if k >= 3:
+                noise = robust_scale(x[:k], floor)
+            else:
+                noise = max(float(steps.max()), floor) if len(steps) else math.inf
+            far = abs(b - a) > st.early_break_z * noise
+            apart = a > 0 and b > 0 and max(a / b, b / a) >= st.early_break_ratio
+            way = st.early_break[name]
+            if far and apart and (way == "both" or (way == "up") == (b > a)):
+                break
+        else:
+            return med, scale
+        self._notes[f"early_break:{name}"] = (
+            f"{name} moved from {a:.3g} to {b:.3g} inside the warm-up: its baseline is the "
+            f"warm-up's first {k} blocks (a symptom that starts in the warm-up is judged "
+            "against the run before it)."
+        )
+        return a, noise
 
     def _series(self, name: str, cache: dict[str, Series | None]) -> Series | None:
         if name in cache:

@@ -278,3 +278,19 @@ def test_a_last_block_cut_short_does_not_clear_alone() -> None:
         mon, _ = _monitor(s)
         (p9,) = [f for f in mon.findings if f.id == "P9"]
         assert p9.cleared_step == cleared
+
+
+def test_a_collapse_inside_the_warm_up_is_not_its_own_yardstick() -> None:
+    """Entropy blows up at step 21 of a 60-step warm-up: its baseline is the level before, so
+    the blow-up is DIV evidence (x10+), and the report says what the baseline is. A reward that
+    rises fast in the warm-up (learning) keeps its median."""
+    s = base(400)
+    s["entropy"][20:] *= 12.0
+    s["reward_mean"][20:] *= 0.1
+    mon, _ = _monitor(s)
+    assert "DIV" in [f.id for f in mon.findings]
+    assert any(a.startswith("entropy moved from") for a in mon.assumptions)
+    fast = base(400)
+    fast["reward_mean"][20:] *= 4.0
+    mon, _ = _monitor(fast)
+    assert not any("inside the warm-up" in a for a in mon.assumptions)
