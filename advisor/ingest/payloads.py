@@ -130,10 +130,10 @@ def _dash_rounds(series: pl.Series, text: Callable[[int], str]) -> list[_Block]:
     import numpy as np
 
     kv, lens, size = _split(series)
-    starts = np.zeros(len(lens) + 1, dtype=np.int64)  # piece i of row r is kv[starts[r] + i]
-    np.cumsum(lens, out=starts[1:])
-    blocks, rest = _read_blocks(kv, lens, starts, size, text)
+    blocks, rest = _read_blocks(kv, lens, size, text)
     if len(rest):
+        starts = np.zeros(len(lens) + 1, dtype=np.int64)  # piece i of row r: kv[starts[r] + i]
+        np.cumsum(lens, out=starts[1:])
         blocks.append(_general_part(kv, lens, starts, rest))
     return blocks
 
@@ -179,56 +179,125 @@ def _check_colons(
     number holds " - " or ends in " -" (there the " - " split cuts elsewhere; a number never
     does): then its " - " pieces are exactly `key:value` with the block's keys."""
     import numpy as np
-    import polars as pl
 
-    names: list[str] = []
-    offset = np.zeros(int(clens.max()) + 1, dtype=np.int64)
-    key_bytes = np.zeros_like(offset)  # of a row's suffixes: k1, then " - " + k for the others
-    for length, keys in refs.items():
-        suffixes = [keys[0], *(" - " + k for k in keys[1:]), ""]
-        offset[length + 1] = len(names)
-        key_bytes[length + 1] = sum(len(x.encode()) for x in suffixes)
-        names += suffixes
-    cl = clens[cand]
-    cstart = np.zeros(len(cand), dtype=np.int64)
-    np.cumsum(cl[:-1], out=cstart[1:])
-    total = int(cstart[-1] + cl[-1])
-    if total == len(ckv):
-        sub = ckv  # every row a candidate: no gather
-    else:
-        starts = np.zeros(len(clens), dtype=np.int64)
-        np.cumsum(clens[:-1], out=starts[1:])
-        sub = ckv.gather(np.repeat(starts[cand] - cstart, cl) + np.arange(total))
-    table = pl.Series(names, dtype=pl.String)
-    raw = sub.str.strip_suffix(table.gather(_slots(offset[cl], cl)))
-    value = raw.cast(pl.Float64, strict=False)
+    # a row of L pairs: L + 1 pieces, the suffixes k1, " - " + k2, ..., " - " + kL, ""
+    table, offset, end_bytes = _table(
+        {n + 1: [keys[0], *(" - " + k for k in keys[1:]), ""] for n, keys in refs.items()},
+        int(clens.max()),
+    )
+    cl, cstart, sub = _candidates(ckv, clens, cand)
+    raw, value = _strip_and_cast(sub, table, _slots(offset[cl], cl), suffix=True)
     raw_bytes = raw.str.len_bytes().to_numpy()
-    values = value.fill_null(float("nan")).to_numpy()  # (3x faster than letting numpy do it)
     # a row's pieces hold its bytes less its colons; each piece loses all its suffix or none
-    row_ok = size[cand] - (cl - 1) - np.add.reduceat(raw_bytes, cstart) == key_bytes[cl]
+    row_ok = size[cand] - (cl - 1) - np.add.reduceat(raw_bytes, cstart) == end_bytes[cl]
     row_ok &= raw_bytes[cstart] == 0
+    values = value.fill_null(float("nan")).to_numpy()  # (3x faster than letting numpy do it)
     present = None
     # the first pieces are keys, not values: a null among the others is no number
     if value.null_count() > value.gather(cstart).null_count():
         present = value.is_not_null().to_numpy()
-        bad = ~present & np.repeat(row_ok, cl)
-        bad[cstart] = False
-        idx = np.flatnonzero(bad)
-        if len(idx):  # not a number as it is: cleaned and cast again (np.float64(...) ...)
-            text = raw.gather(idx)
-            odd = (text.str.contains(" - ", literal=True) | text.str.ends_with(" -")).to_numpy()
-            row_ok[np.searchsorted(cstart, idx[odd], side="right") - 1] = False
-            fixed = _clean_cast(text)
-            values = values.copy()  # (polars' own memory: read-only)
-            values[idx], present[idx] = fixed.to_numpy(), fixed.is_not_null().to_numpy()
+        present[cstart] = True
+        values = _clean_values(raw, values, present, row_ok, cl, cstart, dashes=True)
+    blocks = _blocks(refs, row_ok, cand, cl - 1, cstart + 1, values, present)
+    return blocks, row_ok
+
+
+def _candidates(
+    kv: pl.Series, lens: np.ndarray, cand: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, pl.Series]:
+    """The candidates' piece counts, where each one's pieces start among theirs, and their
+    pieces one after the other (kv holds every row's, lens[r] of row r)."""
+    import numpy as np
+
+    cl = lens[cand]
+    cstart = np.zeros(len(cand), dtype=np.int64)
+    np.cumsum(cl[:-1], out=cstart[1:])
+    total = int(cstart[-1] + cl[-1])
+    if total == len(kv):
+        return cl, cstart, kv  # every row a candidate (each has a piece): no gather
+    starts = np.zeros(len(lens), dtype=np.int64)
+    np.cumsum(lens[:-1], out=starts[1:])
+    return cl, cstart, kv.gather(np.repeat(starts[cand] - cstart, cl) + np.arange(total))
+
+
+def _table(ends: dict[int, list[str]], top: int) -> tuple[pl.Series, np.ndarray, np.ndarray]:
+    """{piece count: what its pieces should start or end with}, one after the other: the
+    Series, where each count's run starts in it, and the bytes of each count's run."""
+    import numpy as np
+    import polars as pl
+
+    names: list[str] = []
+    offset = np.zeros(top + 1, dtype=np.int64)
+    end_bytes = np.zeros_like(offset)
+    for count, run in ends.items():
+        offset[count] = len(names)
+        end_bytes[count] = sum(len(x.encode()) for x in run)
+        names += run
+    return pl.Series(names, dtype=pl.String), offset, end_bytes
+
+
+def _strip_and_cast(
+    sub: pl.Series, table: pl.Series, slots: np.ndarray, suffix: bool
+) -> tuple[pl.Series, pl.Series]:
+    """Each piece without the start (or end) table[slots[i]] it should have, if it has it,
+    and that rest as a number (null where none)."""
+    import polars as pl
+
+    ends = table.gather(slots)
+    raw = sub.str.strip_suffix(ends) if suffix else sub.str.strip_prefix(ends)
+    return raw, raw.cast(pl.Float64, strict=False)
+
+
+def _clean_values(
+    raw: pl.Series,
+    values: np.ndarray,
+    present: np.ndarray,
+    row_ok: np.ndarray,
+    cl: np.ndarray,
+    cstart: np.ndarray,
+    dashes: bool,
+) -> np.ndarray:
+    """The values of the passing rows that are no number as they are, cleaned and cast again
+    (np.float64(...) ...): `values` and `present` updated (values may be a new array, the
+    one returned). With `dashes`, a row with such a value holding " - " or ending in " -"
+    fails (`row_ok`)."""
+    import numpy as np
+
+    idx = np.flatnonzero(~present & np.repeat(row_ok, cl))
+    if not len(idx):
+        return values
+    text = raw.gather(idx)
+    if dashes:
+        odd = (text.str.contains(" - ", literal=True) | text.str.ends_with(" -")).to_numpy()
+        row_ok[np.searchsorted(cstart, idx[odd], side="right") - 1] = False
+    fixed = _clean_cast(text)
+    if not values.flags.writeable:  # polars' own memory
+        values = values.copy()
+    values[idx], present[idx] = fixed.to_numpy(), fixed.is_not_null().to_numpy()
+    return values
+
+
+def _blocks(
+    refs: dict[int, list[str]],
+    row_ok: np.ndarray,
+    cand: np.ndarray,
+    pairs: np.ndarray,
+    at: np.ndarray,
+    values: np.ndarray,
+    present: np.ndarray | None,
+) -> list[_Block]:
+    """A block per pair count of the candidates that passed (`pairs`: each one's count; its
+    values start at `at`)."""
+    import numpy as np
+
     blocks = []
     for length, keys in refs.items():
-        read = np.flatnonzero(row_ok & (cl == length + 1))
+        read = np.flatnonzero(row_ok & (pairs == length))
         if len(read):
             rows = cand[read]
             first = {k: (int(rows[0]), j) for j, k in enumerate(keys)}
-            blocks.append(_Block(rows, keys, values, present, cstart[read] + 1, 1, first))
-    return blocks, row_ok
+            blocks.append(_Block(rows, keys, values, present, at[read], 1, first))
+    return blocks
 
 
 def _split(texts: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray]:
@@ -243,11 +312,7 @@ def _split(texts: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray]:
 
 
 def _read_blocks(
-    kv: pl.Series,
-    lens: np.ndarray,
-    starts: np.ndarray,
-    size: np.ndarray,
-    text: Callable[[int], str],
+    kv: pl.Series, lens: np.ndarray, size: np.ndarray, text: Callable[[int], str]
 ) -> tuple[list[_Block], np.ndarray]:
     """The block rows, round by round (see the module doc), and the row ids left for the
     general scatter."""
@@ -260,7 +325,7 @@ def _read_blocks(
         if not refs:
             break
         cand = rest[np.isin(lens[rest], list(refs))]
-        blocks, accepted = _check_and_cast(kv, lens, starts, size, cand, refs)
+        blocks, accepted = _check_and_cast(kv, lens, size, cand, refs)
         if not accepted.any():
             break
         parts += blocks
@@ -299,7 +364,6 @@ def _clean_keys(payload: str) -> list[str] | None:
 def _check_and_cast(
     kv: pl.Series,
     lens: np.ndarray,
-    starts: np.ndarray,
     size: np.ndarray,
     cand: np.ndarray,
     refs: dict[int, list[str]],
@@ -308,58 +372,19 @@ def _check_and_cast(
     each piece cast, in one pass. A block per pair count of the rows that pass, and which
     candidates did."""
     import numpy as np
-    import polars as pl
 
-    names: list[str] = []
-    offset = np.zeros(int(lens.max()) + 1, dtype=np.int64)
-    key_bytes = np.zeros_like(offset)  # of all the `key:` prefixes of a row of that count
-    for length, keys in refs.items():
-        offset[length] = len(names)
-        key_bytes[length] = sum(len(k.encode()) + 1 for k in keys)
-        names += keys
-    cl = lens[cand]
-    cstart = np.zeros(len(cand), dtype=np.int64)
-    np.cumsum(cl[:-1], out=cstart[1:])
-    total = int(cstart[-1] + cl[-1])
-    # piece i of candidate c: its key is names[offset[cl[c]] + i], its text kv[starts[c] + i]
-    if total == len(kv):
-        sub = kv  # every row a candidate (each has a piece): no gather
-    else:
-        sub = kv.gather(np.repeat(starts[cand] - cstart, cl) + np.arange(total))
-    table = pl.Series([k + ":" for k in names], dtype=pl.String)
-    raw_bytes, values, present = _strip_and_cast(sub, table, offset[cl], cl)
+    table, offset, key_bytes = _table(
+        {n: [k + ":" for k in keys] for n, keys in refs.items()}, int(lens.max())
+    )
+    cl, cstart, sub = _candidates(kv, lens, cand)
+    raw, value = _strip_and_cast(sub, table, _slots(offset[cl], cl), suffix=False)
     # a piece loses all its prefix or nothing: a row lost all its prefixes' bytes or not all
-    row_ok = size[cand] - np.add.reduceat(raw_bytes, cstart) == key_bytes[cl]
-    if present is not None:
-        bad = ~present & np.repeat(row_ok, cl)
-        if bad.any():  # not a number as it is: cleaned and cast again (np.float64(...) ...)
-            idx = np.flatnonzero(bad)
-            fixed = _clean_cast(
-                sub.gather(idx).str.strip_prefix(table.gather(_slots(offset[cl], cl)[idx]))
-            )
-            values[idx], present[idx] = fixed.to_numpy(), fixed.is_not_null().to_numpy()
-    blocks = []
-    for length, keys in refs.items():
-        read = np.flatnonzero(row_ok & (cl == length))
-        if len(read):
-            rows = cand[read]
-            first = {k: (int(rows[0]), j) for j, k in enumerate(keys)}
-            blocks.append(_Block(rows, keys, values, present, cstart[read], 1, first))
-    return blocks, row_ok
-
-
-def _strip_and_cast(
-    sub: pl.Series, table: pl.Series, offset: np.ndarray, cl: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The pieces of rows of cl[r] pieces whose keys are table[offset[r]:...], each without
-    its key prefix if it starts with it: its bytes, what it is as a number (nan where none),
-    and whether it is one (None: all are)."""
-    import polars as pl
-
-    raw = sub.str.strip_prefix(table.gather(_slots(offset, cl)))
-    value = raw.cast(pl.Float64, strict=False)
-    there = value.is_not_null().to_numpy() if value.null_count() else None
-    return raw.str.len_bytes().to_numpy(), value.to_numpy(), there
+    row_ok = size[cand] - np.add.reduceat(raw.str.len_bytes().to_numpy(), cstart) == key_bytes[cl]
+    values, present = value.to_numpy(), None
+    if value.null_count():
+        present = value.is_not_null().to_numpy()
+        values = _clean_values(raw, values, present, row_ok, cl, cstart, dashes=False)
+    return _blocks(refs, row_ok, cand, cl, cstart, values, present), row_ok
 
 
 def _slots(offset: np.ndarray, cl: np.ndarray) -> np.ndarray:
