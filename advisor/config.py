@@ -180,6 +180,23 @@ def _yaml(typ: str = "rt") -> Any:
     return y
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _joined_surrogates(obj: Any) -> Any:
+    """Strings as Python text: a JSON escape pair (\\ud800\\udc00 for U+10000) is read by
+    the YAML parser as two halves; they are joined, and a lone half becomes U+FFFD."""
+    if isinstance(obj, str):
+        if not _SURROGATE.search(obj):
+            return obj
+        return obj.encode("utf-16", "surrogatepass").decode("utf-16", errors="replace")
+    if isinstance(obj, dict):
+        return {k: _joined_surrogates(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_joined_surrogates(v) for v in obj]
+    return obj
+
+
 def read_document(path: Path) -> Any:
     """Parse a YAML or JSON job file (ruamel, YAML 1.2: `1e-6` is a float) keeping line info."""
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -989,7 +1006,7 @@ def load_config(
     hp, notes = _fill_defaults(walker, origin, report_missing=source is not None)
     samples = _training_samples(training_samples, extras, walker.out, source, notes)
     walker.out["hyper_parameters"] = hp
-    cfg = JobConfig.model_validate(walker.out)
+    cfg = JobConfig.model_validate(_joined_surrogates(walker.out))
     del book
     return LoadedConfig(
         config=cfg,

@@ -83,3 +83,16 @@ def test_any_set_strings_give_findings_or_input_error(items: list[str]) -> None:
     except InputError:
         return
     assert all(isinstance(f, ConfigFinding) for f in loaded.findings + check(loaded))
+
+
+def test_json_escaped_astral_characters_are_text(tmp_path: Path) -> None:
+    """json.dumps writes U+10000 as the pair \\ud800\\udc00, which the YAML parser reads as
+    two halves (hypothesis found it): joined, and a lone half replaced, never a traceback."""
+    from advisor.config import load_config
+
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps({"rollout_id": "\U00010000", "job_name": "run \U0001f680"}))
+    assert load_config(path).config.job_name == "run \U0001f680"
+    path.write_text('{"job_name": "\\ud800x"}')
+    assert load_config(path).config.job_name == "\ufffdx"
+
