@@ -960,8 +960,13 @@ class Monitor:
         if self._evaluations == 0:
             out.insert(
                 0,
-                f"insufficient data: steps {self._first} to {self._last} seen (a span of "
-                f"{self.span}); trends are judged only after the "
+                "insufficient data: "
+                + (
+                    f"steps {self._first} to {self._last} seen (a span of {self.span})"
+                    if self._first is not None
+                    else "no step seen"
+                )
+                + "; trends are judged only after the "
                 f"warm-up of {self.warmup_steps} steps ({self._warmup_why()}) and one "
                 f"block of {self.block_steps} more; {self.missing_steps + self.block_steps} "
                 "steps missing.",

@@ -157,6 +157,11 @@ def watch(
     )
     why = sidecar.run()
     alerts.console.print(f"[dim]rl-advisor: stopped watching ({why}) after {adv.steps} steps[/]")
+    if adv.steps == 0 and not path.exists():  # nothing was ever there to judge
+        raise InputError(
+            f"{path}: the log never appeared (watched until {why}); expected a training log "
+            "being written"
+        )
     d = adv.diagnosis()
     from advisor.report import render
 

@@ -138,6 +138,22 @@ def test_watch_rejects_a_directory_without_a_log(
     assert out == "" and len(err.strip().splitlines()) == 1 and "expected a log file" in err
 
 
+def test_watch_says_when_the_log_never_appeared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _watch(
+        [str(tmp_path / "train.log"), "--idle", "0.1", "--poll", "0.02"], capsys
+    )
+    assert code == 2 and out == ""
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .endswith(
+            "the log never appeared (watched until idle); expected a training log being written"
+        )
+    )
+
+
 def _jsonl_run(prefix: str) -> Path:
     runs = [p for p in corpus_runs() if p.name.startswith(prefix) and "verl-jsonl" in p.name]
     if not runs:
