@@ -21,6 +21,7 @@ from typing import Any, overload
 from advisor.ingest import hints as hint_map
 from advisor.ingest.ending import EndingScanner
 from advisor.ingest.frame import build_run
+from advisor.ingest.payloads import WRAPPED_VALUE
 from advisor.types import InputError, Run, RunEnding
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
@@ -36,7 +37,7 @@ _LEAD_STEP = re.compile(
 _PAIR = re.compile(
     r"""(['"])((?:(?!\1).)+)\1\s*:\s*((?:np\.\w+|tensor|torch\.tensor)\([^)]*\)|[^,{}\[\]]+)"""
 )
-_WRAPPED = re.compile(r"^(?:np\.\w+|tensor|torch\.tensor)\(\s*([^,)]*)")
+_WRAPPED = re.compile(WRAPPED_VALUE)
 _TRL_ARG = re.compile(r"\b(" + "|".join(hint_map.TRL_ARGS) + r")\s*=\s*([^,\s)]+)")
 _OVERRIDE_ROOTS = re.compile(r"\b(?:actor_rollout_ref|data|trainer|algorithm|critic)\.\w")
 _OVERRIDE = re.compile(

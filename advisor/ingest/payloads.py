@@ -34,7 +34,8 @@ _LENGTHS = 16  # pair counts tried per round (each costs one Python split of one
 _PART_CHARS = 1 << 20  # of payload text per part read on its own thread (see `_parts`)
 _PARTS: int | None = None  # at most this many parts; None: one per polars thread
 # value wrappers verl/torch print around a number: np.float64(0.5), tensor(0.5, device=...)
-_WRAPPER = r"^(?:np\.\w+|tensor|torch\.tensor)\(\s*([^,)]*).*$"
+WRAPPED_VALUE = r"^(?:np\.\w+|tensor|torch\.tensor)\(\s*([^,)]*)"  # group 1: the number
+_WRAPPER = WRAPPED_VALUE + ".*$"  # for str.replace: the whole value becomes the number
 
 
 @dataclass

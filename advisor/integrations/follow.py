@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor.ingest.payloads import WRAPPED_VALUE
 from advisor.online import Advisor
 from advisor.types import Finding, InputError, RunEnding
 
-_WRAPPED = re.compile(r"^(?:np\.\w+|tensor|torch\.tensor)\(\s*([^,)]*).*$")  # np.float64(0.1)
+_WRAPPED = re.compile(WRAPPED_VALUE)  # np.float64(0.1), tensor(0.1, device=...)
 _LOG_SUFFIXES = (".jsonl", ".json", ".log", ".txt", ".out")
 _CHUNK = 1 << 16
 
