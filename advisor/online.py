@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor.ingest.names import is_training_record
 from advisor.types import (
     CANONICAL_METRICS,
     Action,
@@ -252,10 +253,11 @@ class Advisor:
             self._see_trl_keys(metrics)
         new = list(self._monitor.push(step, row))
         self._track(step, row)
-        self._steps += 1
-        if self._first_step is None:
-            self._first_step = step
-        self._last_step = step
+        if is_training_record(k for k, v in metrics.items() if v is not None):
+            self._steps += 1  # an evaluation alone (verl's at step 0) is no step, as for load_run
+            if self._first_step is None:
+                self._first_step = step
+            self._last_step = step
         return new
 
     def _count_cut(self, metrics: Mapping[str, Any]) -> None:

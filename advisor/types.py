@@ -162,20 +162,27 @@ class Run:
     config_hints: dict[str, Any] = field(default_factory=dict)  # platform hyperparameter names
     ending: RunEnding | None = None
     warnings: list[str] = field(default_factory=list)
+    # (count, first, last) of the training steps, when some rows hold only an evaluation (verl's
+    # validation at step 0): those rows stay in `frame` but are no steps of the run
+    training: tuple[int, int, int] | None = None
 
     @property
     def steps(self) -> int:
-        return self.frame.height
+        return self.training[0] if self.training is not None else self.frame.height
 
     def info(self) -> RunInfo:
         steps = self.frame["step"] if "step" in self.frame.columns else None
         present = [c for c in CANONICAL_METRICS if c in self.frame.columns]
+        first = int(steps.min()) if steps is not None and self.frame.height else None
+        last = int(steps.max()) if steps is not None and self.frame.height else None
+        if self.training is not None:
+            _, first, last = self.training
         return RunInfo(
             source=self.source,
             format=self.format,
-            steps=self.frame.height,
-            first_step=int(steps.min()) if steps is not None and self.frame.height else None,
-            last_step=int(steps.max()) if steps is not None and self.frame.height else None,
+            steps=self.steps,
+            first_step=first,
+            last_step=last,
             metrics=present,
             config_hints=self.config_hints,
             ending=self.ending,

@@ -110,6 +110,15 @@ def iter_chunks(path: Path, state: _State | None = None) -> Iterator[tuple[int, 
     complete lines ending in a newline, then possibly the cut last line alone. Streamed; bad
     UTF-8 is replaced. A regular file is mapped and decoded from the mapping (no copy of the
     bytes: a fresh 12 MB buffer costs as much as the decoding); anything else is read."""
+    chunks = _chunks(path, state)
+    for before, text, last in chunks:
+        # a UTF-8 byte order mark (Windows editors) is no part of the first line
+        yield before, text[1:] if text.startswith("\ufeff") else text, last
+        break
+    yield from chunks
+
+
+def _chunks(path: Path, state: _State | None) -> Iterator[tuple[int, str, bool]]:
     import mmap
 
     with path.open("rb") as fh:

@@ -253,8 +253,30 @@ def build_run(
     _lr_hint(df, hints)
     _response_cap_hint(df, hints)
     return Run(
-        frame=df, source=source, format=fmt, config_hints=hints, ending=ending, warnings=warnings
+        frame=df,
+        source=source,
+        format=fmt,
+        config_hints=hints,
+        ending=ending,
+        warnings=warnings,
+        training=_training_steps(df),
     )
+
+
+def _training_steps(df: pl.DataFrame) -> tuple[int, int, int] | None:
+    """(count, first, last) of the rows that hold a training metric, when some rows hold only
+    an evaluation (see names.is_training_record); None when every row is a training step."""
+    import polars as pl
+
+    cols = [c for c in df.columns if names.is_training_record([c])]
+    if not cols:
+        return None
+    train = df.select(pl.any_horizontal(pl.col(cols).is_not_null())).to_series()
+    n = int(train.sum())
+    if n in (0, df.height):
+        return None
+    steps = df["step"].filter(train)
+    return n, int(steps.min()), int(steps.max())  # type: ignore[arg-type]
 
 
 def _lr_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:

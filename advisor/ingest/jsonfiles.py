@@ -40,8 +40,12 @@ def read_jsonl(path: Path, source: str) -> Run:
     if 0 < size < (1 << 30):
         # mapped, not read: polars reads the file itself, the text is only scanned here
         with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            df = read_ndjson_complete(mm, path=path)
-            order = _first_keys(mm)
+            if mm[:3] == b"\xef\xbb\xbf":  # a byte order mark: polars reads the text after it
+                df = read_ndjson_complete(mm[3:])
+                order = _first_keys(mm[3:])
+            else:
+                df = read_ndjson_complete(mm, path=path)
+                order = _first_keys(mm)
     warnings: list[str] = []
     if df is None:
         df, warnings, fmt = _jsonl_python(path, source)

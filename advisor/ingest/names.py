@@ -98,6 +98,24 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "loss": ("loss", "train/loss", "actor/pg_loss", "policy_loss", "train/pg_loss"),
 }
 
+# A row whose only values are an evaluation's is no training step (verl validates at step 0
+# before training, TRL's eval_on_start): it is kept, but not counted as a step.
+_EVAL_PREFIXES = ("val-", "val/", "val_", "eval_", "eval/", "eval-", "validation/", "test/")
+_NEUTRAL_KEYS = frozenset(
+    {"step", "epoch", "_step", "_runtime", "_timestamp", "timestamp", "", "Unnamed: 0", "index"}
+)  # "": the index column of a W&B / pandas CSV export
+
+
+def is_eval_key(name: str) -> bool:
+    """A key an evaluation writes (val-core/..., eval_loss, val_reward ...)."""
+    return name.startswith(_EVAL_PREFIXES)
+
+
+def is_training_record(keys: Iterable[str]) -> bool:
+    """Some key of the record (with a value) is neither an evaluation's nor a step/time field."""
+    return any(k not in _NEUTRAL_KEYS and not is_eval_key(k) for k in keys)
+
+
 # Keys whose exact 0 means "not measured" (ROLL logs entropy 0 when it skipped it).
 ZERO_MEANS_MISSING: frozenset[str] = frozenset({"critic/entropy/mean"})
 

@@ -270,6 +270,7 @@ class Follower:
         self._fh: Any = None
         self._ino: int | None = None
         self._buf = b""
+        self._start = True
         self.grew_at = time.monotonic()
 
     def _open(self) -> bool:
@@ -280,6 +281,7 @@ class Follower:
         except OSError as err:
             raise InputError(f"{self.path}: cannot be read ({err.strerror})") from None
         self._fh, self._ino, self._buf = fh, os.fstat(fh.fileno()).st_ino, b""
+        self._start = True  # the next bytes read are the file's first
         return True
 
     def close(self) -> None:
@@ -302,7 +304,7 @@ class Follower:
                 lines += self._drain()
         elif st.st_size < self._fh.tell():  # truncated: the writer started it anew
             self._fh.seek(0)
-            self._buf = b""
+            self._buf, self._start = b"", True
             lines += self._drain()
         return lines
 
@@ -313,6 +315,9 @@ class Follower:
         if not data:
             return []
         self.grew_at = time.monotonic()
+        if self._start:  # a UTF-8 byte order mark is no part of the first line
+            self._start = False
+            data = data.removeprefix(b"\xef\xbb\xbf")
         data = self._buf + data
         *complete, self._buf = data.split(b"\n")
         return [raw.decode("utf-8", errors="replace") for raw in complete]

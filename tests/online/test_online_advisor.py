@@ -170,7 +170,7 @@ def test_report_is_the_diagnose_report_shape(tmp_path: Path) -> None:
     adv, _ = replay(run, path / "job.yaml")
     data = json.loads(adv.report(format="json"))
     assert data["schema_version"] == 1
-    assert data["run"]["steps"] == run.frame.height
+    assert data["run"]["steps"] == run.steps  # training steps: a validation alone is none
     assert data["run"]["last_step"] == run.frame["step"][-1]
     assert sorted({f["id"] for f in data["findings"]}) == ids(adv.findings)
     assert data["patch"]["from_finding"] in ids(adv.findings)

@@ -89,7 +89,7 @@ def test_tracking_wrapper_logs_first_then_feeds_the_advisor() -> None:
     assert len(tracker.logged) == run.frame.height + 1  # every backend call went through
     hook.close(run.ending)
     assert ids(hook.advisor.findings) == ids(diagnose(path, path / "job.yaml").findings) != []
-    assert hook.advisor.steps == run.frame.height  # the backend-only call was not a step
+    assert hook.advisor.steps == run.steps  # the backend-only call was not a step
 
 
 def test_tracking_wrapper_stops_fit_when_asked() -> None:
