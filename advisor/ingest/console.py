@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import pairwise, repeat
 from pathlib import Path
 from typing import Any, overload
 
@@ -245,11 +245,20 @@ def _decode(data: Any, lineno: int, state: _State | None) -> str:
 
 def read_console(path: Path, source: str) -> Run:
     st = _State(source=source)
-    for before, text, last in iter_chunks(path, st):
-        if last:
-            _line(st, before + 1, text, True)
-        else:
-            _scan_text(st, before, text)
+    width = _wrap_width(path)
+    if width:
+        st.warnings.append(
+            f"{source}: lines are cut at {width} characters (a terminal's copy?): a line of "
+            "exactly that length was joined with the next"
+        )
+        for lineno, line, last in _unwrapped(iter_lines(path, st), width):
+            _line(st, lineno, line, last)
+    else:
+        for before, text, last in iter_chunks(path, st):
+            if last:
+                _line(st, before + 1, text, True)
+            else:
+                _scan_text(st, before, text)
     if st.bad_bytes_line is not None:
         st.warnings.append(
             f"{source}:{st.bad_bytes_line}: bytes that are not UTF-8 were replaced (U+FFFD)"
@@ -264,6 +273,51 @@ def read_console(path: Path, source: str) -> Run:
         f"{source}:1: expected training metrics (verl 'step:N - key:value' lines, TRL "
         "{'loss': ...} dicts, 'metrics_tag:' lines ...), found none"
     )
+
+
+_WRAP_SAMPLE = 1 << 16  # bytes looked at for hard-wrapped lines
+_WRAP_MIN = 60  # narrower cuts are no terminal's
+
+
+def _wrap_width(path: Path) -> int | None:
+    """W when the log's lines were hard-wrapped at W characters (pasted from a terminal or a
+    log viewer): most long lines have exactly the longest length, and step lines among them.
+    verl's step lines run to thousands of characters, so a log whose lines all stop at one
+    width cut them."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_WRAP_SAMPLE).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    lines = [x.rstrip("\r") for x in head.split("\n")[:-1] if x.strip()]  # last may be cut
+    if len(lines) < 8:
+        return None
+    width = max(map(len, lines))
+    cut = [(a, b) for a, b in pairwise(lines) if len(a) == width]
+    # fixed-width lines (3-decimal verl prints every step line alike) are followed by lines
+    # that start as they do; a cut line by the rest of itself
+    alike = sum(b[:12] == a[:12] for a, b in cut)
+    stepped = any("step:" in a for a, _ in cut)
+    wrapped = len(cut) * 2 >= len(lines) and alike * 10 < len(cut)
+    return width if width >= _WRAP_MIN and stepped and wrapped else None
+
+
+def _unwrapped(
+    lines: Iterator[tuple[int, str, bool]], width: int
+) -> Iterator[tuple[int, str, bool]]:
+    """Lines of exactly `width` characters joined with the ones after them (the number of
+    the first), the log as it was written."""
+    parts: list[str] = []
+    first = 0
+    for lineno, line, last in lines:
+        if not parts:
+            first = lineno
+        parts.append(line.rstrip("\r"))
+        if len(parts[-1]) != width or last:
+            yield first, "".join(parts), last
+            parts = []
+    if parts:
+        yield first, "".join(parts), True
 
 
 def _strip_ansi(line: str) -> str:
@@ -690,6 +744,16 @@ def _step_of_ending(ending: RunEnding | None, rows: list[dict[str, Any]]) -> Run
     return ending.model_copy(update={"step": max(before)}) if before else ending
 
 
+def _rising_runs(marks: list[int], restarts: int = 3) -> bool:
+    """Strictly rising, but for a few drops (a resume from a checkpoint restarts the bar)."""
+    drops = 0
+    for a, b in pairwise(marks):
+        if b == a:
+            return False
+        drops += b < a
+    return drops <= restarts
+
+
 def _derive_trl_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, Any]) -> None:
     """TRL prints its log dicts without the step: step = k x logging_steps, k = train entry no.
 
@@ -704,12 +768,20 @@ def _derive_trl_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, A
         every, how = hints["logging_steps"], "the logging_steps the run printed"
     # only the training bar's marks (model loading and CUDA-graph bars are cleared too)
     marks = [m for m, t in st.marks if t == total] if total else []
-    if every is None and n and len(marks) >= n and marks[:n] == sorted(set(marks[:n])):
+    if every is None and n and len(marks) >= n and _rising_runs(marks[:n]):
         # the bar was cleared once per log line: those are the steps (stdout and stderr may
-        # be buffered apart, so the bar and the dicts do not interleave in the file)
+        # be buffered apart, so the bar and the dicts do not interleave in the file); a resumed
+        # run's bar starts again lower, at its checkpoint, and its steps repeat (deduplicated)
         for r, step in zip(train, marks, strict=False):
             r["_step"] = step
         every = marks[0]
+        how = "the progress bar position at each log line"
+    bars = [r["_tqdm"] for r in train]
+    if every is None and n > 1 and None not in bars and _rising_runs(bars) and bars[0] < bars[1]:
+        # the bar's position when each line was printed (a resume shows as a drop)
+        for r, step in zip(train, bars, strict=True):
+            r["_step"] = step
+        every = bars[1] - bars[0]
         how = "the progress bar position at each log line"
     first_bar = train[0]["_tqdm"] if train else None
     if every is None and first_bar and (total is None or first_bar * n <= total):

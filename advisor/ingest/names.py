@@ -75,6 +75,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "completions/mean_length",
         "completion_length",  # TRL before completions/*
         "rollout/response_length_mean",  # OpenRLHF
+        "train/response_length",  # OpenRLHF's status["response_length"] through W&B
         "token/response_length/mean",  # ROLL
         "rollout/response_len/mean",  # slime
         "train/mean_gen_tokens_per_sample",  # NeMo-RL
