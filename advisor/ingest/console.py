@@ -45,6 +45,9 @@ _OVERRIDE = re.compile(
 )
 _TRL_KEYS = ("loss", "reward", "grad_norm", "learning_rate", "train_runtime", "epoch")
 _CHUNK = 32 << 20  # a 2,000-step log is one read: no carry copy
+# payload text read into a frame at a time: a 1 GB log never holds all its step lines as
+# strings (and the several copies parsing makes of them) at once
+_PART_TEXT = 32 << 20
 
 
 @dataclass
@@ -71,6 +74,9 @@ class _State:
     ending: EndingScanner = field(default_factory=EndingScanner)
     bad_bytes_line: int | None = None
     truncated: int = 0
+    # a big log's payloads are read part by part (`_flush_verl`): the frames of those done
+    verl_frames: list[Any] = field(default_factory=list)
+    low_precision: bool | None = None  # 3-decimal values, judged on the first payloads
 
     @property
     def verl_payloads(self) -> _Payloads:
@@ -259,13 +265,15 @@ def read_console(path: Path, source: str) -> Run:
                 _line(st, before + 1, text, True)
             else:
                 _scan_text(st, before, text)
+                if sum(map(len, st.verl_texts)) >= _PART_TEXT:
+                    _flush_verl(st)
     if st.bad_bytes_line is not None:
         st.warnings.append(
             f"{source}:{st.bad_bytes_line}: bytes that are not UTF-8 were replaced (U+FFFD)"
         )
     if st.truncated:
         st.warnings.append(f"{source}: dropped {st.truncated} truncated metric line(s)")
-    if st.verl_texts:
+    if st.verl_texts or st.verl_frames:
         return _finish_verl(st)
     if st.dict_rows:
         return _finish_dicts(st)
@@ -660,16 +668,32 @@ def _nest(flat: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def _finish_verl(st: _State) -> Run:
+def _flush_verl(st: _State) -> None:
+    """The payloads read so far into a frame; their strings are let go."""
     from advisor.ingest.payloads import payloads_to_frame
 
     texts, offsets, steps = st.verl_texts, st.verl_offsets, st.verl_rows
+    if not texts:
+        return
     if st.verl_lines != sorted(st.verl_lines):  # validation dicts are added out of line order
         order = sorted(range(len(steps)), key=st.verl_lines.__getitem__)
         texts, offsets = [texts[i] for i in order], [offsets[i] for i in order]
         steps = [steps[i] for i in order]
-    wide = payloads_to_frame(texts, offsets, steps, st.source)
-    three_decimals = _three_decimals(max(_Payloads(texts, offsets)[:5], key=len))
+    if st.low_precision is None:
+        st.low_precision = _three_decimals(max(_Payloads(texts, offsets)[:5], key=len))
+    st.verl_frames.append(payloads_to_frame(texts, offsets, steps, st.source, check=False))
+    st.verl_texts, st.verl_offsets, st.verl_rows, st.verl_lines = [], [], [], []
+
+
+def _finish_verl(st: _State) -> Run:
+    import polars as pl
+
+    _flush_verl(st)
+    # a key new in a later part comes after the keys of the parts before: the file's order
+    frames = st.verl_frames
+    wide = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal")
+    if wide.width == 1:
+        raise InputError(f"{st.source}: step lines hold no 'key:value' metric")
     return build_run(
         wide,
         source=st.source,
@@ -677,7 +701,7 @@ def _finish_verl(st: _State) -> Run:
         hints=_config_hints(st),
         ending=st.ending.result(st.last_metric_line),
         warnings=st.warnings,
-        low_precision=three_decimals,
+        low_precision=bool(st.low_precision),
     )
 
 

@@ -66,10 +66,11 @@ class _Block:
 
 
 def payloads_to_frame(
-    texts: list[str], offsets: list[int], steps: list[int], source: str
+    texts: list[str], offsets: list[int], steps: list[int], source: str, check: bool = True
 ) -> pl.DataFrame:
     """Payload i is texts[i][offsets[i]:]; its step is steps[i]. A `step` column, then one
-    Float64 column per key; a key a row does not have, or whose value is no number, is null."""
+    Float64 column per key; a key a row does not have, or whose value is no number, is null.
+    `check`: an InputError when no payload holds a metric (off for one part of a log)."""
     import polars as pl
 
     if any(offsets):
@@ -87,7 +88,7 @@ def payloads_to_frame(
             later = [pool.submit(_read_part, texts[a:b], steps[a:b]) for a, b in bounds[1:]]
             first = _read_part(texts[: bounds[0][1]], steps[: bounds[0][1]])
             wide = pl.concat([first, *(job.result() for job in later)], how="diagonal")
-    if wide.width == 1:
+    if check and wide.width == 1:
         raise InputError(f"{source}: step lines hold no 'key:value' metric")
     return wide
 
