@@ -177,6 +177,11 @@ class SymptomRule(_M):
     source: Text = Field(description="knowledge.md section/row or a public source")
     causes: list[Text] = Field(min_length=1, description="likely causes, most probable first")
     warmup: bool = Field(True, description="judged only after the warm-up (false: events)")
+    settles: bool = Field(
+        False,
+        description="an episode that cleared `settled_blocks` blocks or more before the run's "
+        "end is kept as info, with no change to make (a passing slowdown)",
+    )
     unless: list[Predicate] = Field(default_factory=list, description="not judged when true")
     unless_note: str = ""
     suppressed_by: list[str] = Field(
@@ -206,6 +211,7 @@ class Settings(_M):
         description="metrics (and the direction that is a symptom) whose baseline is the level "
         "before a break inside the warm-up (a collapse there must not become the yardstick)",
     )
+    settled_blocks: int = Field(4, ge=1, description="see SymptomRule.settles")
     early_break_z: float = Field(8.0, gt=0, description="break: first-half sigmas apart")
     early_break_ratio: float = Field(3.0, gt=1, description="break: x or / this far apart")
 
@@ -862,6 +868,23 @@ class Monitor:
         if _RANK[confidence] > _RANK[f.confidence]:
             f.confidence = confidence
 
+    def _settle(self) -> None:
+        """Episodes of `settles` rules that ended long before the run did become info."""
+        if self._last is None:
+            return
+        settles = {r.id for r in self._rules if r.settles}
+        span = self._st.settled_blocks * self.block_steps
+        for f in self.findings:
+            if f.id not in settles or f.id in self._active or f.cleared_step is None:
+                continue
+            if self._last - f.cleared_step >= span and f.severity != Severity.info:
+                f.severity = Severity.info
+                self._notes[f"settled:{f.id}:{f.onset_step}"] = (
+                    f"{f.id} {f.name} from step {f.onset_step} cleared at step {f.cleared_step}, "
+                    f"{self._last - f.cleared_step} steps before the end: a passing episode, "
+                    "kept as info with no change to make."
+                )
+
     def _confidence(
         self, evidence: list[Evidence], excess: float
     ) -> Literal["low", "medium", "high"]:
@@ -898,6 +921,7 @@ class Monitor:
             if partial and rid not in missed:
                 continue
             self._active.pop(rid).cleared_step = self._last
+        self._settle()
         self._closed = True
         self.ending = ending
         if ending is None:

@@ -632,12 +632,20 @@ def plan(
     return RemedyResult(patch, steps, out)
 
 
+def _passed(f: Finding) -> bool:
+    return f.severity.value == "info" and f.cleared_step is not None
+
+
 def _patch(
     findings: list[Finding], resolved: list[Resolved], hp: Mapping[str, Any]
 ) -> tuple[Patch, list[str]]:
     steps: list[str] = []
     patched = dict(hp)
-    top = next((i for i, r in enumerate(resolved) if r.action is not None), None)
+    # a passing episode kept as info (engine `settles`) is no reason to change the job
+    top = next(
+        (i for i, r in enumerate(resolved) if r.action is not None and not _passed(findings[i])),
+        None,
+    )
     if top is None:
         return Patch(kind="none", hyper_parameters=patched), steps
     f, r = findings[top], resolved[top]
@@ -677,6 +685,8 @@ def _patch(
             continue
         said.add(g.id)
         what = _say(g.action.advice, g.action.changes) if g.action else "see the finding."
+        if _passed(g):
+            what = f"cleared at step {g.cleared_step}; only if it comes back: {what}"
         if (
             g.action
             and g.action.changes

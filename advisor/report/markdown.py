@@ -135,6 +135,8 @@ def _verdict(d: Diagnosis) -> str:
     if d.patch and d.patch.changes:
         c = d.patch.changes[0]
         todo = f"the one change to make: `{c.param}` {fmt(c.from_)} → {fmt(c.to)}"
+    elif all(f.severity.value == "info" and f.cleared_step is not None for f in ordered):
+        todo = f"nothing to change: it passed by step {top.cleared_step}"  # engine `settles`
     else:
         todo = "the one thing to do: " + (top.action.advice if top.action else "see below")
     n = len(ordered)

@@ -294,3 +294,19 @@ def test_a_collapse_inside_the_warm_up_is_not_its_own_yardstick() -> None:
     fast["reward_mean"][20:] *= 4.0
     mon, _ = _monitor(fast)
     assert not any("inside the warm-up" in a for a in mon.assumptions)
+
+
+def test_a_passing_slowdown_settles_as_info() -> None:
+    """Rollout time up x1.5 for 100 steps, then back: SLOW fires, clears, and the run's end
+    (far later) keeps it as info with no change to make; one that lasts to the end stays."""
+    s = base(600)
+    s["rollout_time"][200:300] *= 1.5
+    mon, _ = _monitor(s)
+    (slow,) = [f for f in mon.findings if f.id == "SLOW"]
+    assert slow.cleared_step is not None and slow.severity.value == "info"
+    assert any("a passing episode" in a for a in mon.assumptions)
+    lasting = base(600)
+    lasting["rollout_time"][200:] *= 1.5
+    mon, _ = _monitor(lasting)
+    (slow,) = [f for f in mon.findings if f.id == "SLOW"]
+    assert slow.cleared_step is None and slow.severity.value == "warning"
