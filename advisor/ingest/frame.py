@@ -268,6 +268,8 @@ def _training_steps(df: pl.DataFrame) -> tuple[int, int, int] | None:
     an evaluation (see names.is_training_record); None when every row is a training step."""
     import polars as pl
 
+    if not any(names.is_eval_key(c) for c in df.columns):
+        return None  # no evaluation: every row is a step
     cols = [c for c in df.columns if names.is_training_record([c])]
     if not cols:
         return None
