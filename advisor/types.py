@@ -36,6 +36,7 @@ CANONICAL_METRICS: tuple[str, ...] = (
     "rollout_time",
     "zero_std_frac",
     "loss",
+    "gen_batches",  # DAPO dynamic sampling: generation rounds per step (verl train/num_gen_batches)
 )
 
 

@@ -70,6 +70,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "train/completions/clipped_ratio",
     ),
     "prompt_truncation_rate": ("prompt_length/clip_ratio",),
+    "gen_batches": ("train/num_gen_batches",),  # verl's DAPO recipe (dynamic sampling)
     "response_length": (
         "response_length/mean",
         "completions/mean_length",

@@ -310,3 +310,17 @@ def test_a_passing_slowdown_settles_as_info() -> None:
     mon, _ = _monitor(lasting)
     (slow,) = [f for f in mon.findings if f.id == "SLOW"]
     assert slow.cleared_step is None and slow.severity.value == "warning"
+
+
+def test_dapo_generation_rounds_explain_a_slower_rollout() -> None:
+    """DAPO's dynamic sampling: rollout time x1.5 as the generation rounds per step go 2 -> 3
+    is no SLOW; the same slowdown with the rounds flat is."""
+    for rounds_rise, fires in ((True, False), (False, True)):
+        s = base(400)
+        s["rollout_time"][200:] *= 1.5
+        s["gen_batches"] = np.full(400, 2.0)
+        if rounds_rise:
+            s["gen_batches"][200:] = 3.0
+        mon, _ = _monitor(s)
+        slow = [f for f in mon.findings if f.id == "SLOW" and f.severity.value == "warning"]
+        assert bool(slow) is fires
