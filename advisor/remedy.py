@@ -282,28 +282,30 @@ AntiPatternCheck = Callable[[Mapping[str, Any]], set[str]]
 def static_anti_patterns(hp: Mapping[str, Any]) -> set[str]:
     """Static warnings/errors on `hp` as "rule:param" items, from helper C's static rules (the
     one source of truth for anti-patterns)."""
+    return {f"{f.id}:{p}" for f in _static_warnings(hp) for p in (f.params or [""])}
+
+
+def _static_warnings(hp: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The static rules' warnings and errors on `hp` (read only: they may be cached)."""
     try:
         key = tuple(sorted(hp.items()))
         hash(key)
     except TypeError:  # an unhashable value (a list): check without the cache
-        return set(_static_ids(hp))
-    return set(_static_ids_cached(key))
+        return _static_check(hp)
+    return _static_check_cached(key)
 
 
 @lru_cache(maxsize=4096)
-def _static_ids_cached(key: tuple[tuple[str, Any], ...]) -> frozenset[str]:
+def _static_check_cached(key: tuple[tuple[str, Any], ...]) -> tuple[Any, ...]:
     # The remedy checks the same job (and the same patched jobs) many times over a batch.
-    return _static_ids(dict(key))
+    return _static_check(dict(key))
 
 
-def _static_ids(hp: Mapping[str, Any]) -> frozenset[str]:
+def _static_check(hp: Mapping[str, Any]) -> tuple[Any, ...]:
     from advisor.config import load_config
     from advisor.static import check
 
-    loaded = load_config(None, hints=dict(hp))
-    return frozenset(
-        f"{f.id}:{p}" for f in check(loaded) if f.severity.rank >= 1 for p in (f.params or [""])
-    )
+    return tuple(f for f in check(load_config(None, hints=dict(hp))) if f.severity.rank >= 1)
 
 
 def already_tried(
@@ -462,12 +464,10 @@ def _moved(change: Change, value: Any, cleared: set[str]) -> Change:
 
 
 def _suggested(hp: Mapping[str, Any], param: str) -> float | None:
-    """The value a static rule flagging `param` on this job suggests (a number), if any."""
-    from advisor.config import load_config
-    from advisor.static import check
-
-    for f in check(load_config(None, hints=dict(hp))):
-        if f.severity.rank >= 1 and f.params[:1] == [param]:  # the first names the subject
+    """The value a static rule flagging `param` on this job suggests (a number), if any: from
+    the same (cached) check the anti-patterns come from."""
+    for f in _static_warnings(hp):
+        if f.params[:1] == [param]:  # the first names the subject
             try:
                 return float(f.suggested)
             except (TypeError, ValueError):
