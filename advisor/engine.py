@@ -415,6 +415,11 @@ def _excess_of(e: Evidence) -> float:
     return float(e.statistic.get("excess", 1.0))
 
 
+def _strength(excess: float) -> float:
+    """0..1 from how far past its threshold the first condition is (3x past: 1)."""
+    return round(min(1.0, max(0.0, (excess - 1.0) / 2.0)), 3)
+
+
 def _num(x: Any) -> float | None:
     try:
         v = float(x)
@@ -681,10 +686,10 @@ class Monitor:
             a, b = float(median(x[:k])), float(median(x[k:]))
             # the noise of the blocks before: of their means from three on; with two, the
             # spread of their single steps (wider than a block mean's: harder to pass)
-            steps = within[:k][np.isfinite(within[:k])]  # sparse logs: no spread (nan)
             if k >= 3:
                 noise = robust_scale(x[:k], floor)
             else:
+                steps = within[:k][np.isfinite(within[:k])]  # sparse logs: no spread (nan)
                 noise = max(float(steps.max()), floor) if len(steps) else math.inf
             far = abs(b - a) > st.early_break_z * noise
             apart = a > 0 and b > 0 and max(a / b, b / a) >= st.early_break_ratio
@@ -830,15 +835,14 @@ class Monitor:
         cleared = [f.cleared_step for f in self.findings if f.id == rule.id and f.cleared_step]
         if cleared:
             onset = max(onset, max(cleared))
-        excess = float(first.statistic.get("excess", 1.0))
-        strength = min(1.0, max(0.0, (excess - 1.0) / 2.0))
+        excess = _excess_of(first)
         f = Finding(
             id=rule.id,
             name=rule.name,
             severity=rule.severity,
             confidence=self._confidence(evidence, excess),
             priority=rule.priority,
-            strength=round(strength, 3),
+            strength=_strength(excess),
             onset_step=onset,
             detected_step=end,
             evidence=evidence,
@@ -863,7 +867,7 @@ class Monitor:
                 kept[(e.metric, e.detector)] = e
         f.evidence = list(kept.values())
         excess = _excess_of(f.evidence[0])  # the first condition, as at the alert
-        f.strength = max(f.strength, round(min(1.0, max(0.0, (excess - 1.0) / 2.0)), 3))
+        f.strength = max(f.strength, _strength(excess))
         confidence = self._confidence(f.evidence, excess)
         if _RANK[confidence] > _RANK[f.confidence]:
             f.confidence = confidence
