@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor.ingest.frame import TRL_GRPO_KEYS, TRL_KL_KEYS
 from advisor.ingest.names import is_training_record
 from advisor.types import (
     CANONICAL_METRICS,
@@ -47,6 +48,7 @@ _MAX_PLANS = 64  # distinct key sets remembered (train-only, train+eval, ...); b
 _SLOW = object()  # plan marker: this key set needs canonicalize's special cases
 _FIRST = -(2**62)  # below any step
 _RECENT_EVALS = 32  # more than save_total_limit checkpoints' worth of evaluations, usually
+_TRL_KEYS = TRL_GRPO_KEYS + TRL_KL_KEYS  # what tells a TRL run's beta 0
 
 
 def _number(value: Any) -> float | None:
@@ -97,7 +99,7 @@ class Advisor:
         self._hints: dict[str, Any] = dict(hints or {})
         self._lr_peak = 0.0
         self._cut = [0, 0.0, 0]  # clipped steps, their longest response, how many reached it
-        self._trl_keys: set[str] = set()  # the TRL GRPO / kl keys seen (frame.trl_without_kl)
+        self._trl_keys: set[str] = set()  # TRL's GRPO and kl keys seen (frame.trl_without_kl)
         self._training_samples = training_samples
         self.expected_steps = expected_steps  # run length, when the trainer knows it
         self._loaded: LoadedConfig | None = config
@@ -249,8 +251,8 @@ class Advisor:
         cut = row.get("truncation_rate")
         if cut is not None and cut > 0:
             self._count_cut(metrics)
-        if len(self._trl_keys) < 2:  # a GRPO key and a kl key settle it
-            self._see_trl_keys(metrics)
+        if not self._trl_keys.intersection(TRL_KL_KEYS):  # a kl key settles it
+            self._trl_keys.update(k for k in _TRL_KEYS if k in metrics)
         new = list(self._monitor.push(step, row))
         self._track(step, row)
         if is_training_record(k for k, v in metrics.items() if v is not None):
@@ -274,24 +276,16 @@ class Advisor:
         c[0] += 1
         c[2] += longest == c[1]
 
-    def _see_trl_keys(self, metrics: Mapping[str, Any]) -> None:
-        from advisor.ingest.frame import TRL_GRPO_KEYS, TRL_KL_KEYS
-
-        if any(k in metrics for k in TRL_GRPO_KEYS):
-            self._trl_keys.add("grpo")
-        if any(k in metrics for k in TRL_KL_KEYS):
-            self._trl_keys.add("kl")
-
     def _derived_hints(self) -> dict[str, Any]:
         """What `load_run` adds when nothing else says it: the peak of the logged lr and the
         response cap."""
-        from advisor.ingest.frame import peak_lr_hint, response_cap
+        from advisor.ingest.frame import peak_lr_hint, response_cap, trl_without_kl
 
         out: dict[str, Any] = {}
         if "learning_rate" not in self._hints and self._lr_peak > 0:
             out["learning_rate"] = peak_lr_hint(self._lr_peak)
-        if "kl_loss_coef" not in self._hints and self._trl_keys == {"grpo"}:
-            out["kl_loss_coef"] = 0.0  # TRL logs kl only when beta != 0 (frame.trl_without_kl)
+        if "kl_loss_coef" not in self._hints and trl_without_kl(self._trl_keys):
+            out["kl_loss_coef"] = 0.0  # TRL logs kl only when beta != 0
         if not {"max_response_length", "max_length"} & self._hints.keys():
             cap = response_cap(*self._cut)
             if cap is not None:
