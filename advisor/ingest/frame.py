@@ -270,7 +270,7 @@ def _training_steps(df: pl.DataFrame) -> tuple[int, int, int] | None:
 
     if not any(names.is_eval_key(c) for c in df.columns):
         return None  # no evaluation: every row is a step
-    cols = [c for c in df.columns if names.is_training_record([c])]
+    cols = [c for c in df.columns if names.is_training_key(c)]
     if not cols:
         return None
     train = df.select(pl.any_horizontal(pl.col(cols).is_not_null())).to_series()

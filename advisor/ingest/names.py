@@ -113,9 +113,14 @@ def is_eval_key(name: str) -> bool:
     return name.startswith(_EVAL_PREFIXES)
 
 
+def is_training_key(name: str) -> bool:
+    """Neither an evaluation's key nor a step/time field."""
+    return name not in _NEUTRAL_KEYS and not is_eval_key(name)
+
+
 def is_training_record(keys: Iterable[str]) -> bool:
-    """Some key of the record (with a value) is neither an evaluation's nor a step/time field."""
-    return any(k not in _NEUTRAL_KEYS and not is_eval_key(k) for k in keys)
+    """Some key of the record (with a value) is a training one."""
+    return any(map(is_training_key, keys))
 
 
 # Keys whose exact 0 means "not measured" (ROLL logs entropy 0 when it skipped it).
