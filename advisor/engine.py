@@ -41,7 +41,7 @@ False-alarm budget: ~1 % of healthy runs per warning/error symptom; see `advisor
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -342,6 +342,77 @@ def _add_wander(t: _Track) -> None:
     del t.wander[:-WANDER_CHUNKS]
 
 
+def _cell(values: np.ndarray, logged: np.ndarray | None, i: int) -> float | None:
+    return None if logged is not None and not logged[i] else float(values[i])
+
+
+def _column(
+    values: np.ndarray, logged: np.ndarray | None, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows' values, which of them are finite, which are logged but not finite (NaN/inf:
+    counted, never summed). A row not logged is skipped, as push skips None."""
+    x = np.asarray(values, dtype=float)[rows]
+    finite = np.isfinite(x)
+    if logged is None:
+        return x, finite, ~finite
+    seen = np.asarray(logged, dtype=bool)[rows]
+    return x, seen & finite, seen & ~finite
+
+
+class _BlockFold:
+    """Per-block accumulators of whole columns (Monitor.push_columns): row r of block j sits at
+    [j, r - start of j] of a blocks x longest-block matrix, so a running sum along each row adds
+    the values in step order, as push does."""
+
+    def __init__(self, steps: np.ndarray, starts: np.ndarray) -> None:
+        n = len(steps)
+        self.steps = steps
+        self.n_blocks = len(starts)
+        self.block = np.repeat(np.arange(self.n_blocks), np.diff(np.r_[starts, n]))
+        self.pos = np.arange(n) - starts[self.block]
+        self.shape = (self.n_blocks, int(self.pos.max()) + 1)
+        # push's position inside the block: from the block's first step pushed (gaps count)
+        self.dt = (steps - steps[starts][self.block]).astype(float)
+
+    def accumulate(self, x: np.ndarray, finite: np.ndarray, bad: np.ndarray) -> list[list[Any]]:
+        """push's 10 accumulators (see _new_acc), each as a list over the blocks."""
+        f = np.flatnonzero(finite)
+        row, col = self.block[f], self.pos[f]
+        v, dt = x[f], self.dt[f]
+        # sum x, x^2, t, t^2, x*t at once: a running sum along each block's row is push's `+=`
+        # in step order (a plain row sum would pair the terms); + 0.0 turns a -0.0 total into
+        # push's 0.0 (its sums start at 0.0)
+        m = np.zeros((5, *self.shape))
+        with np.errstate(over="ignore", invalid="ignore"):  # push overflows to inf silently
+            m[:, row, col] = (v, v * v, dt, dt * dt, v * dt)
+            sums = (m.cumsum(axis=2)[:, :, -1] + 0.0).tolist()
+        n = self.n_blocks
+        b = np.flatnonzero(bad)
+        first_bad = np.full(n, -1, dtype=np.int64)
+        blocks, first = np.unique(self.block[b], return_index=True)
+        first_bad[blocks] = self.steps[b[first]]
+        return [
+            sums[0],
+            np.bincount(row, minlength=n).tolist(),
+            np.bincount(self.block[b], minlength=n).tolist(),
+            self._extreme(math.inf, np.min, row, col, v),
+            self._extreme(-math.inf, np.max, row, col, v),
+            first_bad.tolist(),
+            *sums[1:],
+        ]
+
+    def _extreme(
+        self, fill: float, pick: Any, row: np.ndarray, col: np.ndarray, v: np.ndarray
+    ) -> list[float]:
+        m = np.full(self.shape, fill)
+        m[row, col] = v
+        out = pick(m, axis=1)
+        zero = np.flatnonzero(out == 0)
+        if len(zero):  # 0.0 == -0.0: push keeps the first one seen
+            out[zero] = m[zero, np.argmax(m[zero] == 0, axis=1)]
+        return out.tolist()
+
+
 @dataclass(slots=True)
 class _Track:
     """One metric's state: the open block's accumulators + bounded block history."""
@@ -597,6 +668,70 @@ class Monitor:
                     a[5] = step
         self._last = step
         return new
+
+    def push_columns(
+        self,
+        steps: Sequence[int | None],
+        columns: Mapping[str, tuple[np.ndarray, np.ndarray | None]],
+    ) -> list[Finding]:
+        """`push` of many steps at once, for a run already on disk: the same state and findings
+        as pushing row i as `{name: value[i] if logged[i] else None}` for i in order (each
+        column is `(float values, logged mask or None for all logged)`), with each whole block
+        folded by numpy between the same `_close_block` calls. Sums are added in step order, so
+        the accumulators equal push's bit for bit."""
+        if self._closed:
+            return []
+        rows, kept = self._forward(steps)
+        new: list[Finding] = []
+        k = 0  # rows of the block still open continue its sums: through push, one by one
+        while k < len(kept) and self._block >= 0 and self._block_of(kept[k]) == self._block:
+            i = rows[k]
+            new += self.push(kept[k], {n: _cell(v, m, i) for n, (v, m) in columns.items()})
+            k += 1
+        if k == len(kept):
+            return new
+        if self._first is None:
+            self._first = kept[k]
+        s = np.asarray(kept[k:], dtype=np.int64)
+        blocks = (s - self._first) // self.block_steps
+        starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+        ends = np.r_[starts[1:], len(s)] - 1
+        fold = _BlockFold(s, starts)
+        at = np.asarray(rows[k:], dtype=np.intp)
+        accs = {
+            name: fold.accumulate(*_column(values, logged, at))
+            for name, (values, logged) in columns.items()
+            if name in self._tracks
+        }
+        for j, (b, first, last) in enumerate(
+            zip(blocks[starts].tolist(), s[starts].tolist(), s[ends].tolist(), strict=True)
+        ):
+            if self._block >= 0:
+                new += self._close_block()
+            self._block, self._block_first = b, first
+            for name, acc in accs.items():
+                self._tracks[name].acc = [x[j] for x in acc]
+            self._last = last
+        return new
+
+    def _block_of(self, step: int) -> int:
+        assert self._first is not None
+        return (step - self._first) // self.block_steps
+
+    def _forward(self, steps: Sequence[int | None]) -> tuple[list[int], list[int]]:
+        """The rows push would take (row index, step): a step, and above every step before."""
+        last = self._last
+        rows: list[int] = []
+        kept: list[int] = []
+        for i, step in enumerate(steps):
+            if step is None:
+                continue
+            s = int(step)
+            if last is None or s > last:
+                rows.append(i)
+                kept.append(s)
+                last = s
+        return rows, kept
 
     # -- block close ---------------------------------------------------------------------
     def _close_block(self, trends: bool = True) -> list[Finding]:
@@ -1028,8 +1163,9 @@ def judge_run(
     rules: SymptomRulebook | None = None,
     origin: Mapping[str, str] | None = None,
 ) -> Judgement:
-    """Replay a finished Run through one Monitor (the same code path as online), then close it
-    with the run's ending. Hyperparameters missing from `hp` are taken from the run's hints."""
+    """Replay a finished Run through one Monitor (the same code path as online: push_columns
+    folds the same accumulators push does, between the same block closes), then close it with
+    the run's ending. Hyperparameters missing from `hp` are taken from the run's hints."""
     import polars as pl
 
     frame = run.frame
@@ -1039,11 +1175,12 @@ def judge_run(
     mon = Monitor(merged, rules, origin=origin, expected_steps=expected)
     cols = [c for c in mon.tracked if c in frame.columns]
     data = frame.select([pl.col(c).cast(pl.Float64, strict=False) for c in cols])
-    columns = [data[c].to_list() for c in cols]
-    for i, step in enumerate(steps):
-        if step is None:
-            continue
-        mon.push(int(step), {c: col[i] for c, col in zip(cols, columns, strict=True)})
+    # what push would be given row by row; a null (not logged, or not a number) is skipped
+    columns = {
+        c: (col.to_numpy(), col.is_not_null().to_numpy() if col.null_count() else None)
+        for c, col in zip(cols, data.get_columns(), strict=True)
+    }
+    mon.push_columns(steps, columns)
     mon.close(run.ending)
     return mon.judgement()
 
