@@ -123,9 +123,11 @@ class JobConfig(_Cfg):
     model: str | None = None
     mode: Literal["reinforcement"] | None = None
     tuned_model_name: str | None = None
-    datasets: list[Dataset] = Field(default_factory=list)
-    functions: list[Function] = Field(default_factory=list)
-    hyper_parameters: dict[str, Any] = Field(default_factory=dict)
+    # pydantic copies a list or dict default for each instance (a default_factory=list costs a
+    # signature inspection, through the tokenizer, when the model is built)
+    datasets: list[Dataset] = []
+    functions: list[Function] = []
+    hyper_parameters: dict[str, Any] = {}
     resources: Resources = Field(default_factory=Resources)
 
 

@@ -58,6 +58,10 @@ class Severity(StrEnum):
 
 
 class _Model(BaseModel):
+    """Mutable defaults (`= []`, `= {}`) are safe: pydantic copies them for each instance. (A
+    `default_factory=list` costs more: pydantic inspects the factory's signature when it builds
+    the model, through the tokenizer for a builtin.)"""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
@@ -67,7 +71,7 @@ class Evidence(_Model):
     metric: str
     detector: str
     window: tuple[int, int]  # first and last step the statistic covers
-    statistic: dict[str, Any] = Field(default_factory=dict)
+    statistic: dict[str, Any] = {}
     effect_size: float | None = None
     summary: str  # one sentence a person can check against the curve
 
@@ -86,7 +90,7 @@ class Change(_Model):
 class Action(_Model):
     kind: Literal["primary", "fallback", "advice"] = "primary"
     advice: str
-    changes: list[Change] = Field(default_factory=list)
+    changes: list[Change] = []
     safety: Literal["safe", "unsafe", "display_only"] = "unsafe"
 
 
@@ -102,8 +106,8 @@ class Finding(_Model):
     onset_step: int | None = None
     detected_step: int | None = None  # the step at which the evidence became conclusive
     cleared_step: int | None = None  # set when the symptom went away again
-    evidence: list[Evidence] = Field(default_factory=list)
-    causes: list[str] = Field(default_factory=list)
+    evidence: list[Evidence] = []
+    causes: list[str] = []
     action: Action | None = None
     fallback: Action | None = None
     why: str = ""
@@ -117,7 +121,7 @@ class ConfigFinding(_Model):
     name: str = ""
     severity: Severity
     confidence: Literal["low", "medium", "high"] = "high"
-    params: list[str] = Field(default_factory=list)
+    params: list[str] = []
     message: str
     why: str = ""
     suggested: Any = None
@@ -144,9 +148,9 @@ class RunInfo(_Model):
     first_step: int | None
     last_step: int | None
     metrics: list[str]
-    config_hints: dict[str, Any] = Field(default_factory=dict)
+    config_hints: dict[str, Any] = {}
     ending: RunEnding | None = None
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = []
 
 
 @dataclass(frozen=True)
@@ -194,9 +198,9 @@ class Run:
 class Patch(_Model):
     from_finding: str | None = None
     kind: Literal["primary", "fallback", "none"] = "none"
-    changes: list[Change] = Field(default_factory=list)
-    hyper_parameters: dict[str, Any] = Field(default_factory=dict)  # the full patched set
-    notes: list[str] = Field(default_factory=list)
+    changes: list[Change] = []
+    hyper_parameters: dict[str, Any] = {}  # the full patched set
+    notes: list[str] = []
 
 
 class Diagnosis(_Model):
@@ -207,21 +211,19 @@ class Diagnosis(_Model):
     run: RunInfo | None = None
     status: Literal["healthy", "issues", "insufficient_data"] = "healthy"
     warmup_steps: int | None = None
-    findings: list[Finding] = Field(default_factory=list)
-    config_findings: list[ConfigFinding] = Field(default_factory=list)
+    findings: list[Finding] = []
+    config_findings: list[ConfigFinding] = []
     patch: Patch | None = None
     # Extensions beyond schema v1 (allowed: extend, never break)
-    assumptions: list[str] = Field(default_factory=list)  # what was assumed, and what it weakens
-    next_steps: list[str] = Field(default_factory=list)
+    assumptions: list[str] = []  # what was assumed, and what it weakens
+    next_steps: list[str] = []
     checkpoint: dict[str, Any] | None = None
-    hyper_parameters: dict[str, Any] = Field(default_factory=dict)  # effective, before the patch
-    plots: dict[str, str] = Field(default_factory=dict)  # finding id -> image path
+    hyper_parameters: dict[str, Any] = {}  # effective, before the patch
+    plots: dict[str, str] = {}  # finding id -> image path
     # the patch as a unified diff of the user's own job file (None without --config)
     patch_diff: str | None = None
     # metric -> (steps, values) the report draws; excluded from the JSON
-    series: dict[str, tuple[list[int], list[float | None]]] = Field(
-        default_factory=dict, exclude=True
-    )
+    series: dict[str, tuple[list[int], list[float | None]]] = Field(default={}, exclude=True)
 
     def worst(self) -> Severity | None:
         sev = [f.severity for f in self.findings] + [c.severity for c in self.config_findings]
