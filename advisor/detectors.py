@@ -147,6 +147,8 @@ class Series:
     # The run's long-run wander: (blocks_total when it closed, robust scale) of each disjoint
     # chunk of WANDER_BLOCKS block means since the first block, the latest ones (bounded).
     wander: tuple[tuple[int, float], ...] = ()
+    # The same chunks' median SPAN-block residual sd (span_sd): the run's own typical spread.
+    span_wander: tuple[tuple[int, float], ...] = ()
 
     @property
     def start(self) -> np.ndarray:  # first step of each block
@@ -1033,7 +1035,7 @@ def _norm_factor(s: Series, comp: Series | None) -> np.ndarray:
     return np.where(np.isfinite(f), f, 1.0)
 
 
-def _wander(s: Series, window: int) -> float:
+def _wander(s: Series, window: int, chunks: tuple[tuple[int, float], ...] | None = None) -> float:
     """How far the block means wander over WANDER_BLOCKS blocks in this run so far: the median
     robust scale of the chunks that closed before the last `window` blocks (0 before any did).
 
@@ -1043,7 +1045,8 @@ def _wander(s: Series, window: int) -> float:
     blocks). Chunks inside the judged window are left out so that an oscillation does not set
     its own yardstick; the median keeps a few odd chunks from moving it.
     """
-    ref = [scale for end, scale in s.wander if end <= s.blocks_total - window]
+    chunks = s.wander if chunks is None else chunks
+    ref = [scale for end, scale in chunks if end <= s.blocks_total - window]
     return float(median(ref)) if ref else 0.0
 
 
@@ -1130,6 +1133,12 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     # Below `min_span_points` the within-span view is not judged; the block means are then
     # nearly single points, which the between-blocks view tests.
     min_pts = float(p.get("min_span_points", 0))
+    # ...and `span_wander_ratio` times the run's own typical span spread (the median over its
+    # earlier chunks, `Series.span_wander`): the warm-up's ~4 spans of heavy-tailed,
+    # autocorrelated noise can read 2-3x quieter than the run's usual, and hundreds of spans
+    # later the ordinary spread passes 2.5 of that (issue 4: healthy runs of 5-step blocks).
+    typical = _wander(s, w, s.span_wander)
+    need = max(min_ratio, float(p.get("span_wander_ratio", 0.0)) * typical / b.sd)
     fast_last = _span_sd_last(s.raw) / b.sd
     if min_pts and float(s.count[-SPAN:].sum()) < min_pts:
         fast_last = math.nan
@@ -1143,7 +1152,7 @@ def volatility(s: Series, p: Params) -> Evidence | None:
         if len(fin) else 0.0
     )
     # Gate (the factor below is <= 1, so it can only make both views harder).
-    if not (fast_last >= min_ratio or spread >= move):
+    if not (fast_last >= need or spread >= move):
         return None
     norm = _norm_factor(s, comp)
     fast_last *= float(norm[-1])
@@ -1153,25 +1162,25 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     slow = len(pivots) - 1 >= int(p.get("min_turns", 2)) and pivots[-1] >= len(s) - w // 2
     fast = False
     fast_arr = None
-    if fast_last >= min_ratio:  # gate: the latest span must show it
+    if fast_last >= need:  # gate: the latest span must show it
         with np.errstate(invalid="ignore", divide="ignore"):
             fast_arr = span_sd(s.raw) / b.sd * norm
             if min_pts:
                 pts = np.convolve(s.count, np.ones(SPAN), mode="full")[: len(s)]
                 fast_arr = np.where(pts >= min_pts, fast_arr, np.nan)
-        fast = _persistent(np.nan_to_num(fast_arr) >= min_ratio, k, m)
+        fast = _persistent(np.nan_to_num(fast_arr) >= need, k, m)
         strong = float(p.get("strong", 0.0))
         if not fast and strong > 1.0 and len(fast_arr) > SPAN:
             # Graded persistence for overlapping spans: SPAN + 1 spans in a row `strong` x past
             # the ratio; no single block (one outlier step) lies in all of them.
-            fast = bool((np.nan_to_num(fast_arr[-(SPAN + 1) :]) >= strong * min_ratio).all())
+            fast = bool((np.nan_to_num(fast_arr[-(SPAN + 1) :]) >= strong * need).all())
     if not (fast or slow):
         return None
     if fast and fast_arr is not None:
-        mask = np.nan_to_num(fast_arr) >= min_ratio
+        mask = np.nan_to_num(fast_arr) >= need
         j = max(0, _onset_index(mask, gap=1) - (SPAN - 1))  # the span's first block
         ratio = float(nanmedian(fast_arr[j + SPAN - 1 :]))
-        threshold, view = min_ratio, "within-span"
+        threshold, view = need, "within-span"
         what = f"the spread around the local trend was {ratio:.1f} times the warm-up's"
     else:
         # pivots[0] starts the first leg (it may be the start of a warm-up rise); the first turn

@@ -340,6 +340,13 @@ def _add_wander(t: _Track) -> None:
     level = float(median(x))
     t.wander.append((t.total, robust_scale(x, max(0.01 * abs(level), 1e-12))))
     del t.wander[:-WANDER_CHUNKS]
+    # ...and the chunk's typical SPAN-block residual sd: the yardstick a warm-up of ~4 spans
+    # estimates poorly (heavy-tailed, autocorrelated noise), for volatility's within-span view
+    spans = span_sd(t.buf[max(0, t.nb - WANDER_BLOCKS) : t.nb])
+    spans = spans[np.isfinite(spans)]
+    if len(spans) >= WANDER_BLOCKS // 2:
+        t.span_wander.append((t.total, float(median(spans))))
+        del t.span_wander[:-WANDER_CHUNKS]
 
 
 def _cell(values: np.ndarray, logged: np.ndarray | None, i: int) -> float | None:
@@ -432,6 +439,7 @@ class _Track:
     total: int = 0
     warm: list[tuple[float, float, int]] = field(default_factory=list)  # warm-up, bounded
     wander: list[tuple[int, float]] = field(default_factory=list)  # chunks, bounded
+    span_wander: list[tuple[int, float]] = field(default_factory=list)  # chunks, bounded
 
 
 @dataclass
@@ -859,6 +867,7 @@ class Monitor:
                 trough_step=t.trough_step,
                 blocks_total=t.total,
                 wander=tuple(t.wander),
+                span_wander=tuple(t.span_wander),
             )
         cache[name] = s
         return s

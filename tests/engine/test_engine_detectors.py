@@ -253,3 +253,30 @@ def test_volatility_swings_against_the_runs_long_run_wander() -> None:
     assert vol(series(64, wild_late), p) is None
     assert vol(series(47, wild_late), p) is not None  # chunks 32 and 48 closed in the window
     assert vol(series(64, before), {**p, "wander_ratio": 0}) is not None
+
+
+def test_volatility_within_span_against_the_runs_typical_span_spread() -> None:
+    # A within-span spread 3 x the warm-up's (whose ~4 spans read low) is no oscillation when
+    # the run's earlier chunks typically spread 2 x the warm-up's: 1.5 x its usual, below
+    # span_wander_ratio 2. A spread of 5 x the warm-up's (2.5 x the usual) still is; chunks that
+    # closed inside the window are not the yardstick; span_wander_ratio 0 (keep) ignores them.
+    from dataclasses import replace
+
+    vol = DETECTORS["volatility"]
+    p = {"min_ratio": 2.5, "k": 5, "m": 6, "slow_ratio": 1e6, "span_wander_ratio": 2.0,
+         "window": 16}
+    calm = Baseline(median=0.5, scale=0.01, start=0.5, sd=0.01, n_blocks=6, end_step=60)
+
+    def swinging(amp: float, total: int, chunks: tuple) -> Series:
+        swing = [[0.5, 0.5 + amp, 0.5 - amp, 0.5 + amp, 0.5 - amp]] * 8
+        s = _raw_series([[0.5, 0.51, 0.49, 0.5, 0.5]] * 6 + swing, calm)
+        return replace(s, blocks_total=total, span_wander=chunks)
+
+    usual = ((16, 0.02), (32, 0.02), (48, 0.02))
+    assert vol(swinging(0.034, 64, ()), p) is not None  # no history: the warm-up's yardstick
+    assert vol(swinging(0.034, 64, usual), p) is None
+    assert vol(swinging(0.06, 64, usual), p) is not None
+    wild_late = ((16, 0.01), (32, 0.02), (48, 0.02))
+    assert vol(swinging(0.034, 64, wild_late), p) is None
+    assert vol(swinging(0.034, 47, wild_late), p) is not None  # 32, 48 closed in the window
+    assert vol(swinging(0.034, 64, usual), {**p, "span_wander_ratio": 0}) is not None
