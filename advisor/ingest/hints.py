@@ -78,6 +78,13 @@ def verl_hints(cfg: Mapping[str, Any]) -> dict[str, Any]:
         v = _first(cfg, *paths)
         if _positive(v):
             out[key] = int(v)
+    if "ppo_mini_batch_size" in out and "n_rollouts" in out:
+        # verl counts its mini-batch in prompts and multiplies it by rollout.n (fsdp/megatron
+        # workers); the platform's ppo_mini_batch_size counts samples (<= batch_size x
+        # n_rollouts). Taken as printed, every on-policy verl run (mini == train_batch_size)
+        # would read as n_rollouts updates per step. verl's own figure is kept beside it.
+        out["ppo_mini_batch_size_prompts"] = out["ppo_mini_batch_size"]
+        out["ppo_mini_batch_size"] *= out["n_rollouts"]
     if "max_prompt_length" in out and "max_response_length" in out:
         out["max_length"] = out["max_prompt_length"] + out["max_response_length"]
     out.update(_algorithm(cfg, actor))

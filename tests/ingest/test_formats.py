@@ -244,12 +244,15 @@ def test_verl_hints_from_command_line_overrides(tmp_path: Path) -> None:
         "    data.train_batch_size=128 data.max_prompt_length=1024 \\\n"
         "    data.max_response_length=2048 \\\n"
         "    actor_rollout_ref.actor.optim.lr=1e-6 actor_rollout_ref.rollout.n=5 \\\n"
+        "    actor_rollout_ref.actor.ppo_mini_batch_size=128 \\\n"
         "    trainer.test_freq=5 trainer.total_epochs=2\n"
         "(TaskRunner pid=1) step:1 - critic/score/mean:0.1\n"
     )
     hints = load_run(p).config_hints
     assert hints["algorithm"] == "grpo" and hints["n_rollouts"] == 5
     assert hints["batch_size"] == 128 and hints["max_length"] == 3072
+    # verl's mini-batch counts prompts (x rollout.n in its workers); the platform's, samples
+    assert hints["ppo_mini_batch_size"] == 640 and hints["ppo_mini_batch_size_prompts"] == 128
     assert hints["learning_rate"] == 1e-6 and hints["eval_steps"] == 5
 
 
