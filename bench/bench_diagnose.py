@@ -18,6 +18,7 @@ import json
 import math
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -73,7 +74,14 @@ def compile_package() -> None:
     compileall.compile_dir(Path(advisor.__file__).parent, quiet=1)
 
 
-def run_once(cmd: list[str]) -> tuple[float, int]:
+def _children_cpu() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def run_once(cmd: list[str]) -> tuple[float, float, int]:
+    """Wall time, CPU time (all the process's threads) and exit code of one run."""
+    cpu0 = _children_cpu()
     t0 = time.perf_counter()
     proc = subprocess.run(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env()
@@ -81,29 +89,40 @@ def run_once(cmd: list[str]) -> tuple[float, int]:
     elapsed = time.perf_counter() - t0
     if proc.returncode not in (0, 1):
         sys.exit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
-    return elapsed, proc.returncode
+    return elapsed, _children_cpu() - cpu0, proc.returncode
+
+
+Timing = tuple[float, float, float, int]  # median wall, median per-round ratio, median CPU, rc
 
 
 def timed_pairs(
     base_cmd: list[str], cmds: dict[str, list[str]], repeats: int
-) -> tuple[float, dict[str, tuple[float, float, int]]]:
+) -> tuple[Timing, dict[str, Timing]]:
     """Run the baseline and each command in turn, `repeats` rounds: on a shared machine the
     load drifts, and a ratio taken within one round is steadier than a ratio of medians.
-    Returns the baseline median and, per command, (median time, median per-round ratio, rc)."""
-    base: list[float] = []
-    got: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
+    Returns the baseline's and, per command, (median wall, median per-round ratio, median CPU
+    time, rc). CPU time above the wall time is other threads: polars' readers, numpy's BLAS
+    pool (which spins a while after numpy is imported: CPU a loaded machine lacks)."""
+    base: list[tuple[float, float]] = []
+    got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cmds}
     rcs: dict[str, int] = {}
     for _ in range(repeats):
-        b, _ = run_once(base_cmd)
-        base.append(b)
+        b, b_cpu, _ = run_once(base_cmd)
+        base.append((b, b_cpu))
         for name, cmd in cmds.items():
-            t, rcs[name] = run_once(cmd)
-            got[name].append((t, t / b))
+            t, cpu, rcs[name] = run_once(cmd)
+            got[name].append((t, t / b, cpu))
     out = {
-        k: (statistics.median(t for t, _ in v), statistics.median(r for _, r in v), rcs[k])
+        k: (
+            statistics.median(t for t, _, _ in v),
+            statistics.median(r for _, r, _ in v),
+            statistics.median(c for _, _, c in v),
+            rcs[k],
+        )
         for k, v in got.items()
     }
-    return statistics.median(base), out
+    wall, cpu = statistics.median(b for b, _ in base), statistics.median(c for _, c in base)
+    return (wall, 1.0, cpu, 0), out
 
 
 def bench_end_to_end(tmp: Path, repeats: int) -> float:
@@ -129,13 +148,14 @@ def bench_end_to_end(tmp: Path, repeats: int) -> float:
     )
     print(
         f"end to end, 2,000 steps x 150 metrics ({path.stat().st_size / 1e6:.1f} MB), "
-        f"median of {repeats} rounds (each round runs all three):"
+        f"median of {repeats} rounds (each round runs all three; load average "
+        f"{os.getloadavg()[0]:.2f} at the end):"
     )
-    print(f"  polars.read_ndjson           {base:7.3f} s")
-    for name, (t, r, rc) in got.items():
+    print(f"  polars.read_ndjson           {base[0]:7.3f} s  (CPU {base[2]:.3f} s)")
+    for name, (t, r, cpu, rc) in got.items():
         print(
-            f"  {name:<28} {t:7.3f} s  ratio {t / base:.2f} (median per-round {r:.2f};"
-            f" target <= 2), exit {rc}"
+            f"  {name:<28} {t:7.3f} s  ratio {t / base[0]:.2f} (median per-round {r:.2f};"
+            f" target <= 2), CPU {cpu:.3f} s, exit {rc}"
         )
     ratio = got["rl-advisor diagnose"][1]
     breakdown(path)
@@ -143,29 +163,37 @@ def bench_end_to_end(tmp: Path, repeats: int) -> float:
 
 
 BREAKDOWN = """
-import sys, time
+import os, sys, time
 t = time.perf_counter()
+cpu0 = time.process_time()
 def lap(name):
     global t
-    now = time.perf_counter(); print(f"    {name:<34}{now - t:7.3f} s"); t = now
-import advisor.cli, advisor.cli.diagnose; lap("import CLI (typer, pydantic types)")
-import polars; lap("import polars")
+    now = time.perf_counter(); print(f"    {name:<48}{now - t:7.3f} s"); t = now
+import advisor.cli; lap("import advisor.cli (typer, pydantic, types)")
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # as advisor.cli.main does
+import advisor.cli.diagnose, advisor.api; lap("import cli.diagnose, api")
+import numpy; lap("import numpy (api.diagnose imports the engine)")
+import advisor.engine, advisor.static; lap("import engine, detectors, static")
+import polars; lap("import polars (in load_run)")
 from advisor.ingest import load_run; run = load_run(sys.argv[1]); lap("ingest.load_run")
 from advisor.config import load_config; from advisor.static import check
 loaded = load_config(None, hints=run.config_hints); cf = check(loaded); lap("config + static rules")
 from advisor.engine import judge_run, load_symptom_rules
-load_symptom_rules(); lap("engine import + rulebook")
+load_symptom_rules(); lap("rulebook")
 j = judge_run(run, loaded.hyper_parameters, origin=loaded.origin); lap("engine.judge_run")
 from advisor.api import assemble; d = assemble(run, loaded.hyper_parameters, j, cf, loaded.origin)
 lap("remedy + assemble")
-from advisor.report import render; render(d); lap("render markdown (jinja2)")
+import jinja2; lap("import jinja2")
+from advisor.report import render; render(d); lap("render markdown")
+print(f"    CPU time of all threads {time.process_time() - cpu0:.3f} s")
 """
 
 
 def breakdown(path: Path) -> None:
-    """Where the end-to-end time goes, stage by stage, in a fresh process."""
+    """Where the end-to-end time goes, stage by stage, in a fresh process, in the order
+    `rl-advisor diagnose` meets them (the start-up of Python itself is not in it)."""
     print("  breakdown (one fresh process):")
-    subprocess.run([sys.executable, "-c", BREAKDOWN, str(path)], check=False)
+    subprocess.run([sys.executable, "-c", BREAKDOWN, str(path)], check=False, env=_env())
 
 
 def bench_batch(tmp: Path, runs: int, workers: int, repeats: int) -> float:

@@ -315,7 +315,7 @@ def _response_cap_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:
     column = next((c for c in LONGEST if c in df.columns), None)
     if column is None:
         return
-    longest = df.filter(df["truncation_rate"] > 0)[column].drop_nulls().drop_nans()
+    longest = df[column].filter(df["truncation_rate"] > 0).drop_nulls().drop_nans()
     if longest.len():
         top = float(longest.max())  # type: ignore[arg-type]
         cap = response_cap(longest.len(), top, int((longest == top).sum()))
@@ -360,7 +360,8 @@ def _cadence_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:
     """eval_steps from the validation cadence when the run did not print its config."""
     if "eval_steps" in hints or "val_reward" not in df.columns:
         return
-    steps = df.filter(df["val_reward"].is_not_null())["step"].to_list()
+    # the one column filtered, not the whole frame
+    steps = df["step"].filter(df["val_reward"].is_not_null()).to_list()
     steps = [s for s in steps if s > 0]  # a validation before training says nothing of cadence
     if len(steps) < 2:
         return
