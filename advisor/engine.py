@@ -696,21 +696,30 @@ class Monitor:
             i = rows[k]
             new += self.push(kept[k], {n: _cell(v, m, i) for n, (v, m) in columns.items()})
             k += 1
-        if k == len(kept):
-            return new
+        return new + self._fold_blocks(rows[k:], kept[k:], columns) if k < len(kept) else new
+
+    def _fold_blocks(
+        self,
+        rows: list[int],
+        kept: list[int],
+        columns: Mapping[str, tuple[np.ndarray, np.ndarray | None]],
+    ) -> list[Finding]:
+        """Rows that open new blocks: each block's accumulators at once, then the blocks closed
+        in turn as push would close them (at the first step of the next)."""
         if self._first is None:
-            self._first = kept[k]
-        s = np.asarray(kept[k:], dtype=np.int64)
+            self._first = kept[0]
+        s = np.asarray(kept, dtype=np.int64)
         blocks = (s - self._first) // self.block_steps
         starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
         ends = np.r_[starts[1:], len(s)] - 1
         fold = _BlockFold(s, starts)
-        at = np.asarray(rows[k:], dtype=np.intp)
+        at = np.asarray(rows, dtype=np.intp)
         accs = {
             name: fold.accumulate(*_column(values, logged, at))
             for name, (values, logged) in columns.items()
             if name in self._tracks
         }
+        new: list[Finding] = []
         for j, (b, first, last) in enumerate(
             zip(blocks[starts].tolist(), s[starts].tolist(), s[ends].tolist(), strict=True)
         ):
