@@ -123,6 +123,7 @@ class Baseline:
     sd: float  # median SPAN-block residual sd in the warm-up (floored)
     n_blocks: int
     end_step: int  # last step of the warm-up
+    first: float = math.nan  # the first block mean (a validation series: the base model's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -852,7 +853,10 @@ def no_rise(s: Series, p: Params) -> Evidence | None:
     b = s.baseline
     if b is None or s.peak is None or len(s) == 0:
         return None
-    rise = (s.peak - b.start) / b.scale
+    # From the lower of the first block and the first two's median: with long blocks (eval_steps
+    # 50: 25 steps) a run that learned within its first block has a second block already up.
+    start = min(b.start, b.first) if math.isfinite(b.first) else b.start
+    rise = (s.peak - start) / b.scale
     if rise > float(p.get("max_rise", 3.0)):
         return None
     i = 0
@@ -860,13 +864,49 @@ def no_rise(s: Series, p: Params) -> Evidence | None:
         s,
         "no_rise",
         i,
-        f"{s.metric} never rose above its start level {_fmt(b.start)} by more than "
+        f"{s.metric} never rose above its start level {_fmt(start)} by more than "
         f"{rise:.1f} warm-up sigmas (highest block mean {_fmt(s.peak)}).",
         effect=rise,
         excess=1.0,
-        start=b.start,
+        start=start,
         peak=s.peak,
         rise_sigmas=rise,
+    )
+
+
+@detector("rose")
+def rose(s: Series, p: Params) -> Evidence | None:
+    """The metric's latest level (median of its last `last` block means) stands `min_sigmas`
+    above its start level, in units of its own point-to-point noise over the window (robust sd
+    of successive block means' differences / sqrt 2: a trend barely moves it). Meant for a
+    sparse series such as the validation reward, whose warm-up holds too few points for a
+    scale: a run whose held-out score climbed since its first evaluation is learning."""
+    b = s.baseline
+    if b is None or len(s) == 0:
+        return None
+    y = s.mean[np.isfinite(s.mean)]
+    if len(y) < int(p.get("min_points", 6)):
+        return None
+    d = np.diff(y)
+    noise = 1.4826 * median(np.abs(d - median(d))) / math.sqrt(2.0)
+    # from the first point: the second evaluation may already be past the early learning
+    start = b.first if math.isfinite(b.first) else b.start
+    noise = max(noise, 0.01 * abs(start), 1e-12)
+    level = median(y[-int(p.get("last", 3)) :])
+    gain = (level - start) / noise
+    if gain < float(p.get("min_sigmas", 4.0)):
+        return None
+    return _evidence(
+        s,
+        "rose",
+        0,
+        f"{s.metric} rose from {_fmt(start)} at the start to {_fmt(level)} lately "
+        f"({gain:.1f} times its point-to-point noise {_fmt(noise)}).",
+        effect=gain,
+        excess=_excess(gain, float(p.get("min_sigmas", 4.0))),
+        start=start,
+        level=level,
+        noise=noise,
     )
 
 

@@ -822,7 +822,7 @@ class Monitor:
         # not set its own yardstick (the early spans are still clean).
         sd = percentile(spans[ok], 25) if ok.any() else floor
         t.warm = []
-        return Baseline(med, scale, start, max(sd, floor), len(x), end)
+        return Baseline(med, scale, start, max(sd, floor), len(x), end, first=float(x[0]))
 
     def _early_break(
         self, name: str, arr: np.ndarray, med: float, scale: float, floor: float

@@ -142,7 +142,8 @@ def _config_dump(run: GeneratedRun, pid: int) -> list[str]:
         "actor_rollout_ref": {
             "actor": {
                 "optim": {"lr": hp["learning_rate"]},
-                "ppo_mini_batch_size": hp["ppo_mini_batch_size"],
+                # verl counts prompts (its workers multiply by rollout.n); the job file, samples
+                "ppo_mini_batch_size": max(1, hp["ppo_mini_batch_size"] // hp["n_rollouts"]),
                 "use_kl_loss": hp["kl_loss_coef"] > 0,
                 "kl_loss_coef": hp["kl_loss_coef"],
                 "policy_loss": {"loss_mode": "gspo" if hp["algorithm"] == "gspo" else "vanilla"},

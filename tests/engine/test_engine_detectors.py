@@ -280,3 +280,38 @@ def test_volatility_within_span_against_the_runs_typical_span_spread() -> None:
     assert vol(swinging(0.034, 64, wild_late), p) is None
     assert vol(swinging(0.034, 47, wild_late), p) is not None  # 32, 48 closed in the window
     assert vol(swinging(0.034, 64, usual), {**p, "span_wander_ratio": 0}) is not None
+
+
+def test_rose_measures_the_gain_since_the_first_point_in_its_own_noise() -> None:
+    # A validation reward evaluated every other block: 0.30 before training, then climbing by
+    # 0.01 an evaluation with +-0.01 noise. Its warm-up (3 points) gives no usable scale; its
+    # own point-to-point noise does: 0.30 -> ~0.40 is many of those. A flat one is not.
+    rose = DETECTORS["rose"]
+    rng = np.random.default_rng(3)
+    p = {"min_sigmas": 4.0, "last": 3, "min_points": 6}
+
+    def val(slope: float, first: float = 0.30) -> Series:
+        y = [first + slope * i + rng.normal(0, 0.01) for i in range(12)]
+        y[0] = first
+        base = Baseline(median=0.3, scale=0.05, start=float(np.median(y[:2])), sd=0.01,
+                        n_blocks=6, end_step=60, first=first)
+        return _series(y, base, metric="val_reward")
+
+    assert rose(val(0.01), p) is not None
+    assert rose(val(0.0), p) is None
+    assert rose(val(-0.01), p) is None
+    short = _series([0.3, 0.35, 0.4], Baseline(0.3, 0.05, 0.3, 0.01, 3, 30, first=0.3))
+    assert rose(short, p) is None  # fewer than min_points evaluations: not judged
+
+
+def test_no_rise_counts_a_rise_inside_the_first_two_blocks() -> None:
+    # Long blocks (eval_steps 50): the run learned within its first block (0.40), its second is
+    # already up (0.55). From the first two's median (0.475) the plateau at 0.6 is 2.5 sigmas;
+    # from the first block it is 4: a rise, not "never rose".
+    no_rise = DETECTORS["no_rise"]
+    means = [0.40, 0.55, 0.58, 0.6, 0.59, 0.6, 0.58, 0.6]
+    base = Baseline(median=0.58, scale=0.05, start=0.475, sd=0.02, n_blocks=6, end_step=150,
+                    first=0.40)
+    assert no_rise(_series(means, base), {"max_rise": 3.0}) is None
+    flat = Baseline(median=0.58, scale=0.05, start=0.475, sd=0.02, n_blocks=6, end_step=150)
+    assert no_rise(_series(means, flat), {"max_rise": 3.0}) is not None  # no first: as before
