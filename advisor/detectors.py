@@ -995,8 +995,10 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     need = min_z * sigma
     if p.get("peak_bias"):
         # The peak is the best of n noisy (smoothed) points: it exceeds the true level by about
-        # sqrt(2 ln n) of their sigma, which a plain z-test would read as a decline.
-        n = max(2, int(np.isfinite(y).sum()))
+        # sqrt(2 ln n) of their sigma, which a plain z-test would read as a decline. Smoothed
+        # points overlap (each shares smooth - 1 blocks with the next): n counts the
+        # independent ones, the logged blocks / smooth.
+        n = max(2, int(np.isfinite(s.mean).sum()) // max(smooth, 1))
         need += sigma / math.sqrt(max(smooth, 1)) * math.sqrt(2.0 * math.log(n))
     # min_rel is a fraction of |peak|, or with rel_to: rise of the rise from the run's start
     # (a signed or offset reward, e.g. format penalties, has a peak near 0: "half of |peak|"

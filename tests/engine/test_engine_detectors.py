@@ -315,3 +315,22 @@ def test_no_rise_counts_a_rise_inside_the_first_two_blocks() -> None:
     assert no_rise(_series(means, base), {"max_rise": 3.0}) is None
     flat = Baseline(median=0.58, scale=0.05, start=0.475, sd=0.02, n_blocks=6, end_step=150)
     assert no_rise(_series(means, flat), {"max_rise": 3.0}) is not None  # no first: as before
+
+
+def test_peak_bias_counts_independent_smoothed_points() -> None:
+    # 32 validation points, 3-point smoothing: the best smoothed value is the best of ~10
+    # independent ones, not of 30 overlapping ones (whose sqrt(2 ln n) over-rates the bias).
+    # A fall of 0.12 under a fixed wiggle passes; counted as 30 points, it needed 0.13.
+    drop = DETECTORS["drop_from_peak"]
+    base = Baseline(median=0.58, scale=0.025, start=0.4, sd=0.025, n_blocks=6, end_step=60)
+    p = {"scale": "window", "smooth": 3, "onset": "peak", "peak_bias": True, "min_z": 2.5,
+         "min_rel": 0.03, "min_abs": 0.02, "k": 3, "m": 3}
+    wiggle = [0.0, 0.02, -0.01, 0.015, -0.02, 0.005]
+
+    def val(fall: float) -> Series:
+        level = [0.58] * 12 + [0.58 - fall * min(1.0, i / 6) for i in range(1, 21)]
+        return _series([v + wiggle[i % 6] for i, v in enumerate(level)], base, "val_reward")
+
+    assert drop(val(0.12), p) is not None
+    assert drop(val(0.11), p) is None
+    assert drop(val(0.0), p) is None
