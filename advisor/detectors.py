@@ -1285,6 +1285,13 @@ def jump(s: Series, p: Params) -> Evidence | None:
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = s.mean / np.maximum(ref, 1e-12)
         mask = (ratio >= float(p.get("min_ratio", 5.0))) & (s.mean >= floor)
+        accel = float(p.get("accel", 0.0))
+        if accel > 0:
+            # ...and `accel` x faster than over the lag before (from the first blocks when the
+            # run is younger): KL to the reference is 0 at step 0 and its healthy growth from
+            # there multiplies itself by any ratio, but ever more slowly; an explosion speeds up.
+            before = med[np.clip(np.arange(len(s)) - 2 * lag, 0, None)]
+            mask &= ratio >= accel * ref / np.maximum(before, 1e-12)
     mask &= np.isfinite(ratio)
     min_ratio = float(p.get("min_ratio", 5.0))
     base = np.maximum(ref, 1e-12)

@@ -334,3 +334,16 @@ def test_peak_bias_counts_independent_smoothed_points() -> None:
     assert drop(val(0.12), p) is not None
     assert drop(val(0.11), p) is None
     assert drop(val(0.0), p) is None
+
+
+def test_jump_with_accel_ignores_kl_growing_from_zero() -> None:
+    # KL to the reference from 0 (step 0: the policy is the reference) up to a level of 0.15:
+    # x18 over 6 blocks early on, but each lag's ratio smaller than the one before. A KL that
+    # sat at 0.01 and jumps to 0.2 speeds up: an explosion either way.
+    jump = DETECTORS["jump"]
+    p = {"lag": 6, "min_ratio": 5.0, "k": 3, "m": 4, "min_level": 0.05, "accel": 2.0}
+    ramp = [0.001, 0.003, 0.008, 0.015, 0.025, 0.04, 0.06, 0.08, 0.095, 0.11]
+    assert jump(_series(ramp, CALM), {**p, "accel": 0}) is not None  # the old reading
+    assert jump(_series(ramp, CALM), p) is None
+    boom = [0.01] * 12 + [0.2, 0.22, 0.21, 0.2]
+    assert jump(_series(boom, CALM), p) is not None
