@@ -99,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     # it builds a validator (~30 ms here, more in a training environment); this process is
     # ours and uses none. A user's own setting is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    # numpy's OpenBLAS starts a pool of threads when it is imported, whose workers spin for
+    # 70-130 ms of CPU per run; this process multiplies no matrix large enough to share out.
+    # Set before numpy is first imported (lazily, after this); a user's own setting is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:] if argv is None else list(argv)
     _register(args)
     try:
