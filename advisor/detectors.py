@@ -548,6 +548,32 @@ def near_zero(s: Series, p: Params) -> Evidence | None:
     )
 
 
+def _hinge(y: np.ndarray, cross: int, back: int = 16, after: int = 2) -> int:
+    """Where a move that crossed the thresholds at block `cross` began: the block after the
+    break h of the least-squares fit "a level, then a straight line from block h" to the block
+    means from `back` blocks before the crossing to `after` past it. A gradual slide began well
+    before it crossed, a sudden drop barely (dated within a block); no fraction of the way
+    suits both."""
+    lo, hi = max(0, cross - back), min(len(y), cross + after + 1)
+    t = np.arange(lo, hi, dtype=float)
+    v = y[lo:hi]
+    ok = np.isfinite(v)
+    t, v = t[ok], v[ok]
+    if len(v) < 4:
+        return cross
+    best, at = math.inf, cross
+    for h in range(lo, cross + 1):
+        x = np.maximum(0.0, t - h)
+        if not x.any():
+            continue
+        design = np.column_stack([np.ones_like(x), x])
+        coef = np.linalg.lstsq(design, v, rcond=None)[0]
+        sse = float(np.sum((v - design @ coef) ** 2))
+        if sse < best * (1 - 1e-12):  # ties: the earlier break
+            best, at = sse, h
+    return min(at + 1, cross)  # block h is the last on the level: the move shows from h + 1
+
+
 @detector("shift")
 def shift(s: Series, p: Params) -> Evidence | None:
     """A persistent shift from the warm-up level: robust z AND (optionally) a ratio, k of m.
@@ -591,9 +617,12 @@ def shift(s: Series, p: Params) -> Evidence | None:
     # already a fifth of the way from the warm-up level to the current one (the level the
     # evidence stands on: the last k blocks, or the strong ones alone).
     now = float(nanmedian(s.mean[-min(k if persist else len(run), len(s)) :]))
-    part = b.median + float(p.get("onset_frac", 0.2)) * (now - b.median)
-    while i > 0 and np.isfinite(s.mean[i - 1]) and sign * (s.mean[i - 1] - part) >= 0:
-        i -= 1
+    if p.get("onset") == "hinge":
+        i = _hinge(s.mean, i)
+    else:
+        part = b.median + float(p.get("onset_frac", 0.2)) * (now - b.median)
+        while i > 0 and np.isfinite(s.mean[i - 1]) and sign * (s.mean[i - 1] - part) >= 0:
+            i -= 1
     level = float(nanmedian(s.mean[i:]))
     zz = float(nanmedian(z[i:]))
     ratio = level / b.median if b.median else math.inf

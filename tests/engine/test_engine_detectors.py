@@ -347,3 +347,24 @@ def test_jump_with_accel_ignores_kl_growing_from_zero() -> None:
     assert jump(_series(ramp, CALM), p) is None
     boom = [0.01] * 12 + [0.2, 0.22, 0.21, 0.2]
     assert jump(_series(boom, CALM), p) is not None
+
+
+def test_shift_hinge_onset_dates_a_slide_from_where_it_began() -> None:
+    # Entropy level at 1.0 for 12 blocks, then a straight slide of 0.06 a block (gradual) or a
+    # drop within one block (sudden): the thresholds are crossed late on the slide, early on
+    # the drop; the hinge fit dates both at their first block (12), a fraction of the way
+    # (onset_frac 0.5) dates the slide several blocks late.
+    from advisor.detectors import _hinge
+
+    shift = DETECTORS["shift"]
+    calm = Baseline(median=1.0, scale=0.02, start=1.0, sd=0.02, n_blocks=6, end_step=60)
+    slide = [1.0] * 12 + [1.0 - 0.06 * i for i in range(1, 15)]
+    drop = [1.0] * 12 + [0.1] * 6
+    p = {"direction": "down", "min_z": 4, "min_ratio": 0.3, "k": 3, "m": 4}
+    ev = shift(_series(slide, calm), {**p, "onset": "hinge"})
+    assert ev is not None and ev.window[0] == 1 + 12 * 10  # block 12 starts at step 121
+    ev = shift(_series(drop, calm), {**p, "onset": "hinge"})
+    assert ev is not None and ev.window[0] in (1 + 11 * 10, 1 + 12 * 10)  # a block at most
+    late = shift(_series(slide, calm), {**p, "onset_frac": 0.5})
+    assert late is not None and late.window[0] > 1 + 14 * 10
+    assert _hinge(np.array([1.0, 1.0, 1.0]), 2) == 2  # too few blocks to fit: the crossing
