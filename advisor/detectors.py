@@ -567,8 +567,9 @@ def _hinge(y: np.ndarray, cross: int, back: int = 16, after: int = 2) -> int:
         if not x.any():
             continue
         design = np.column_stack([np.ones_like(x), x])
-        coef = np.linalg.lstsq(design, v, rcond=None)[0]
-        sse = float(np.sum((v - design @ coef) ** 2))
+        with np.errstate(over="ignore", invalid="ignore"):  # values near float max: no fit
+            coef = np.linalg.lstsq(design, v, rcond=None)[0]
+            sse = float(np.sum((v - design @ coef) ** 2))
         if sse < best * (1 - 1e-12):  # ties: the earlier break
             best, at = sse, h
     return min(at + 1, cross)  # block h is the last on the level: the move shows from h + 1
@@ -1311,7 +1312,7 @@ def jump(s: Series, p: Params) -> Evidence | None:
             warnings.simplefilter("ignore", RuntimeWarning)  # all-nan rows stay nan
             med[bad] = np.nanmean(win3[bad], axis=1)
     ref[lag:] = med[: len(s) - lag]
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         ratio = s.mean / np.maximum(ref, 1e-12)
         mask = (ratio >= float(p.get("min_ratio", 5.0))) & (s.mean >= floor)
         accel = float(p.get("accel", 0.0))
