@@ -68,7 +68,9 @@ if TYPE_CHECKING:
 
 ALGORITHMS = ("gspo", "grpo", "dapo")
 # Facts about the job (from hp) or the run's end (`crashed`: it ended other than "completed").
-Predicate = Literal["on_policy", "kl_off", "is_dapo", "is_gspo", "is_grpo", "crashed"]
+Predicate = Literal[
+    "on_policy", "kl_off", "is_dapo", "is_gspo", "is_grpo", "crashed", "late_start"
+]
 Scalar = float | int | bool | str
 
 
@@ -472,6 +474,7 @@ def _predicates(hp: Mapping[str, Any]) -> dict[str, bool]:
         "is_gspo": algo == "gspo",
         "is_grpo": algo == "grpo",
         "crashed": False,  # set by Monitor.close from the run's ending
+        "late_start": False,  # set by Monitor._start from the first step pushed
     }
 
 
@@ -634,6 +637,14 @@ class Monitor:
         """The canonical metrics the rules read (others pushed are ignored)."""
         return sorted(self._tracks)
 
+    def _start(self, step: int) -> None:
+        """The first step pushed. A log that begins past 50 steps and two logging intervals is
+        a resumed run's (or a cut-out part): what it shows first is not where the run began."""
+        self._first = step
+        every = self.hp.get("logging_steps")
+        every = every if isinstance(every, int | float) and every > 0 else 1
+        self._pred["late_start"] = step > max(50, 2 * every)
+
     # -- the hot path --------------------------------------------------------------------
     def push(self, step: int, metrics: Mapping[str, float | None]) -> list[Finding]:
         """Fold one step in; return the findings new at this step. O(1) per metric except at a
@@ -641,7 +652,7 @@ class Monitor:
         if self._closed or (self._last is not None and step <= self._last):
             return []  # the engine only moves forward (a replayed step adds nothing)
         if self._first is None:
-            self._first = step
+            self._start(step)
         new: list[Finding] = []
         block = (step - self._first) // self.block_steps
         if block != self._block:
@@ -707,7 +718,7 @@ class Monitor:
         """Rows that open new blocks: each block's accumulators at once, then the blocks closed
         in turn as push would close them (at the first step of the next)."""
         if self._first is None:
-            self._first = kept[0]
+            self._start(kept[0])
         s = np.asarray(kept, dtype=np.int64)
         blocks = (s - self._first) // self.block_steps
         starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
