@@ -193,7 +193,7 @@ WANDER_BLOCKS = 16  # block means per chunk of the long-run wander reference (Se
 WANDER_CHUNKS = 64  # chunks kept (1,024 blocks: a 5,000-step run in 5-step blocks)
 
 
-def span_sd(blocks: np.ndarray, span: int = SPAN) -> np.ndarray:
+def span_sd(blocks: np.ndarray, span: int = SPAN, leave_out: bool = False) -> np.ndarray:
     """Residual sd of the raw points around one least-squares line over each run of `span`
     consecutive blocks (nan before `span` blocks or with fewer than 2 x span points), computed
     from the blocks' running sums alone (no raw history is kept).
@@ -217,15 +217,32 @@ def span_sd(blocks: np.ndarray, span: int = SPAN) -> np.ndarray:
     def win(x: np.ndarray) -> np.ndarray:
         return np.convolve(x, k, mode="valid")
 
-    nn, Sx, Sxx, St, Stt, Sxt = (win(x) for x in (n, sx, sxx, st_a, stt_a, sxt_a))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        vx = Sxx - Sx * Sx / nn
-        vt = Stt - St * St / nn
-        cxt = Sxt - Sx * St / nn
+    cols = (n, sx, sxx, st_a, stt_a, sxt_a)
+    sums = [win(x) for x in cols]
+    sd = _resid_sd(*sums, min_n=2 * span)
+    if leave_out:
+        # The least spread of the span without one of its blocks: one wild step (a reward
+        # glitch) inflates every span that holds its block, never the span without it.
+        q = len(sums[0])
+        for j in range(span):
+            sd = np.fmin(sd, _resid_sd(*(t - x[j : j + q] for t, x in zip(sums, cols, strict=True)),
+                                       min_n=2 * (span - 1)))
+    out[span - 1 :] = sd
+    return out
+
+
+def _resid_sd(
+    nn: np.ndarray, sx: np.ndarray, sxx: np.ndarray, st: np.ndarray, stt: np.ndarray,
+    sxt: np.ndarray, min_n: float,
+) -> np.ndarray:
+    """Residual sd around the least-squares line from the sums (nan below min_n points)."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        vx = sxx - sx * sx / nn
+        vt = stt - st * st / nn
+        cxt = sxt - sx * st / nn
         resid = vx - np.where(vt > 0, cxt * cxt / np.where(vt > 0, vt, 1.0), 0.0)
         sd = np.sqrt(np.maximum(resid, 0.0) / nn)
-    out[span - 1 :] = np.where(nn >= 2 * span, sd, np.nan)
-    return out
+    return np.where(nn >= min_n, sd, np.nan)
 
 
 def _span_sd_last(blocks: np.ndarray, span: int = SPAN) -> float:
@@ -1236,7 +1253,7 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     fast_arr = None
     if fast_last >= need:  # gate: the latest span must show it
         with np.errstate(invalid="ignore", divide="ignore"):
-            fast_arr = span_sd(s.raw) / b.sd * norm
+            fast_arr = span_sd(s.raw, leave_out=bool(p.get("leave_out"))) / b.sd * norm
             if min_pts:
                 pts = np.convolve(s.count, np.ones(SPAN), mode="full")[: len(s)]
                 fast_arr = np.where(pts >= min_pts, fast_arr, np.nan)

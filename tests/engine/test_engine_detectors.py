@@ -61,6 +61,31 @@ def test_span_sd_equals_brute_force(points: list[list[float]]) -> None:
     )
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.floats(-5, 5), min_size=2, max_size=12), min_size=3, max_size=8))
+def test_span_sd_leave_out_equals_brute_force(points: list[list[float]]) -> None:
+    # The least residual sd of each 3-block span with one of its blocks left out (a line over
+    # the remaining points at their own positions; sub-spans of fewer than 4 points skipped).
+    length = 12
+    got = span_sd(_blocks(points, length), leave_out=True)
+    plain = span_sd(_blocks(points, length))
+    for j in range(2, len(points)):
+        best = plain[j]
+        for out in range(j - 2, j + 1):
+            keep = [i for i in range(j - 2, j + 1) if i != out]
+            xs = np.concatenate([points[i] for i in keep])
+            ts = np.concatenate([np.arange(len(points[i])) + (i - j + 2) * length for i in keep])
+            if len(xs) < 4:
+                continue
+            slope, icpt = np.polyfit(ts, xs, 1)
+            sd = math.sqrt(np.mean((xs - (slope * ts + icpt)) ** 2))
+            best = sd if math.isnan(best) else min(best, sd)
+        if math.isnan(best):
+            assert math.isnan(got[j])
+        else:
+            assert math.isclose(got[j], best, rel_tol=1e-6, abs_tol=1e-6)
+
+
 def test_robust_scale_ignores_a_trend() -> None:
     rng = np.random.default_rng(0)
     noise = rng.normal(0, 0.01, 12)
@@ -368,3 +393,19 @@ def test_shift_hinge_onset_dates_a_slide_from_where_it_began() -> None:
     late = shift(_series(slide, calm), {**p, "onset_frac": 0.5})
     assert late is not None and late.window[0] > 1 + 14 * 10
     assert _hinge(np.array([1.0, 1.0, 1.0]), 2) == 2  # too few blocks to fit: the crossing
+
+
+def test_volatility_leave_out_is_not_carried_by_wild_steps() -> None:
+    # Two wild steps two blocks apart touch five overlapping spans: k=5 of 6 passes on them
+    # alone. Leaving each span's wildest block out, no span is wide: no oscillation. A swing in
+    # every block stays wide whichever block is left out.
+    vol = DETECTORS["volatility"]
+    p = {"min_ratio": 2.5, "k": 5, "m": 6, "slow_ratio": 1e6}
+    calm = Baseline(median=0.5, scale=0.01, start=0.5, sd=0.01, n_blocks=6, end_step=60)
+    quiet = [[0.5, 0.51, 0.49, 0.5, 0.5]] * 6
+    wild = [0.5, 0.51, 0.9, 0.5, 0.49]
+    glitches = [*quiet, wild, quiet[0], wild, quiet[0], quiet[0]]
+    assert vol(_raw_series(glitches, calm), p) is not None  # the plain spans
+    assert vol(_raw_series(glitches, calm), {**p, "leave_out": True}) is None
+    swing = [[0.5, 0.6, 0.4, 0.6, 0.4]] * 6
+    assert vol(_raw_series([*quiet, *swing], calm), {**p, "leave_out": True}) is not None
