@@ -626,11 +626,13 @@ class Monitor:
                 }
 
             return node.model_copy(update={"params": pick(node.params), "keep": pick(node.keep)})
+        # copies, not new validated models: the rulebook was validated when it was loaded, and
+        # validating here would build these classes' validators (~10 ms) in every process
         if isinstance(node, AllOf):
-            return AllOf(all=[self._resolve(n) for n in node.all])
+            return node.model_copy(update={"all": [self._resolve(n) for n in node.all]})
         if isinstance(node, AnyOf):
-            return AnyOf(any=[self._resolve(n) for n in node.any], hold=node.hold)
-        return NotOf(**{"not": self._resolve(node.not_)})
+            return node.model_copy(update={"any": [self._resolve(n) for n in node.any]})
+        return node.model_copy(update={"not_": self._resolve(node.not_)})
 
     @property
     def tracked(self) -> list[str]:
