@@ -41,8 +41,9 @@ def read_jsonl(path: Path, source: str) -> Run:
         # mapped, not read: polars reads the file itself, the text is only scanned here
         with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             if mm[:3] == b"\xef\xbb\xbf":  # a byte order mark: polars reads the text after it
-                df = read_ndjson_complete(mm[3:])
-                order = _first_keys(mm[3:])
+                body = mm[3:]  # a copy of the file: made once, for both
+                df = read_ndjson_complete(body)
+                order = _first_keys(body)
             else:
                 df = read_ndjson_complete(mm, path=path)
                 order = _first_keys(mm)
