@@ -21,7 +21,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.ingest.frame import TRL_GRPO_KEYS, TRL_KL_KEYS
+from advisor.ingest.frame import (
+    LONGEST,
+    TRL_GRPO_KEYS,
+    TRL_KL_KEYS,
+    peak_lr_hint,
+    response_cap,
+    trl_without_kl,
+)
 from advisor.ingest.names import is_training_record
 from advisor.types import (
     CANONICAL_METRICS,
@@ -264,8 +271,6 @@ class Advisor:
 
     def _count_cut(self, metrics: Mapping[str, Any]) -> None:
         """The response cap's evidence at a clipped step, as `frame.response_cap` reads it."""
-        from advisor.ingest.frame import LONGEST
-
         raw = next((metrics[c] for c in LONGEST if c in metrics), None)
         longest = _number(raw) if raw is not None else None
         if longest is None or not math.isfinite(longest):
@@ -279,8 +284,6 @@ class Advisor:
     def _derived_hints(self) -> dict[str, Any]:
         """What `load_run` adds when nothing else says it: the peak of the logged lr and the
         response cap."""
-        from advisor.ingest.frame import peak_lr_hint, response_cap, trl_without_kl
-
         out: dict[str, Any] = {}
         if "learning_rate" not in self._hints and self._lr_peak > 0:
             out["learning_rate"] = peak_lr_hint(self._lr_peak)
