@@ -363,6 +363,9 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
             step, payload = hit
             if last:
                 payload = _trim_cut(payload)
+                if not payload:  # cut before its first value: that step wrote no metric
+                    st.truncated += 1
+                    return
             st.add_payload(step, payload, 0, lineno)
             st.last_step = step if st.last_step is None else max(st.last_step, step)
             st.last_metric_line = lineno
@@ -551,6 +554,8 @@ def _dict_line(st: _State, lineno: int, line: str, brace: int, prefix: str, last
         return _verl_val_dict(st, lineno, lead, body)
     if not body.startswith(("{'", '{"')):
         return False
+    if not _closes_line(body):  # text after the dict: a quote of one (a completion in TRL's
+        return False  # rich sample table, prose), not a log line
     if _depth(body) > 0:  # a dict that does not close on its line: cut off, or wrapped text
         st.truncated += last
         return True
@@ -578,6 +583,14 @@ def _dict_line(st: _State, lineno: int, line: str, brace: int, prefix: str, last
     else:
         st.ending.feed("'train_runtime'", lineno, st.last_step)
     return True
+
+
+def _closes_line(body: str) -> bool:
+    """The dict runs to the end of the line (or is cut there), bar Markdown and Ray's suffixes."""
+    tail = body.rstrip().rstrip("`|").rstrip()
+    if tail.endswith("across cluster]"):
+        tail = _REPEATED.sub("", tail)
+    return tail.endswith("}") or _depth(body) > 0
 
 
 def _verl_val_dict(st: _State, lineno: int, lead: str, body: str) -> bool:
