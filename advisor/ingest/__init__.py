@@ -16,7 +16,8 @@ Formats (`Run.format`), detected from the first bytes, the name only breaking ti
 - `verl-jsonl` (`{"step": N, "data": {...}}`), `jsonl` (flat objects, nested ones flattened).
 - `trl-state` (trainer_state.json), `trl-log-history` (a bare log_history list), `json`.
 - `csv` / `wandb-csv` (run history, `_step`) / `wandb-chart-csv` (`<run> - <metric>` columns),
-  `parquet`, `mlflow` (a file-store run folder), `tensorboard` (event files, decoded here).
+  `parquet`, `mlflow` (a file-store run folder or a SQL store's SQLite file), `trackio` (its
+  SQLite project file), `tensorboard` (event files, decoded here).
 Folders: a TRL output dir's own or newest checkpoint trainer_state.json, event files, MLflow
 runs, then files by kind (JSONL, Parquet, CSV, JSON, text logs), four levels down at most.
 """
@@ -35,6 +36,7 @@ __all__ = ["canonical_name", "canonicalize", "detect_format", "load_run"]
 _HEAD = 64 * 1024
 _STEP_FIELDS = frozenset({"step", "_step", "Step", "global_step", "train/global_step", "iteration"})
 _TEXT_SUFFIXES = (".log", ".txt", ".out", ".err", ".md", ".stdout", ".stderr")
+_DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")  # MLflow's SQL store, trackio's projects
 
 
 def load_run(path: PathLike) -> Run:
@@ -68,6 +70,8 @@ def detect_format(path: Path, head: bytes) -> str:
     """One of: parquet, tensorboard, jsonl, json, csv, console (the text-log family)."""
     if head.startswith(b"PAR1"):
         return "parquet"
+    if head.startswith(b"SQLite format 3\x00"):  # an MLflow SQL store, a trackio project
+        return "sqlite"
     if "tfevents" in path.name:
         return "tensorboard"
     if head.startswith((b"\x1f\x8b", b"PK\x03\x04", b"\x28\xb5\x2f\xfd", b"BZh")):
@@ -113,6 +117,10 @@ def _load_file(p: Path) -> Run:
         from advisor.ingest.tables import read_parquet
 
         return read_parquet(p, source)
+    if fmt == "sqlite":
+        from advisor.ingest.stores import read_sqlite
+
+        return read_sqlite(p, source)
     if fmt == "tensorboard":
         from advisor.ingest.tensorboard import read_tensorboard
 
@@ -203,7 +211,8 @@ def _candidates(d: Path) -> list[Path]:
     def by_size(fs: list[Path]) -> list[Path]:
         return sorted(fs, key=lambda f: f.stat().st_size, reverse=True)
 
-    classes = ((".jsonl", ".ndjson"), (".parquet",), (".csv",), (".json",), _TEXT_SUFFIXES)
+    classes = ((".jsonl", ".ndjson"), (".parquet",), _DB_SUFFIXES, (".csv",), (".json",),
+               _TEXT_SUFFIXES)
     for suffixes in classes:
         out += by_size([f for f in files if f.suffix.lower() in suffixes and f not in out])
     out += by_size([f for f in files if f not in out and f.suffix == ""])

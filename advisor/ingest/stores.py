@@ -1,9 +1,15 @@
-"""Tracking stores on disk: an MLflow file-store run folder, TensorBoard event files."""
+"""Tracking stores on disk: an MLflow file-store run folder, an MLflow or trackio SQLite
+database (verl's default MLflow URI is sqlite:////tmp/mlruns.db; trackio keeps one
+<project>.db per project), TensorBoard event files."""
 
 from __future__ import annotations
 
 import ast
+import json
+import math
 import re
+import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -73,14 +79,22 @@ def read_mlflow(run_dir: Path, source: str) -> Run:
 
 def _mlflow_params(params: Path) -> dict[str, Any]:
     """params/<dotted.key> files -> a nested dict like verl's printed config."""
-    cfg: dict[str, Any] = {}
     if not params.is_dir():
-        return cfg
-    for f in params.rglob("*"):
-        if not f.is_file():
-            continue
-        key = f.relative_to(params).as_posix().replace("/", ".")
-        text = f.read_text(encoding="utf-8", errors="replace").strip()
+        return {}
+    return _nest_params(
+        (f.relative_to(params).as_posix(), f.read_text(encoding="utf-8", errors="replace"))
+        for f in params.rglob("*")
+        if f.is_file()
+    )
+
+
+def _nest_params(items: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """(key, text) params, '/' or '.' between levels (verl flattens its config with '/'), ->
+    a nested dict like verl's printed config."""
+    cfg: dict[str, Any] = {}
+    for raw_key, raw in items:
+        key = raw_key.replace("/", ".")
+        text = raw.strip()
         try:
             value: Any = ast.literal_eval(text)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -103,3 +117,163 @@ def _mlflow_ending(meta: Path) -> RunEnding | None:
     m = re.search(r"^status:\s*'?(\w+)'?", meta.read_text(errors="replace"), re.MULTILINE)
     kind = _MLFLOW_STATUS.get(m.group(1)) if m else None
     return RunEnding(kind=kind, message=f"MLflow run status {m.group(1)}") if kind and m else None  # type: ignore[arg-type]
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_FLOAT_MAX = 1.7976931348623157e308  # MLflow's SQL store writes +-inf as +-float max
+
+
+def read_sqlite(path: Path, source: str) -> Run:
+    """An MLflow SQL store or a trackio project database, told apart by their tables."""
+    con = _open_read_only(path, source)
+    try:
+        cols = _sqlite_columns(con, "metrics")
+        if {"key", "value", "step", "run_uuid"} <= cols:
+            return _read_mlflow_sql(con, source, cols)
+        if {"run_name", "step", "metrics"} <= cols:
+            return _read_trackio(con, source)
+        raise InputError(
+            f"{source}: a SQLite database without MLflow's or trackio's `metrics` table"
+        )
+    except sqlite3.Error as err:
+        raise InputError(f"{source}: could not read the SQLite database ({err})") from None
+    finally:
+        con.close()
+
+
+def _open_read_only(path: Path, source: str) -> sqlite3.Connection:
+    """Read-only, so nothing is written next to the user's file; a WAL database in a folder
+    we may not write to cannot be opened so (no -shm file): then as immutable (the last
+    checkpointed state, without what the WAL still holds)."""
+    uri = path.resolve().as_uri()
+    con = None
+    try:
+        con = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+        con.execute("SELECT 1 FROM sqlite_master LIMIT 1")
+        return con
+    except sqlite3.Error:
+        if con is not None:
+            con.close()
+    try:
+        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error as err:
+        raise InputError(f"{source}: cannot open the SQLite database ({err})") from None
+
+
+def _sqlite_columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
+
+
+def _read_mlflow_sql(con: sqlite3.Connection, source: str, cols: set[str]) -> Run:
+    """MLflow's SQL store: rows of (key, value, timestamp, step, is_nan) per run. The newest
+    active run is read; NaN is stored as 0 with is_nan, infinities as +-float max."""
+    import polars as pl
+
+    run = con.execute(
+        "SELECT run_uuid, name, status FROM runs WHERE lifecycle_stage IS NOT 'deleted' "
+        "ORDER BY start_time DESC LIMIT 1"
+    ).fetchone()
+    if run is None:
+        raise InputError(f"{source}: an MLflow database without a run")
+    run_id, name, status = run
+    nan = "is_nan" if "is_nan" in cols else "0"
+    rows = con.execute(
+        f"SELECT key, value, step, {nan} FROM metrics WHERE run_uuid = ? "
+        "ORDER BY timestamp, rowid",
+        (run_id,),
+    ).fetchall()
+    if not rows:
+        raise InputError(f"{source}: MLflow run {run_id} ({name}) logged no metric")
+    keys, values, steps = [], [], []
+    for key, value, step, is_nan in rows:
+        keys.append(key.replace("_at_", "@"))  # MLflow keys cannot hold '@' (verl maps it)
+        steps.append(step)
+        values.append(math.nan if is_nan else _unclamp(value))
+    long = pl.DataFrame({"step": steps, "key": keys, "value": values},
+                        schema={"step": pl.Int64, "key": pl.String, "value": pl.Float64})
+    wide = long.pivot(on="key", index="step", values="value", aggregate_function="last")
+    warnings = []
+    runs = con.execute("SELECT COUNT(*) FROM runs WHERE lifecycle_stage IS NOT 'deleted'")
+    if (count := runs.fetchone()[0]) > 1:
+        warnings.append(f"{source}: {count} MLflow runs; read the newest, {name} ({run_id})")
+    params = con.execute("SELECT key, value FROM params WHERE run_uuid = ?", (run_id,))
+    kind = _MLFLOW_STATUS.get(str(status))
+    ending = RunEnding(kind=kind, message=f"MLflow run status {status}") if kind else None  # type: ignore[arg-type]
+    return build_run(
+        wide.sort("step"),
+        source=source,
+        fmt="mlflow",
+        hints=hint_map.verl_hints(_nest_params(params.fetchall())),
+        ending=ending,
+        warnings=warnings,
+    )
+
+
+def _unclamp(value: float) -> float:
+    return math.copysign(math.inf, value) if abs(value) >= _FLOAT_MAX else value
+
+
+def _read_trackio(con: sqlite3.Connection, source: str) -> Run:
+    """trackio: one JSON object of metrics per log call. Its `step` counts the calls when the
+    caller gave none (transformers' TrackioCallback), so the trainer's `train/global_step`
+    is the step when it is there. The run logged last is read."""
+    import polars as pl
+
+    run = con.execute(
+        "SELECT run_name FROM metrics GROUP BY run_name ORDER BY MAX(timestamp) DESC LIMIT 1"
+    ).fetchone()
+    if run is None:
+        raise InputError(f"{source}: a trackio database whose runs logged no metric")
+    records = []
+    for step, blob in con.execute(
+        "SELECT step, metrics FROM metrics WHERE run_name = ? ORDER BY id", (run[0],)
+    ):
+        rec = _json_object(blob)
+        numbers = {k: float(v) for k, v in rec.items() if _is_number(v)}
+        own = numbers.get("train/global_step")
+        records.append({"step": int(own) if own is not None else int(step), **numbers})
+    warnings = []
+    names = con.execute("SELECT COUNT(DISTINCT run_name) FROM metrics").fetchone()[0]
+    if names > 1:
+        warnings.append(f"{source}: {names} trackio runs; read the one logged last, {run[0]}")
+    return build_run(
+        pl.from_dicts(records, infer_schema_length=None),
+        source=source,
+        fmt="trackio",
+        hints=_trackio_hints(con, run[0]),
+        warnings=warnings,
+    )
+
+
+def _json_object(blob: str | bytes) -> dict[str, Any]:
+    """A metrics cell: JSON text (or bytes, as orjson writes), nested objects flattened."""
+    try:
+        rec = json.loads(blob)
+    except ValueError:
+        return {}
+    return _flat(rec) if isinstance(rec, dict) else {}
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}/"))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _trackio_hints(con: sqlite3.Connection, run: str) -> dict[str, Any]:
+    """The run's config (TrainingArguments for a TRL run) -> TRL hints."""
+    if "config" not in _sqlite_columns(con, "configs"):
+        return {}
+    row = con.execute("SELECT config FROM configs WHERE run_name = ?", (run,)).fetchone()
+    cfg = _json_object(row[0]) if row else {}
+    return hint_map.trl_arg_hints(
+        {k: str(v) for k, v in cfg.items() if k in hint_map.TRL_ARGS and v is not None}
+    )
