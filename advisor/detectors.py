@@ -606,9 +606,11 @@ def shift(s: Series, p: Params) -> Evidence | None:
     up = str(p.get("direction", "up")) == "up"
     min_z = float(p.get("min_z", 4.0))
     sign = 1.0 if up else -1.0
-    comp = p.get("_per")
-    if comp is not None:
-        s = _per_companion(s, comp)
+    comp, rounds = p.get("_per"), p.get("_rounds")
+    net = ""
+    if comp is not None or rounds is not None:
+        n, cap = int(p.get("_rounds_n", 8)), float(p.get("rounds_cap", 10))
+        s, net = _per_companion(s, comp, rounds, n, cap)
     last = float(s.mean[-1])
     if not _shifted(last, b, p, up, min_z):  # gate: the latest block, all criteria
         return None
@@ -649,7 +651,7 @@ def shift(s: Series, p: Params) -> Evidence | None:
         s,
         "shift",
         i,
-        f"{s.metric} {word} from its warm-up level {_fmt(b.median)} to {_fmt(level)} "
+        f"{s.metric}{net} {word} from its warm-up level {_fmt(b.median)} to {_fmt(level)} "
         f"(x{_fmt(ratio)}, {abs(zz):.1f} warm-up sigmas {'above' if up else 'below'} it, a "
         f"robust sigma of {_fmt(b.scale)}) "
         f"over steps {_steps(s, i)}{_extreme(s, i, b.median, level, up)}.",
@@ -689,25 +691,67 @@ def _shifted(x: float, b: Baseline, p: Params, up: bool, min_z: float) -> bool:
     return "min_abs" not in p or sign * (x - b.median) >= float(p["min_abs"])
 
 
-def _per_companion(s: Series, comp: Series) -> Series:
-    """`s` with each block mean divided by its companion's growth over the companion's warm-up
-    level (max 1: growth the companion explains is forgiven, a shrinking companion never
-    inflates). Rollout time per response_length: generation time scales with the tokens
-    generated, so longer reasoning is not a slower rollout (verl logs timing_per_token_ms/gen
-    for the same reason)."""
-    if comp.baseline is None or not comp.baseline.median > 0 or len(comp) == 0:
-        return s
-    idx = np.clip(np.searchsorted(comp.start, s.start), 0, len(comp) - 1)
-    aligned = np.where(comp.start[idx] == s.start, comp.mean[idx], np.nan)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        growth = np.maximum(1.0, aligned / comp.baseline.median)
-    growth = np.where(np.isfinite(growth), growth, 1.0)
+def _per_companion(
+    s: Series, comp: Series | None, rounds: Series | None = None, n: int = 8, cap: float = 10.0
+) -> tuple[Series, str]:
+    """`s` with each block mean divided by the growth its companions explain (max 1: explained
+    growth is forgiven, a shrinking companion never inflates), and what it was counted per.
+
+    - comp (`per`): its growth over its warm-up level. Rollout time per response_length:
+      generation time scales with the tokens generated, so longer reasoning is not a slower
+      rollout (verl logs timing_per_token_ms/gen for the same reason).
+    - rounds (`rounds`, a reward in [0, 1] read as the success rate p): the generation rounds
+      per step DAPO's dynamic sampling needs, 1 / (1 - u), where u = p^n + (1 - p)^n is the
+      share of groups of n rollouts that come out all correct or all wrong (dropped and
+      refilled) when every prompt succeeds at the rate p; forgiven: its growth over the
+      warm-up's. Prompts of mixed difficulty make more groups uniform than that: this counts
+      the rounds a rising reward costs at the least, so a slowdown past them stays evidence.
+      Rounds are capped at `cap` (10: the max_num_gen_batches of verl's DAPO recipe scripts).
+      A reward outside [0, 1] is no success rate: no discount.
+    """
+    longer, more = np.ones(len(s)), np.ones(len(s))
+    if comp is not None and comp.baseline is not None and comp.baseline.median > 0 and len(comp):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            longer = np.maximum(1.0, _aligned(s, comp) / comp.baseline.median)
+    if rounds is not None and rounds.baseline is not None and len(rounds) and _unit(rounds):
+        def needed(p: Any) -> Any:  # rounds per step at success rate p, n rollouts per group
+            uniform = np.clip(p, 0.0, 1.0) ** n + np.clip(1.0 - p, 0.0, 1.0) ** n
+            return 1.0 / np.maximum(1.0 - uniform, 1.0 / cap)
+
+        with np.errstate(invalid="ignore", divide="ignore"):
+            more = np.maximum(1.0, needed(_aligned(s, rounds)) / needed(rounds.baseline.median))
+    longer = np.where(np.isfinite(longer), longer, 1.0)
+    more = np.where(np.isfinite(more), more, 1.0)
+    growth = longer * more
+    if not (growth > 1.0).any():
+        return s, ""
     raw = s.raw.copy()
     raw[:, 2:5] = raw[:, 2:5] / growth[:, None]  # mean, min and max alike
-    return Series(
+    said = []
+    if (longer > 1.0).any() and comp is not None:
+        said.append(f"per generated token ({comp.metric} x{_fmt(float(longer[-1]))} at the end)")
+    if (more > 1.0).any():
+        said.append(
+            "per generation round DAPO's dynamic sampling needs at that reward "
+            f"(x{_fmt(float(more[-1]))} the warm-up's at the end)"
+        )
+    net = Series(
         metric=s.metric, raw=raw, baseline=s.baseline, peak=None, peak_step=None, peak3=None,
         peak3_step=None, trough=None, trough_step=None, blocks_total=s.blocks_total,
     )
+    return net, " counted " + " and ".join(said)
+
+
+def _aligned(s: Series, comp: Series) -> np.ndarray:
+    """The companion's block means at `s`'s blocks (nan where it has no such block)."""
+    idx = np.clip(np.searchsorted(comp.start, s.start), 0, len(comp) - 1)
+    return np.where(comp.start[idx] == s.start, comp.mean[idx], np.nan)
+
+
+def _unit(s: Series) -> bool:
+    """Every logged value of the window within [0, 1] (a success rate)."""
+    lo, hi = s.lo[np.isfinite(s.lo)], s.hi[np.isfinite(s.hi)]
+    return bool(len(lo)) and float(lo.min()) >= 0.0 and float(hi.max()) <= 1.0
 
 
 def _window(s: Series, p: Params, default: int) -> int:

@@ -543,6 +543,7 @@ class Monitor:
                 DETECTORS[leaf.detector],
                 tuple(leaf.metrics),
                 leaf.params["per"] if isinstance(leaf.params.get("per"), str) else None,
+                self._rounds_of(leaf),
             )
             for r in self._rules
             for leaf in _leaves(r.when)
@@ -555,10 +556,11 @@ class Monitor:
         }
         metrics = {m for r in self._rules for leaf in _leaves(r.when) for m in leaf.metrics}
         metrics |= {
-            str(leaf.params["per"])
+            str(leaf.params[key])
             for r in self._rules
             for leaf in _leaves(r.when)
-            if isinstance(leaf.params.get("per"), str)
+            for key in ("per", "rounds")
+            if isinstance(leaf.params.get(key), str)
         }
         self._tracks = {m: _Track(buf=np.empty((st.window_blocks, 14))) for m in metrics}
         self.findings: list[Finding] = []
@@ -973,10 +975,15 @@ class Monitor:
             if leaf.skip_note:
                 self._notes[f"skip:{leaf.detector}:{leaf.metric}"] = leaf.skip_note
             return ABSENT, []
-        fn, names, per = self._leaf_fn[id(leaf)]
+        fn, names, per, rounds = self._leaf_fn[id(leaf)]
         params: Mapping[str, Any] = {**leaf.params, **leaf.keep} if keep else leaf.params
         if per is not None:  # a companion series the detector normalises by
             params = {**params, "_per": self._series(per, cache) if per in self._tracks else None}
+        # DAPO's rounds per step explain a slower step only where the job runs dynamic sampling
+        # and does not log them (logged rounds are judged as themselves: gen_batches).
+        if rounds is not None and not self._logged("gen_batches", cache):
+            n = self.hp.get("n_rollouts")
+            params = {**params, "_rounds": self._series(rounds, cache), "_rounds_n": n or 8}
         seen = False
         for name in names:
             s = self._series(name, cache)
@@ -990,6 +997,14 @@ class Monitor:
             missing.update(leaf.metrics)
             return ABSENT, []
         return NO, []
+
+    def _logged(self, name: str, cache: dict[str, Series | None]) -> bool:
+        return name in self._tracks and self._series(name, cache) is not None
+
+    def _rounds_of(self, leaf: Leaf) -> str | None:
+        """The reward a leaf's `rounds` discount reads, on a DAPO job only (dynamic sampling)."""
+        name = leaf.params.get("rounds")
+        return name if isinstance(name, str) and self._pred["is_dapo"] else None
 
     def _fire(self, rule: SymptomRule, evidence: list[Evidence], end: int) -> Finding:
         evidence = _distinct(evidence)

@@ -324,3 +324,36 @@ def test_dapo_generation_rounds_explain_a_slower_rollout() -> None:
         mon, _ = _monitor(s)
         slow = [f for f in mon.findings if f.id == "SLOW" and f.severity.value == "warning"]
         assert bool(slow) is fires
+
+
+def _dapo_rounds_run(rising: bool, log_rounds: bool = False) -> dict[str, np.ndarray]:
+    """A DAPO run whose rollout time follows the rounds dynamic sampling needs, 1 / (1 - u) with
+    u = p^8 + (1 - p)^8, as its reward goes 0.5 -> 0.9 (x1.74); or the same slowdown while the
+    reward stays at 0.5 (nothing to explain it)."""
+    s = base(600)
+    rng = np.random.default_rng(5)
+    t = np.arange(600)
+    goal = 0.5 + 0.4 * np.clip((t - 150) / 250, 0, 1)
+    s["reward_mean"] = (goal if rising else np.full(600, 0.5)) + rng.normal(0, 0.01, 600)
+    rounds = 1 / (1 - (goal**8 + (1 - goal) ** 8))
+    s["rollout_time"] = 30 * rounds / rounds[0] * np.exp(rng.normal(0, 0.03, 600))
+    if log_rounds:
+        s["gen_batches"] = np.full(600, 1.0)  # logged, and flat: the rounds did not grow
+    return s
+
+
+def test_dapo_rounds_a_rising_reward_needs_explain_a_slower_rollout_when_not_logged() -> None:
+    dapo = {**HP, "algorithm": "dapo", "kl_loss_coef": 0.0}
+
+    def warns(s: dict[str, np.ndarray], hp: dict) -> bool:
+        mon, _ = _monitor(s, hp)
+        return any(f.id == "SLOW" and f.severity.value == "warning" for f in mon.findings)
+
+    assert not warns(_dapo_rounds_run(rising=True), dapo)
+    assert warns(_dapo_rounds_run(rising=False), dapo)  # the reward explains nothing
+    assert warns(_dapo_rounds_run(rising=True), HP)  # GRPO has no dynamic sampling
+    assert warns(_dapo_rounds_run(rising=True, log_rounds=True), dapo)  # logged: they say
+    # A reward outside [0, 1] is no success rate: no rounds are read from it.
+    scaled = _dapo_rounds_run(rising=True)
+    scaled["reward_mean"] = 4 * scaled["reward_mean"] - 1
+    assert warns(scaled, dapo)
