@@ -180,7 +180,7 @@ class Series:
         return self.raw[:, 6]
 
     @property
-    def first_bad(self) -> np.ndarray:  # first step with a non-finite value (-1 if none)
+    def first_bad(self) -> np.ndarray:  # first non-finite step (when nonfinite > 0)
         return self.raw[:, 7]
 
     def __len__(self) -> int:
@@ -449,7 +449,7 @@ def nonfinite(s: Series, p: Params) -> Evidence | None:
     if bad < int(p.get("min_count", 1)):
         return None  # one NaN grad_norm is one skipped update, not yet a symptom
     total = bad + int(s.count[i:].sum())
-    first = int(s.first_bad[i]) if s.first_bad[i] >= 0 else int(s.start[i])
+    first = int(s.first_bad[i]) if s.nonfinite[i] > 0 else int(s.start[i])
     frac = bad / total if total else 1.0
     ev = _evidence(
         s,

@@ -687,7 +687,7 @@ class Monitor:
                 a[9] += v * dt
             else:
                 a[2] += 1
-                if a[5] < 0:
+                if a[2] == 1:  # the block's first (a step may be negative: no sentinel test)
                     a[5] = step
         self._last = step
         return new
