@@ -357,3 +357,26 @@ def test_dapo_rounds_a_rising_reward_needs_explain_a_slower_rollout_when_not_log
     scaled = _dapo_rounds_run(rising=True)
     scaled["reward_mean"] = 4 * scaled["reward_mean"] - 1
     assert warns(scaled, dapo)
+
+
+def test_a_vanished_gradient_at_a_saturated_reward_is_convergence_not_p1() -> None:
+    """grad_norm x20 down with neither zero_std_frac nor reward_std logged: after the reward
+    rose to 0.99 the run converged (no P1); at 0.99 from the first step (a constant reward
+    function) it is P1."""
+    rng = np.random.default_rng(11)
+
+    def run(rises: bool) -> dict[str, np.ndarray]:
+        s = base(600)
+        del s["zero_std_frac"], s["reward_std"]
+        t = np.arange(600)
+        level = 0.6 + 0.39 * np.clip(t / 150, 0, 1) if rises else np.full(600, 0.99)
+        s["reward_mean"] = np.clip(level + rng.normal(0, 0.003, 600), 0, 1)
+        s["grad_norm"] = 0.5 * np.where(t < 200, 1.0, 0.05) * np.exp(rng.normal(0, 0.1, 600))
+        return s
+
+    def p1(s: dict[str, np.ndarray]) -> bool:
+        mon, _ = _monitor(s)
+        return any(f.id == "P1" for f in mon.findings)
+
+    assert not p1(run(rises=True))
+    assert p1(run(rises=False))
