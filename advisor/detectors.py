@@ -1243,6 +1243,10 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     w = int(p.get("window", 12))
     comp = p.get("_per")
     lo = max(0, len(s) - w)
+    # The zigzag reads each block without its lowest and highest point (the middle one of
+    # three): one outlier step (a reward spike of a lucky batch) moves a block mean by 1/n of
+    # itself and makes a turn there and back; an oscillation moves all of a block's points.
+    means = _trimmed_means(s)
     # A move must beat both the block-mean noise (slow_ratio sigmas) and `slow_sd` times the
     # per-step spread: under strong autocorrelation block means wander nearly as far as single
     # steps, and a warm-up of ~6 block means underestimates their sigma.
@@ -1253,7 +1257,10 @@ def volatility(s: Series, p: Params) -> Evidence | None:
         # on unseen runs, and with one logged point per block the per-step spread reads ~0
         # (issue 4). A swing slower than ~6 blocks barely moves second differences.
         floor = max(0.01 * abs(b.median), 1e-12)
-        move = max(move, float(p["window_ratio"]) * robust_scale(s.mean, floor, line=False))
+        # (of the block means, or of the trimmed ones where their spread is the larger: the
+        # trimmed mean of a few points is the noisier estimate when no outlier is in them)
+        spread_w = max(robust_scale(x, floor, line=False) for x in (s.mean, means))
+        move = max(move, float(p["window_ratio"]) * spread_w)
     if float(p.get("wander_ratio", 0.0)) > 0:
         # ...and `wander_ratio` times the run's long-run wander of its block means (_wander):
         # with the true spread sigma of independent block means, three alternating moves of 4
@@ -1275,7 +1282,7 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     fast_last = _span_sd_last(s.raw) / b.sd
     if min_pts and float(s.count[-SPAN:].sum()) < min_pts:
         fast_last = math.nan
-    window = s.mean[lo:]
+    window = means[lo:]
     # Two turns need a rise AND a fall of at least `move` inside the window: the smaller of the
     # largest run-up and the largest drawdown bounds what a zigzag can find (cheap, vectorised).
     fin = window[np.isfinite(window)]
@@ -1320,7 +1327,7 @@ def volatility(s: Series, p: Params) -> Evidence | None:
         # of an oscillation comes about half a swing after it began.
         half = (pivots[2] - pivots[1]) // 2 if len(pivots) >= 3 else 0
         j = max(pivots[0], pivots[1] - half)
-        swings = np.abs(np.diff(s.mean[pivots]))
+        swings = np.abs(np.diff(means[pivots]))
         ratio = float(median(swings)) / b.scale
         threshold, view = slow_ratio, "between-blocks"
         what = (
@@ -1342,6 +1349,15 @@ def volatility(s: Series, p: Params) -> Evidence | None:
         sigma=b.scale,
         normalised_by=comp.metric if comp is not None and comp.baseline else None,
     )
+
+
+def _trimmed_means(s: Series) -> np.ndarray:
+    """Each block's mean without its lowest and highest finite value (blocks of 3 or more;
+    of 3, that is the median), from the block's sum, min and max; smaller blocks as they are."""
+    n = s.count
+    with np.errstate(invalid="ignore", divide="ignore"):
+        trimmed = (s.mean * n - s.lo - s.hi) / (n - 2)
+    return np.where(n >= 3, trimmed, s.mean)
 
 
 @detector("jump")

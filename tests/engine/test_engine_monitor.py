@@ -380,3 +380,22 @@ def test_a_vanished_gradient_at_a_saturated_reward_is_convergence_not_p1() -> No
 
     assert not p1(run(rises=True))
     assert p1(run(rises=False))
+
+
+def test_lucky_batch_spikes_are_no_oscillation_a_square_wave_is() -> None:
+    """5-step blocks; one step in ~40 scores +0.35 (a lucky batch): each spike lifts its block's
+    mean and makes a turn there and back, but the zigzag reads blocks without their extreme
+    points (no P2; 12 of 20 seeds raised it before). A square wave of +-0.15 moves whole blocks:
+    P2 on every seed."""
+    hp = {**HP, "eval_steps": 10}
+    for seed in range(8):
+        s = base(600, seed=seed)
+        idx = np.random.default_rng(100 + seed).choice(np.arange(60, 600), 14, replace=False)
+        s["reward_mean"][idx] += 0.35
+        mon, _ = _monitor(s, hp)
+        assert "P2" not in [f.id for f in mon.findings], seed
+        s = base(600, seed=seed)
+        t = np.arange(250, 600)
+        s["reward_mean"][250:] += 0.15 * np.sign(np.sin(2 * np.pi * t / 40))
+        mon, _ = _monitor(s, hp)
+        assert "P2" in [f.id for f in mon.findings], seed
