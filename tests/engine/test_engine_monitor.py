@@ -399,3 +399,26 @@ def test_lucky_batch_spikes_are_no_oscillation_a_square_wave_is() -> None:
         s["reward_mean"][250:] += 0.15 * np.sign(np.sin(2 * np.pi * t / 40))
         mon, _ = _monitor(s, hp)
         assert "P2" in [f.id for f in mon.findings], seed
+
+
+def test_a_stall_after_a_rise_needs_the_guides_whole_signature() -> None:
+    """The reward rises 0.1 -> 0.35 in 60 steps, then sits flat with ppo_kl ~ 1e-5: with the
+    gradient x7 down since the warm-up that is P1 (plateau + ppo_kl ~ 0 + a shrinking
+    gradient); with the gradient as it was, a run that learned fast and levelled off."""
+    rng = np.random.default_rng(3)
+
+    def run(grad_drop: float) -> dict[str, np.ndarray]:
+        s = base(600)
+        t = np.arange(600)
+        s["reward_mean"] = 0.1 + 0.25 * np.clip(t / 60, 0, 1) + rng.normal(0, 0.01, 600)
+        s["ppo_kl"] = rng.normal(0, 1e-5, 600)
+        s["grad_norm"] = 0.5 * np.where(t < 150, 1.0, grad_drop) * np.exp(rng.normal(0, 0.1, 600))
+        s["kl_ref"] = 0.02 * np.clip(t / 60, 0, 1) + 0.01 + rng.normal(0, 1e-3, 600)
+        return s
+
+    def p1(s: dict[str, np.ndarray]) -> bool:
+        mon, _ = _monitor(s)
+        return any(f.id == "P1" for f in mon.findings)
+
+    assert p1(run(grad_drop=0.15))
+    assert not p1(run(grad_drop=1.0))
