@@ -920,10 +920,12 @@ def steady(s: Series, p: Params) -> Evidence | None:
         return None
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = s.mean / b.median
-        mask = (ratio <= r_max) & (ratio >= 1.0 / r_max)
-    if not _persistent(mask, k, m):
+        held = (ratio <= r_max) & (ratio >= 1.0 / r_max)
+    # k of m blocks past the warm-up (a warm-up block is "steady" against its own level); the
+    # onset is where the level last entered the band, warm-up included
+    if not _persistent(held & (s.start > b.end_step), k, m):
         return None
-    i = _onset_index(mask)
+    i = _onset_index(held)
     r = float(nanmedian(ratio[i:]))
     return _evidence(
         s,

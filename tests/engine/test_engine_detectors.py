@@ -409,3 +409,16 @@ def test_volatility_leave_out_is_not_carried_by_wild_steps() -> None:
     assert vol(_raw_series(glitches, calm), {**p, "leave_out": True}) is None
     swing = [[0.5, 0.6, 0.4, 0.6, 0.4]] * 6
     assert vol(_raw_series([*quiet, *swing], calm), {**p, "leave_out": True}) is not None
+
+
+def test_steady_counts_only_blocks_past_the_warm_up() -> None:
+    """Blocks of 10 steps, warm-up to step 60 (6 blocks): KL at its warm-up level one block past
+    it is no evidence yet (a warm-up block is steady against itself); three blocks past it are,
+    with the onset where the level entered the band (the first block)."""
+    base = Baseline(median=0.01, scale=0.001, start=0.01, sd=0.001, n_blocks=6, end_step=60)
+    steady = DETECTORS["steady"]
+    params = {"max_ratio": 1.5, "k": 3, "m": 4}
+    assert steady(_series([0.01] * 7, base), params) is None
+    ev = steady(_series([0.01] * 9, base), params)
+    assert ev is not None and ev.window[0] == 1
+    assert steady(_series([0.01] * 6 + [0.01, 0.03, 0.04], base), params) is None  # it grew
