@@ -1399,14 +1399,23 @@ def jump(s: Series, p: Params) -> Evidence | None:
             # ...and `accel` x faster than over the lag before (from the first blocks when the
             # run is younger): KL to the reference is 0 at step 0 and its healthy growth from
             # there multiplies itself by any ratio, but ever more slowly; an explosion speeds up.
-            before = med[np.clip(np.arange(len(s)) - 2 * lag, 0, None)]
-            mask &= ratio >= accel * ref / np.maximum(before, 1e-12)
+            # A younger run compares growth per block: the lag before is then the `span`
+            # blocks from the first block (none yet: not judged), and x(ref / before) over
+            # `span` blocks is x(ref / before)^(lag / span) over `lag` of them.
+            idx = np.arange(len(s))
+            before = med[np.clip(idx - 2 * lag, 0, None)]
+            span = np.clip(idx - lag, 0, lag).astype(float)
+            earlier = (ref / np.maximum(before, 1e-12)) ** (lag / np.maximum(span, 1.0))
+            sped = (ratio >= accel * earlier) & (span > 0)
+        else:
+            sped = np.ones(len(s), dtype=bool)
+        mask &= sped
     mask &= np.isfinite(ratio)
     min_ratio = float(p.get("min_ratio", 5.0))
     base = np.maximum(ref, 1e-12)
     persist, strong, run = _held_how(  # strong: f x the ratio, every point past ratio and floor
         s, p, k, m, mask,
-        lambda i, f: s.mean[i] >= f * min_ratio * base[i]
+        lambda i, f: bool(sped[i]) and s.mean[i] >= f * min_ratio * base[i]
         and s.lo[i] >= max(floor, min_ratio * base[i]),
     )  # fmt: skip
     if not (strong or persist):

@@ -422,3 +422,16 @@ def test_steady_counts_only_blocks_past_the_warm_up() -> None:
     ev = steady(_series([0.01] * 9, base), params)
     assert ev is not None and ev.window[0] == 1
     assert steady(_series([0.01] * 6 + [0.01, 0.03, 0.04], base), params) is None  # it grew
+
+
+def test_jump_on_a_young_run_compares_growth_per_block() -> None:
+    """KL ramping up from ~0 after a short warm-up (x11 over the 6-block lag, but x1.7 in the one
+    block before it: slowing down) is no acceleration, not even as a strong block; KL that
+    multiplies x3 per block has sped up since that block and is."""
+    params = {"lag": 6, "min_ratio": 5.0, "k": 3, "m": 4, "min_level": 0.05, "strong": 2,
+              "accel": 2.0}
+    ramp = [0.002, 0.0124, 0.032, 0.059, 0.080, 0.112, 0.136, 0.137]
+    base = Baseline(median=0.045, scale=0.01, start=0.007, sd=0.01, n_blocks=6, end_step=60)
+    assert DETECTORS["jump"](_series(ramp, base), params) is None
+    boom = [0.002, 0.0024, 0.003, 0.004, 0.005, 0.006, 0.02, 0.06, 0.18]
+    assert DETECTORS["jump"](_series(boom, base), params) is not None
