@@ -422,3 +422,14 @@ def test_a_stall_after_a_rise_needs_the_guides_whole_signature() -> None:
 
     assert p1(run(grad_drop=0.15))
     assert not p1(run(grad_drop=1.0))
+
+
+def test_a_slow_oscillation_turns_five_times_in_the_whole_window() -> None:
+    """A sine of period 60 steps (12 blocks of 5) turns only twice within any 16 blocks; over
+    the whole 32-block window it turns five times: P2."""
+    hp = {**HP, "eval_steps": 10}
+    s = base(1200, seed=4)
+    t = np.arange(400, 1200)
+    s["reward_mean"][400:] += 0.2 * np.sin(2 * np.pi * (t - 400) / 60)
+    mon, _ = _monitor(s, hp)
+    assert "P2" in [f.id for f in mon.findings]
