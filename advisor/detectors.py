@@ -967,6 +967,32 @@ def no_rise(s: Series, p: Params) -> Evidence | None:
     )
 
 
+@detector("peak_below")
+def peak_below(s: Series, p: Params) -> Evidence | None:
+    """The metric's highest block mean over the whole run stayed at or below `value`: a ceiling
+    it never reached. For a schedule (the learning rate) the peak is the configured value,
+    whatever its warm-up ramp or decay tail reads at the latest block. A peak of 0 (a series of
+    exact zeros: verl's 3-decimal print of a 1e-6 lr) is no evidence."""
+    if s.peak is None or not s.peak > 0 or len(s) == 0:
+        return None
+    value = float(p["value"])
+    if s.peak > value:
+        return None
+    where = f" (block ending at step {s.peak_step})" if s.peak_step is not None else ""
+    # As a fraction of the ceiling: statistics keep 6 decimals, an lr of 1e-8 would read 0.
+    ratio = s.peak / value
+    return _evidence(
+        s,
+        "peak_below",
+        0,
+        f"{s.metric} never exceeded {_fmt(value)}: its highest block mean was "
+        f"{_fmt(s.peak)}{where}, x{ratio:.2g} of it.",
+        effect=ratio,
+        excess=1.0 / ratio,
+        peak_ratio=ratio,
+    )
+
+
 @detector("rose")
 def rose(s: Series, p: Params) -> Evidence | None:
     """The metric's latest level (median of its last `last` block means) stands `min_sigmas`
