@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -57,6 +57,9 @@ from advisor.types import Evidence
 
 Params = Mapping[str, Any]
 Detector = Callable[["Series", Params], Evidence | None]
+# Detectors that read a metric's level at its companion's (`per`) best 3-block mean: the
+# engine keeps that level when the best is set (Series.peak3_ctx of the companion).
+AT_COMPANION_PEAK = frozenset({"shared_fall"})
 
 DETECTORS: dict[str, Detector] = {}
 
@@ -150,6 +153,9 @@ class Series:
     wander: tuple[tuple[int, float], ...] = ()
     # The same chunks' median SPAN-block residual sd (span_sd): the run's own typical spread.
     span_wander: tuple[tuple[int, float], ...] = ()
+    # Paired metrics' mean level over the blocks of the peak3 triple, kept when it was set
+    # (only for the metrics of AT_COMPANION_PEAK leaves that name this one as `per`).
+    peak3_ctx: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def start(self) -> np.ndarray:  # first step of each block
@@ -1067,7 +1073,9 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     """The level fell from its peak and stays down: drop >= `min_z` warm-up sigmas, >= `min_rel`
     x |peak| and >= `min_abs`, in k of the last m blocks (the latest included), all after the
     peak. `smooth` > 1 compares trailing medians of that many blocks (sparse, noisy series such
-    as val_reward, whose single best point is biased upward by its noise)."""
+    as val_reward, whose single best point is biased upward by its noise). `peak_bias` adds the
+    excess the best of n noisy points has anyway; n counts the window's points, or with
+    `bias_run` every point the run logged (the run-wide peak may predate the window)."""
     b = s.baseline
     if b is None or s.peak is None:
         return None
@@ -1116,8 +1124,12 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
         # The peak is the best of n noisy (smoothed) points: it exceeds the true level by about
         # sqrt(2 ln n) of their sigma, which a plain z-test would read as a decline. Smoothed
         # points overlap (each shares smooth - 1 blocks with the next): n counts the
-        # independent ones, the logged blocks / smooth.
-        n = max(2, int(np.isfinite(s.mean).sum()) // max(smooth, 1))
+        # independent ones, the logged blocks / smooth. A run-wide peak from before the window
+        # was selected over every block the run logged, not the window's.
+        logged = int(np.isfinite(s.mean).sum())
+        if p.get("bias_run"):
+            logged = max(logged, s.blocks_total)
+        n = max(2, logged // max(smooth, 1))
         need += sigma / math.sqrt(max(smooth, 1)) * math.sqrt(2.0 * math.log(n))
     # min_rel is a fraction of |peak|, or with rel_to: rise of the rise from the run's start
     # (a signed or offset reward, e.g. format penalties, has a peak near 0: "half of |peak|"
@@ -1169,6 +1181,65 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
         z=z,
         sigma=sigma,
     )
+
+
+@detector("shared_fall")
+def shared_fall(s: Series, p: Params) -> Evidence | None:
+    """The metric (a training reward) fell, between its companion's best and now, by at least
+    `ratio` x what the companion `per` (the validation reward) fell: a fall both share has a
+    cause upstream of generalisation (a curriculum stage, a collapse), not memorisation.
+
+    Overfitting is the gap between the two widening; `ratio` 0.5 is the midpoint between "the
+    training reward held" (0) and "it fell as far" (1). The companion's fall is from its best
+    3-block mean to its latest, less the excess the best of n noisy means has anyway (as
+    drop_from_peak's peak_bias, n over the whole run). The metric's is from its level over the
+    steps of that best (kept by the engine when it was set, Series.peak3_ctx) to its level
+    over the companion's latest 3 blocks: not from its own best, which, the best of hundreds
+    of noisy training blocks, sits above the curve by as much as a validation fall. Both are
+    rewards of the same reward function (verl's val reward_fn, TRL's reward funcs), so their
+    falls compare in the same units."""
+    comp = p.get("_per")
+    if comp is None or len(comp) < 4 or len(s) < 3:
+        return None
+    v_peak, v_step = _smoothed_peak(comp, 3)
+    t_ref = _level_at_best(s, comp, v_step)
+    v_fall = v_peak - float(np.mean(comp.mean[-3:]))
+    n = max(2, max(int(np.isfinite(comp.mean).sum()), comp.blocks_total) // 3)
+    v_fall -= _window_scale(comp) / math.sqrt(3.0) * math.sqrt(2.0 * math.log(n))
+    now = np.isfinite(s.mean) & (s.end >= comp.start[-3])
+    if not (math.isfinite(t_ref) and v_fall > 0 and now.any()):
+        return None
+    t_fall = t_ref - float(np.mean(s.mean[now]))
+    ratio = float(p.get("ratio", 0.5))
+    if t_fall < ratio * v_fall:
+        return None
+    i = int(np.argmax(now))
+    return _evidence(
+        s,
+        "shared_fall",
+        i,
+        f"{s.metric} fell {_fmt(t_fall)} from {_fmt(t_ref)} (its level at {comp.metric}'s best, "
+        f"around step {v_step}) while {comp.metric} fell {_fmt(v_fall)} beyond its best's "
+        "noise: the two fell together.",
+        effect=t_fall / v_fall,
+        excess=_excess(t_fall / v_fall, ratio),
+        fall=t_fall,
+        companion_fall=v_fall,
+        level_at_best=t_ref,
+        companion_peak_step=v_step,
+    )
+
+
+def _level_at_best(s: Series, comp: Series, step: int) -> float:
+    """`s`'s mean level over the steps of `comp`'s best 3 blocks (`step` ends the middle one):
+    the level the engine kept when that best was set, else from the window (nan if out of it)."""
+    if comp.peak3_step == step and s.metric in comp.peak3_ctx:
+        return float(comp.peak3_ctx[s.metric])
+    mid = int(np.searchsorted(comp.end, step))
+    if not 1 <= mid < len(comp) - 1:
+        return math.nan
+    inside = (s.start >= comp.start[mid - 1]) & (s.end <= comp.end[mid + 1]) & np.isfinite(s.mean)
+    return float(np.mean(s.mean[inside])) if inside.any() else math.nan
 
 
 def _norm_factor(s: Series, comp: Series | None) -> np.ndarray:

@@ -23,7 +23,9 @@ How a run is judged (knowledge.md §4 "How to judge"):
 - A symptom fires once, with its onset (the latest of its conditions' onsets: the symptom exists
   once all hold; not the detection step); it clears after `clear_after` evaluations without it
   and may then fire again. `suppressed_by` lets a severe active symptom explain a lesser one
-  away (no P1 "not converging" during a DIV collapse).
+  away (no P1 "not converging" during a DIV collapse), and one whose onset lies inside such an
+  episode stays explained after the episode cleared (a validation fall that began during a
+  reward oscillation is the oscillation's).
 - Finding.strength = (excess - 1) / 2 clipped to 0..1, where excess is how far the first
   evidence is past its threshold (1 = at it): the remedy picks the factor in the action's range
   from it. Finding.confidence is a separate axis: low on the first evaluation after the
@@ -51,6 +53,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from advisor.detectors import (
+    AT_COMPANION_PEAK,
     DETECTORS,
     WANDER_BLOCKS,
     WANDER_CHUNKS,
@@ -435,7 +438,9 @@ class _Track:
     peak_step: int | None = None
     peak3: float | None = None  # highest mean of 3 consecutive blocks (whole run)
     peak3_step: int | None = None  # last step of the middle block of that triple
-    last3: list[tuple[float, int]] = field(default_factory=list)  # the last 3 (mean, end)
+    last3: list[tuple[float, int, int]] = field(default_factory=list)  # (mean, end, start)
+    # other metrics' mean level over the blocks of that triple (AT_COMPANION_PEAK leaves)
+    peak3_ctx: dict[str, float] = field(default_factory=dict)
     trough: float | None = None
     trough_step: int | None = None
     total: int = 0
@@ -563,6 +568,16 @@ class Monitor:
             if isinstance(leaf.params.get(key), str)
         }
         self._tracks = {m: _Track(buf=np.empty((st.window_blocks, 14))) for m in metrics}
+        # (companion, metric): the metric's level is kept at each new best of the companion
+        self._at_peak = sorted(
+            {
+                (str(leaf.params["per"]), m)
+                for r in self._rules
+                for leaf in _leaves(r.when)
+                if leaf.detector in AT_COMPANION_PEAK and isinstance(leaf.params.get("per"), str)
+                for m in leaf.metrics
+            }
+        )
         self.findings: list[Finding] = []
         self._active: dict[str, Finding] = {}
         self._misses: dict[str, int] = {}
@@ -769,6 +784,7 @@ class Monitor:
     def _close_block(self, trends: bool = True) -> list[Finding]:
         start, end = self._block_first, self._last
         assert start is not None and end is not None
+        new_peak3: set[int] = set()
         for t in self._tracks.values():
             a = t.acc
             if a[1] == 0 and a[2] == 0:
@@ -790,16 +806,19 @@ class Monitor:
             if a[1]:
                 if t.peak is None or mean > t.peak:
                     t.peak, t.peak_step = mean, end
-                t.last3 = [*t.last3[-2:], (mean, end)]
+                t.last3 = [*t.last3[-2:], (mean, end, start)]
                 if len(t.last3) == 3:
                     m3 = (t.last3[0][0] + t.last3[1][0] + t.last3[2][0]) / 3.0
                     if t.peak3 is None or m3 > t.peak3:
                         t.peak3, t.peak3_step = m3, t.last3[1][1]
+                        new_peak3.add(id(t))
                 if t.trough is None or mean < t.trough:
                     t.trough, t.trough_step = mean, end
                 if not self._warm_done or t.baseline is None:
                     t.warm.append((mean, sd, t.nb))
             t.acc = _new_acc()
+        if new_peak3:
+            self._keep_at_peak(new_peak3)
         self._closed_blocks += 1
         in_warmup = not self._warm_done
         if in_warmup and end - self._first + 1 >= self.warmup_steps:
@@ -818,6 +837,17 @@ class Monitor:
             if self._warm_done and t.baseline is None and len(t.warm) >= 3 - in_warmup:
                 t.baseline = self._baseline(t, end, name)
         return self._evaluate(end, full=self._warm_done and not in_warmup and trends)
+
+    def _keep_at_peak(self, new_peak3: set[int]) -> None:
+        """At a companion's new best 3-block mean, keep each paired metric's mean level over the
+        steps of those 3 blocks: the level to compare with once the best has left the window."""
+        for comp, name in self._at_peak:
+            c, t = self._tracks.get(comp), self._tracks.get(name)
+            if c is None or t is None or id(c) not in new_peak3 or not t.nb:
+                continue
+            rows = t.buf[: t.nb]
+            inside = (rows[:, 0] >= c.last3[0][2]) & np.isfinite(rows[:, 2])
+            c.peak3_ctx[name] = float(np.mean(rows[inside, 2])) if inside.any() else math.nan
 
     def _baseline(self, t: _Track, end: int, name: str = "") -> Baseline:
         arr = np.asarray(t.warm, dtype=float)
@@ -887,6 +917,7 @@ class Monitor:
                 peak_step=t.peak_step,
                 peak3=t.peak3,
                 peak3_step=t.peak3_step,
+                peak3_ctx=dict(t.peak3_ctx),
                 trough=t.trough,
                 trough_step=t.trough_step,
                 blocks_total=t.total,
@@ -918,6 +949,8 @@ class Monitor:
             if state == FIRE and evidence:
                 self._misses[rule.id] = 0
                 if rule.id not in self._active:
+                    if self._explained(rule, evidence):
+                        continue
                     new.append(self._fire(rule, evidence, end))
                 else:
                     self._refresh(self._active[rule.id], evidence)
@@ -1006,16 +1039,32 @@ class Monitor:
         name = leaf.params.get("rounds")
         return name if isinstance(name, str) and self._pred["is_dapo"] else None
 
-    def _fire(self, rule: SymptomRule, evidence: list[Evidence], end: int) -> Finding:
-        evidence = _distinct(evidence)
-        first = evidence[0]
+    def _onset(self, rule: SymptomRule, evidence: list[Evidence]) -> int:
         # The symptom exists once all its conditions hold: its onset is the latest of theirs.
         onset = max(int(e.statistic.get("onset_step", e.window[0])) for e in evidence)
         # A symptom back after it cleared starts again after that, whatever window the
         # evidence looks back on (episodes do not overlap).
         cleared = [f.cleared_step for f in self.findings if f.id == rule.id and f.cleared_step]
-        if cleared:
-            onset = max(onset, max(cleared))
+        return max(onset, max(cleared)) if cleared else onset
+
+    def _explained(self, rule: SymptomRule, evidence: list[Evidence]) -> bool:
+        """A symptom that began inside an episode of one of its `suppressed_by` rules, which
+        has cleared since: that episode explains it as it would have while active (a validation
+        reward that fell during a reward oscillation, found after the oscillation ended)."""
+        if not rule.suppressed_by:
+            return False
+        onset = self._onset(rule, _distinct(evidence))
+        return any(
+            f.id in rule.suppressed_by
+            and f.cleared_step is not None
+            and f.onset_step <= onset <= f.cleared_step
+            for f in self.findings
+        )
+
+    def _fire(self, rule: SymptomRule, evidence: list[Evidence], end: int) -> Finding:
+        evidence = _distinct(evidence)
+        first = evidence[0]
+        onset = self._onset(rule, evidence)
         excess = _excess_of(first)
         f = Finding(
             id=rule.id,
