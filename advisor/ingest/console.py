@@ -602,6 +602,8 @@ def _verl_val_dict(st: _State, lineno: int, lead: str, body: str) -> bool:
     if not pairs or step is None:
         return False
     st.add_payload(step, " - ".join(f"{k}:{v!r}" for k, v in pairs.items()), 0, lineno)
+    if "Final" in lead:  # verl's fit() prints it at its last step, then returns
+        st.ending.feed("Final validation metrics printed: training finished", lineno, st.last_step)
     return True
 
 

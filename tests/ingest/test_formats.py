@@ -172,6 +172,8 @@ def test_verl_v05_numpy_values_crlf_and_validation_dicts() -> None:
     assert run.frame["lr"].to_list()[1:] == pytest.approx([1e-6] * 3)  # full precision: kept
     # "Initial validation metrics" at step 0, "Final validation metrics" at the last step
     assert run.frame["val_reward"].to_list() == pytest.approx([0.12, None, None, 0.3])
+    # verl's fit() prints the final validation at its last step and returns: the run completed
+    assert run.ending is not None and run.ending.kind == "completed" and run.ending.step == 3
 
 
 def test_trl_tty_log_steps_from_bar_and_eval_merged() -> None:
