@@ -20,7 +20,7 @@ from typing import Any, overload
 
 from advisor.ingest import hints as hint_map
 from advisor.ingest.ending import EndingScanner
-from advisor.ingest.frame import build_run
+from advisor.ingest.frame import build_run, flatten_keys
 from advisor.ingest.payloads import WRAPPED_VALUE
 from advisor.types import InputError, Run, RunEnding
 
@@ -619,7 +619,7 @@ def _roll_line(st: _State, lineno: int, body: str) -> bool:
     step = rec.get("step", metrics.get("step") if isinstance(metrics, dict) else None)
     if not isinstance(metrics, dict) or not isinstance(step, int | float):
         return False
-    flat = {k: float(v) for k, v in _flatten(metrics).items() if _is_num(v)}
+    flat = {k: float(v) for k, v in flatten_keys(metrics).items() if _is_num(v)}
     flat.pop("step", None)
     st.dict_rows.append({"_kind": "roll", "_step": int(step), "_tqdm": None, **flat})
     st.last_step = int(step) if st.last_step is None else max(st.last_step, int(step))
@@ -629,17 +629,6 @@ def _roll_line(st: _State, lineno: int, body: str) -> bool:
 
 def _is_num(v: Any) -> bool:
     return (isinstance(v, int | float) and not isinstance(v, bool)) or v is None
-
-
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flatten(v, key + "/"))
-        else:
-            out[key] = v
-    return out
 
 
 def _config_hints(st: _State) -> dict[str, Any]:

@@ -36,6 +36,18 @@ def is_eval_key(key: str) -> bool:
     return key.startswith(_EVAL_PREFIXES) or names.val_rank(key) is not None
 
 
+def flatten_keys(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested dict as one level: {"actor": {"kl": x}} -> {"actor/kl": x} (the metric names
+    verl and W&B write flat)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten_keys(v, f"{prefix}{k}/"))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def to_float_frame(df: pl.DataFrame) -> pl.DataFrame:
     """`step` as Int64, every other column Float64; text columns that hold no number are dropped."""
     import polars as pl

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.ingest import hints as hint_map
-from advisor.ingest.frame import build_run
+from advisor.ingest.frame import build_run, flatten_keys
 from advisor.types import InputError, Run, RunEnding
 
 STEP_KEYS = (
@@ -67,7 +67,7 @@ def _first_keys(data: Any) -> list[str]:
         return []
     if isinstance(first.get("data"), dict):
         return ["step", *first["data"]]
-    return list(_nested_keys(first))
+    return list(flatten_keys(first))
 
 
 def read_ndjson_complete(data: Any, fields: int | None = None, path: Path | None = None) -> Any:
@@ -174,18 +174,8 @@ def _flat_record(rec: dict[str, Any]) -> dict[str, Any]:
         out = {k: _num(v) for k, v in data.items()}
         out["step"] = rec.get("step", data.get("step"))
         return out
-    flat = _nested_keys(rec)
+    flat = flatten_keys(rec)
     return {k: _num(v) if k not in STEP_KEYS else v for k, v in flat.items()}
-
-
-def _nested_keys(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_nested_keys(v, f"{prefix}{k}/"))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 def _num(v: Any) -> Any:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.ingest import hints as hint_map
-from advisor.ingest.frame import build_run
+from advisor.ingest.frame import build_run, flatten_keys
 from advisor.types import InputError, Run, RunEnding
 
 # MLflow RunStatus codes in meta.yaml
@@ -251,17 +251,7 @@ def _json_object(blob: str | bytes) -> dict[str, Any]:
         rec = json.loads(blob)
     except ValueError:
         return {}
-    return _flat(rec) if isinstance(rec, dict) else {}
-
-
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}/"))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
+    return flatten_keys(rec) if isinstance(rec, dict) else {}
 
 
 def _is_number(v: Any) -> bool:
