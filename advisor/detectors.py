@@ -309,15 +309,81 @@ def _window_scale(s: Series) -> float:
     """Noise sigma of single points from the whole window, floored at 1 % of the level: the
     larger of the robust (median) and the plain (rms) second differences / sqrt 6, both blind
     to a local linear trend. Validation noise is heavy-tailed; the robust estimate alone read
-    it 1.3-2.6x too small on unseen runs (holdout, issue 4)."""
+    it 1.3-2.6x too small on unseen runs (holdout, issue 4).
+
+    Differences are not blind to a bend (a learning curve levelling off) nor to a fall: on a
+    short series (9-16 evaluations) those fill most second differences, and the fall itself
+    inflated the noise it was tested against 1.6-3.2x (judge sets). The spread around the best
+    rise-then-fall fit (_unimodal_sd) is blind to both: a rise, a plateau, a step or a decline
+    all lie inside that shape. It is noisier (it spends degrees of freedom on the fit), so it
+    replaces the differences only when they exceed it by more than noise alone makes them
+    (_diff_excess_95): then the shape, not the noise, filled the differences."""
     ok = np.isfinite(s.mean)
     x = s.mean[ok]
     level = float(median(x)) if ok.any() else 0.0
-    sigma = robust_scale(s.mean, max(0.01 * abs(level), 1e-12), line=False)
+    floor = max(0.01 * abs(level), 1e-12)
+    sigma = robust_scale(s.mean, floor, line=False)
     if len(x) >= 5:
         d2 = np.diff(x, n=2)
         sigma = max(sigma, math.sqrt(float(np.mean(d2 * d2)) / 6.0))
+    if len(x) >= 6:
+        shape_sd = _unimodal_sd(x.tolist())
+        if sigma > shape_sd * _diff_excess_95(len(x)):
+            sigma = max(shape_sd, floor)
     return sigma
+
+
+def _diff_excess_95(n: int) -> float:
+    """95th percentile of (difference estimate / _unimodal_sd) over n points of pure Gaussian
+    noise, where no shape inflates either: 1 + 2.56 / sqrt(n - 5.5) is within 0.03 of the
+    simulated quantiles for n = 9..32 (20,000 series each) and above them for fewer points."""
+    return 1.0 + 2.56 / math.sqrt(n - 5.5)
+
+
+# Residual degrees of freedom a rise-then-fall fit must leave before its spread is trusted:
+# with fewer, the fit has followed (nearly) every point and its spread says nothing.
+_UNIMODAL_MIN_DF = 3
+
+
+def _unimodal_sd(x: list[float]) -> float:
+    """Residual sd around the least-squares rise-then-fall fit of `x` (nondecreasing up to a
+    mode, nonincreasing after it), or inf with fewer than _UNIMODAL_MIN_DF residual degrees.
+
+    The degrees of freedom of an isotonic fit are its number of level sets (Meyer & Woodroofe
+    2000, "On the degrees of freedom in shape-restricted regression"), so the residual sum of
+    squares over (points - level sets) estimates the noise variance whatever the curve's shape
+    inside that family; the mode is chosen too, which leaves it 7-18 % low on pure noise (32-9
+    points; _diff_excess_95 is simulated with it as it is). A curve that rises steeply leaves
+    few degrees (each rising point is its own level): then the estimate is not used."""
+    n = len(x)
+    rise_rss, rise_k = _isotonic_prefixes(x)
+    fall_rss, fall_k = _isotonic_prefixes(x[::-1])  # a fall read backwards is a rise
+    best_rss, best_k = rise_rss[-1], rise_k[-1]
+    for m in range(n - 1):  # rise on x[:m + 1], fall on x[m + 1:]
+        rss = rise_rss[m] + fall_rss[n - 2 - m]
+        if rss < best_rss:
+            best_rss, best_k = rss, rise_k[m] + fall_k[n - 2 - m]
+    df = n - best_k
+    return math.sqrt(max(best_rss, 0.0) / df) if df >= _UNIMODAL_MIN_DF else math.inf
+
+
+def _isotonic_prefixes(x: list[float]) -> tuple[list[float], list[int]]:
+    """Residual sum of squares and level sets of the nondecreasing least-squares fit of every
+    prefix of x (pool adjacent violators, one pass: each prefix's fit extends the last)."""
+    pools: list[tuple[float, int, float]] = []  # (sum, count, sum of squares) per level set
+    rss = 0.0
+    out_rss, out_k = [], []
+    for v in x:
+        tot, cnt, sq = v, 1, v * v
+        while pools and pools[-1][0] * cnt >= tot * pools[-1][1]:  # mean before >= this mean
+            a, c, q = pools.pop()
+            rss -= q - a * a / c
+            tot, cnt, sq = tot + a, cnt + c, sq + q
+        rss += sq - tot * tot / cnt
+        pools.append((tot, cnt, sq))
+        out_rss.append(rss)
+        out_k.append(len(pools))
+    return out_rss, out_k
 
 
 def _persistent(mask: np.ndarray, k: int, m: int) -> bool:
