@@ -1322,10 +1322,7 @@ def _norm_factor(s: Series, comp: Series | None) -> np.ndarray:
     base = comp.baseline.median
     if not base > 0:
         return ones
-    idx = np.searchsorted(comp.start, s.start)
-    idx = np.clip(idx, 0, len(comp) - 1)
-    aligned = np.where(comp.start[idx] == s.start, comp.mean[idx], np.nan)
-    level = _trailing_mean(aligned, SPAN)
+    level = _trailing_mean(_aligned(s, comp), SPAN)
     with np.errstate(invalid="ignore", divide="ignore"):
         # Only discount: noise growth the companion explains is forgiven; a shrinking companion
         # (a saturating reward) never inflates a spread.
