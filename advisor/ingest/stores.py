@@ -115,11 +115,15 @@ def _mlflow_ending(meta: Path) -> RunEnding | None:
     if not meta.exists():
         return None
     m = re.search(r"^status:\s*'?(\w+)'?", meta.read_text(errors="replace"), re.MULTILINE)
-    kind = _MLFLOW_STATUS.get(m.group(1)) if m else None
-    return RunEnding(kind=kind, message=f"MLflow run status {m.group(1)}") if kind and m else None  # type: ignore[arg-type]
+    return _status_ending(m.group(1)) if m else None
 
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
+def _status_ending(status: str) -> RunEnding | None:
+    """An MLflow run status (a code in meta.yaml, a name in the SQL store) as the run's end."""
+    kind = _MLFLOW_STATUS.get(status)
+    return RunEnding(kind=kind, message=f"MLflow run status {status}") if kind else None  # type: ignore[arg-type]
+
+
 _FLOAT_MAX = 1.7976931348623157e308  # MLflow's SQL store writes +-inf as +-float max
 
 
@@ -197,14 +201,12 @@ def _read_mlflow_sql(con: sqlite3.Connection, source: str, cols: set[str]) -> Ru
     if (count := runs.fetchone()[0]) > 1:
         warnings.append(f"{source}: {count} MLflow runs; read the newest, {name} ({run_id})")
     params = con.execute("SELECT key, value FROM params WHERE run_uuid = ?", (run_id,))
-    kind = _MLFLOW_STATUS.get(str(status))
-    ending = RunEnding(kind=kind, message=f"MLflow run status {status}") if kind else None  # type: ignore[arg-type]
     return build_run(
         wide.sort("step"),
         source=source,
         fmt="mlflow",
         hints=hint_map.verl_hints(_nest_params(params.fetchall())),
-        ending=ending,
+        ending=_status_ending(str(status)),
         warnings=warnings,
     )
 
