@@ -113,3 +113,19 @@ def test_bad_rulebooks_are_one_line_input_errors(tmp_path: Path) -> None:
             parse_symptom_rules(path)
         msg = str(err.value)
         assert str(path) in msg and "\n" not in msg, what
+
+
+@pytest.mark.parametrize("name", ["symptoms.yaml", "config.yaml", "profiles.yaml"])
+def test_sources_keep_their_references(name: str) -> None:
+    """A plain YAML scalar ends at " #": `source: ... verl #5038.` loaded as "... verl", which
+    dropped the issue numbers a rule cites. Every source line must load as written."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[2] / "rulebook"
+    for no, line in enumerate((root / name).read_text(encoding="utf-8").splitlines(), 1):
+        key, sep, raw = line.strip().partition("source: ")
+        if key or not sep or raw[:1] in (">", "|", "") or raw.startswith("#"):
+            continue
+        loaded = yaml.safe_load(f"x: {raw}")["x"]
+        written = raw[1:-1].replace("''", "'") if raw[0] in "'\"" else raw
+        assert loaded == written, f"{name}:{no}: source loads as {loaded!r}; quote it"
