@@ -27,9 +27,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 REAL = REPO.parent / "shared" / "real_runs"
-# Healthy sources (real_labels.yaml), with the prompts behind one logged point (unsloth 1 x 6
-# samples per step, dstack 256), to bring one-prompt tails to a bigger batch. Unlabelled: run-d
-# looks healthy (reward 0.43 -> 1.5, kl smooth to ~0.02) but has 25 logged points, 21 distinct
+# Healthy sources (real_labels.yaml) and the prompts behind one logged point (unsloth 1 x 6
+# samples, dstack 256). Unlabelled: run-d looks healthy but its 25 points give 21 distinct
 # blocks whose repeats show in a 500-step run; run-a has a 40-step truncation/entropy
 # excursion, run-b/run-c collapse, run-e sits at reward ~0 with 80 % zero-std groups.
 SOURCES = {
@@ -158,11 +157,12 @@ class Noise:
         self.bank, self.n, self.rng, self.prompts = bank, n, rng, prompts
         self.primary = str(rng.choice(list(bank.series)))  # preferred for every metric it has
         self.index: dict[str, np.ndarray] = {}
+        self.used: dict[str, str] = {}  # metric -> the source its residual came from
 
     def __call__(self, metric: str) -> np.ndarray:
         srcs = [s for s, ms in self.bank.series.items() if metric in ms]
         src = self.primary if self.primary in srcs else str(self.rng.choice(srcs))
-        r = self.bank.series[src][metric]
+        r, self.used[metric] = self.bank.series[src][metric], src
         if src not in self.index:
             self.index[src] = block_index(len(r), self.n, self.rng)
         out = r[self.index[src]]
@@ -220,12 +220,14 @@ def lr_curve(hp: dict[str, Any], n: int) -> np.ndarray:
     return hp["learning_rate"] * warm * decay
 
 
-def draw_hp(fw: str, n: int, rng: np.random.Generator) -> dict[str, Any]:
-    """Job hyperparameters; eval_steps 5-100, halved until the run holds 8 evaluations."""
+def draw_hp(fw: str, n: int, rng: np.random.Generator, tiny: bool) -> dict[str, Any]:
+    """Job hyperparameters; eval_steps 5-100, halved until the run holds 8 evaluations; a tiny
+    batch is notebook-sized, as unsloth's 1 prompt x 6."""
     eval_steps = int(rng.integers(5, 101))
     while n < 8 * eval_steps and eval_steps > 5:
         eval_steps = max(5, eval_steps // 2)
-    batch, rollouts = int(rng.choice([16, 32, 64, 128, 256])), int(rng.choice([4, 5, 8, 16]))
+    batch = int(rng.choice([1, 2, 4] if tiny else [16, 32, 64, 128, 256]))
+    rollouts = int(rng.choice([4, 5, 8, 16]))
     prompt = int(rng.choice([512, 1024, 2048]))
     beta = float(rng.choice([0.0, 0.001, 0.01, 0.04] if fw == "trl" else [0.0, 0.001, 0.002]))
     return {
@@ -246,12 +248,9 @@ def healthy_run(shape: str, bank: Bank, rng: np.random.Generator, n: int | None 
     """A healthy run: trends by shape + real residuals at the new level."""
     fw = "verl" if rng.random() < 0.6 else "trl"
     fmt, n = str(rng.choice(FORMATS[fw])), n or round(_u(rng, 150, 3000, log=True))
-    hp = draw_hp(fw, n, rng)
+    hp = draw_hp(fw, n, rng, tiny=shape == "noisy")
     if need_kl and not hp["kl_loss_coef"]:
         hp["kl_loss_coef"] = 0.001 if fw == "verl" else 0.04
-    if shape == "noisy":  # a notebook-sized batch, as unsloth's 1 prompt x 6
-        hp["batch_size"] = int(rng.choice([1, 2, 4]))
-        hp["ppo_mini_batch_size"] = hp["batch_size"] * hp["n_rollouts"]
     # Reward noise is sampling noise: batch_size prompts x n_rollouts samples, the samples of a
     # prompt correlated (design effect at intra-prompt correlation 0.5).
     g, noise, u = hp["n_rollouts"], Noise(bank, n, rng, hp["batch_size"]), np.linspace(0, 1, n)
@@ -298,6 +297,11 @@ def _companions(s: dict[str, np.ndarray], hp: dict[str, Any], fw: str, u: np.nda
     gen = _u(rng, 3, 60, log=True) * length / l0
     s["rollout_time"] = mult("rollout_time", gen)
     s["step_time"] = mult("step_time", gen * _u(rng, 1.7, 2.8))
+    if noise.used["response_length"] != noise.used["rollout_time"]:
+        # timings from another source lost the step's own length; in dstack they follow it
+        # with an elasticity of ~0.5 (residual corr 0.28, log-sd 0.051 vs 0.031)
+        own = (s["response_length"] / length) ** 0.5
+        s["rollout_time"], s["step_time"] = s["rollout_time"] * own, s["step_time"] * own
     knobs.update(entropy0=round(e0, 3), grad0=round(g0, 3), len0=round(l0, 1),
                  trunc_base=round(base, 4))
 
@@ -494,10 +498,9 @@ def write_wandb(run: Run, path: Path) -> None:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["_step", "_runtime", "_timestamp", *keys])
-    for i, r in enumerate(rows):
-        cells = [r.get(k) for k in keys]
-        w.writerow([r["_step"], round(12.5 * (i + 1), 3), 1767225600 + 12.5 * (i + 1),
-                    *["" if c is None else "NaN" if c != c else repr(c) for c in cells]])
+    for i, r in enumerate(rows):  # W&B writes NaN as NaN, a missing value as an empty cell
+        w.writerow([r["_step"], round(12.5 * (i + 1), 3), 1767225600 + 12.5 * (i + 1), *[
+            "" if c is None else "NaN" if c != c else repr(c) for c in map(r.get, keys)]])
     path.write_text(buf.getvalue(), encoding="utf-8")
 
 
@@ -537,8 +540,7 @@ def finish(run: Run, rng: np.random.Generator) -> Run:
     p = np.clip(s["reward_mean"] / scale, 0, 1)
     s["reward_std"] = scale * np.sqrt(p * (1 - p)) * np.exp(0.05 * s["z_std"])
     s["zero_std_frac"] = rng.binomial(b, np.clip(s["p"] ** g + (1 - s["p"]) ** g, 0, 1)) / b
-    s["loss"] = run.hp["kl_loss_coef"] * s.get("kl_ref", np.zeros(len(p))) + \
-        0.002 * rng.standard_t(4, size=len(p))
+    s["loss"] = run.hp["kl_loss_coef"] * s.get("kl_ref", 0 * p) + 0.002 * rng.standard_t(4, len(p))
     run.knobs["number_style"] = str(rng.choice(["full", "np", "3dec"], p=[0.5, 0.3, 0.2]))
     run.knobs["logging_steps"] = int(rng.choice([1, 1, 5, 10])) if run.framework == "trl" else 1
     run.knobs["trl_old_keys"] = bool(run.framework == "trl" and not run.label["symptoms"]
@@ -547,8 +549,7 @@ def finish(run: Run, rng: np.random.Generator) -> Run:
 
 
 def make_healthy(i: int, seed: int, bank: Bank) -> Run:
-    rng = np.random.default_rng([seed, i])
-    shape = SHAPES[i % len(SHAPES)]
+    shape, rng = SHAPES[i % len(SHAPES)], np.random.default_rng([seed, i])
     run = healthy_run(shape, bank, rng)
     run.run_id = f"h-{shape}-{run.fmt}-{seed}{i:04d}"
     run.label = {"symptoms": [], "onset_step": None, "acceptable": [], "family": "healthy",
@@ -557,8 +558,7 @@ def make_healthy(i: int, seed: int, bank: Bank) -> Run:
 
 
 def make_sick(i: int, seed: int, bank: Bank) -> Run:
-    rng = np.random.default_rng([seed, 100000 + i])
-    sym = SICK[i % len(SICK)]
+    sym, rng = SICK[i % len(SICK)], np.random.default_rng([seed, 100000 + i])
     shape = str(rng.choice(["saturating", "slow"] if sym == "P6" else SHAPES[:4]))
     n = round(_u(rng, 300, 3000, log=True))
     run = healthy_run(shape, bank, rng, n=n, need_kl=sym == "P3")
