@@ -1071,12 +1071,24 @@ def rose(s: Series, p: Params) -> Evidence | None:
     above its start level, in units of its own point-to-point noise over the window (robust sd
     of successive block means' differences / sqrt 2: a trend barely moves it). Meant for a
     sparse series such as the validation reward, whose warm-up holds too few points for a
-    scale: a run whose held-out score climbed since its first evaluation is learning."""
+    scale: a run whose held-out score climbed since its first evaluation is learning. `wait`:
+    with fewer than `min_points` evaluations logged it holds, so that a rule which must not fire
+    while validation climbs waits for validation's word instead of judging without it."""
     b = s.baseline
-    if b is None or len(s) == 0:
-        return None
     y = s.mean[np.isfinite(s.mean)]
-    if len(y) < int(p.get("min_points", 6)):
+    if b is None or len(y) < int(p.get("min_points", 6)):
+        if p.get("wait") and len(y):
+            # Too few evaluations to tell yet: a rule that needs validation's word (P1's "not
+            # while validation climbs") waits for it rather than judging without it.
+            return _evidence(
+                s,
+                "rose",
+                0,
+                f"{s.metric}: {len(y)} evaluations so far, too few to tell whether it rose.",
+                effect=0.0,
+                excess=1.0,
+                points=len(y),
+            )
         return None
     d = np.diff(y)
     noise = 1.4826 * median(np.abs(d - median(d))) / math.sqrt(2.0)
@@ -1527,21 +1539,24 @@ def jump(s: Series, p: Params) -> Evidence | None:
     """Acceleration: the level is `min_ratio` times what it was `lag` blocks earlier (a ratio of
     block means, for positive metrics such as KL), k of the last m blocks. A saturating healthy
     curve (KL to the reference growing then levelling) does not multiply itself over a fixed lag;
-    an explosion does."""
+    an explosion does. `trimmed`: block means without their lowest and highest point, so that
+    one spike (a single-prompt TRL step's KL x25) cannot make a block; an explosion lifts them
+    all."""
     lag = int(p.get("lag", 6))
+    x = _trimmed_means(s) if p.get("trimmed") else s.mean
     k, m = _k_m(p)
     if len(s) <= lag + 1:
         return None
     floor = float(p.get("min_level", 0.0))
     n = len(s)
-    last = float(s.mean[-1])
-    ref3 = sorted(s.mean[n - lag - 2 : n - lag + 1].tolist())
+    last = float(x[-1])
+    ref3 = sorted(x[n - lag - 2 : n - lag + 1].tolist())
     ref_last = ref3[len(ref3) // 2]
     if not (last >= floor and last >= float(p.get("min_ratio", 5.0)) * max(ref_last, 1e-12)):
         return None  # gate on the latest block
     # The reference is the median of three blocks around `lag` back: robust to one spike.
     ref = np.full(len(s), np.nan)
-    padded = np.concatenate([[np.nan], s.mean])
+    padded = np.concatenate([[np.nan], x])
     win3 = np.lib.stride_tricks.sliding_window_view(padded, 3)  # win3[i] = mean[i-1 .. i+1]
     med = np.sort(win3, axis=1)[:, 1]  # the median of 3; rows with a nan fall back to
     med[np.isnan(win3).any(axis=1)] = np.nan  # their nanmean below
@@ -1552,8 +1567,8 @@ def jump(s: Series, p: Params) -> Evidence | None:
             med[bad] = np.nanmean(win3[bad], axis=1)
     ref[lag:] = med[: len(s) - lag]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        ratio = s.mean / np.maximum(ref, 1e-12)
-        mask = (ratio >= float(p.get("min_ratio", 5.0))) & (s.mean >= floor)
+        ratio = x / np.maximum(ref, 1e-12)
+        mask = (ratio >= float(p.get("min_ratio", 5.0))) & (x >= floor)
         accel = float(p.get("accel", 0.0))
         if accel > 0:
             # ...and `accel` x faster than over the lag before (from the first blocks when the
@@ -1575,7 +1590,7 @@ def jump(s: Series, p: Params) -> Evidence | None:
     base = np.maximum(ref, 1e-12)
     persist, strong, run = _held_how(  # strong: f x the ratio, every point past ratio and floor
         s, p, k, m, mask,
-        lambda i, f: bool(sped[i]) and s.mean[i] >= f * min_ratio * base[i]
+        lambda i, f: bool(sped[i]) and x[i] >= f * min_ratio * base[i]
         and s.lo[i] >= max(floor, min_ratio * base[i]),
     )  # fmt: skip
     if not (strong or persist):
@@ -1584,13 +1599,13 @@ def jump(s: Series, p: Params) -> Evidence | None:
     # The acceleration began where block-to-block growth turned steep: walk back while each
     # block is at least `onset_growth` x the one before (not over slow, healthy growth).
     growth = float(p.get("onset_growth", 1.3))
-    while j > 0 and np.isfinite(s.mean[j - 1]) and s.mean[j] >= growth * max(s.mean[j - 1], 1e-12):
+    while j > 0 and np.isfinite(x[j - 1]) and x[j] >= growth * max(x[j - 1], 1e-12):
         j -= 1
-    if j < len(s) - 1 and not s.mean[j + 1] < growth * max(s.mean[j], 1e-12):
+    if j < len(s) - 1 and not x[j + 1] < growth * max(x[j], 1e-12):
         j += 1  # block j is the last one still at the old level
     held = min(m, len(s)) if persist else len(run)  # the blocks that carry the evidence
     r = float(nanmedian(ratio[-held:]))
-    level = float(nanmedian(s.mean[-held:]))
+    level = float(nanmedian(x[-held:]))
     return _evidence(
         s,
         "jump",

@@ -437,3 +437,27 @@ def test_jump_on_a_young_run_compares_growth_per_block() -> None:
     assert DETECTORS["jump"](_series(ramp, base), params) is None
     boom = [0.002, 0.0024, 0.003, 0.004, 0.005, 0.006, 0.02, 0.06, 0.18]
     assert DETECTORS["jump"](_series(boom, base), params) is not None
+
+
+def test_trimmed_jump_needs_more_than_one_spike_a_block() -> None:
+    # KL 0.02 at every step of 5-step blocks; from block 12 on, one step in each block reads
+    # x25 (a single-prompt TRL step, as in the public unsloth run): each block mean reads x5.8
+    # and made P3. Without each block's highest point the level never moved; a KL whose every
+    # step rose x10 still jumps.
+    jump = DETECTORS["jump"]
+    p = {"lag": 6, "min_ratio": 5.0, "k": 3, "m": 4, "min_level": 0.05, "trimmed": True}
+    calm = [[0.02, 0.021, 0.019, 0.02, 0.02] for _ in range(12)]
+    spiky = calm + [[0.02, 0.5, 0.019, 0.021, 0.02] for _ in range(4)]
+    boom = calm + [[0.2, 0.21, 0.19, 0.2, 0.22] for _ in range(4)]
+    assert jump(_raw_series(spiky, CALM), {**p, "trimmed": False}) is not None  # the old reading
+    assert jump(_raw_series(spiky, CALM), p) is None
+    assert jump(_raw_series(boom, CALM), p) is not None
+
+
+def test_rose_waits_for_enough_evaluations_when_asked() -> None:
+    rose = DETECTORS["rose"]
+    p = {"min_sigmas": 4.0, "last": 3, "min_points": 6}
+    few = _series([0.33, 0.37, 0.37, 0.42, 0.42], Baseline(0.33, 0.05, 0.33, 0.01, 3, 30))
+    assert rose(few, p) is None  # not judged: "not rose" holds
+    ev = rose(few, {**p, "wait": True})  # waits: "not rose" does not hold yet
+    assert ev is not None and ev.statistic["points"] == 5

@@ -165,7 +165,8 @@ def test_one_evaluation_back_up_does_not_clear_overfitting() -> None:
     seeds = range(12)
     runs = [{f.id: f for f in _judge(_noisy_fall(seed, None)).findings} for seed in seeds]
     assert sum("P6" in found for found in runs) >= 10
-    assert [s for s, found in zip(seeds, runs) if "P6" in found and found["P6"].cleared_step] == []
+    cleared = [s for s, f in zip(seeds, runs, strict=True) if "P6" in f and f["P6"].cleared_step]
+    assert cleared == []
     # ...and validation that really came back clears it.
     back = [{f.id: f for f in _judge(_noisy_fall(seed, 1000)).findings} for seed in seeds]
     assert sum("P6" in found for found in back) >= 8
