@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -102,6 +103,45 @@ def _silenced(ignore: Sequence[str]) -> set[str]:
     return ids
 
 
+def _read_while_importing(metrics: Path) -> Run:
+    """`load_run(metrics)` on a second thread while this one imports what comes after it.
+
+    polars' reader (Rust) releases the GIL, so in a fresh process the read runs alongside the
+    imports of numpy, the engine and the config rules (Python, needed next anyway) instead of
+    before them. polars itself is imported here first: its import holds the GIL, and the read
+    can only start once it is done. Each thread imports its own modules (the readers', the
+    judges'; numpy, which both use, is imported by one while the other waits for it). What
+    load_run raises is raised here, as it was raised."""
+    from advisor.ingest import load_run
+
+    if "advisor.engine" in sys.modules:  # imported already (a batch worker): nothing to overlap
+        return load_run(metrics)
+    import threading
+
+    import polars  # noqa: F401  (see above)
+
+    got: list[Any] = []  # the Run, or what load_run raised
+
+    def read() -> None:
+        try:
+            got.append(load_run(metrics))
+        except BaseException as err:  # handed to the caller's thread, raised there
+            got.append(err)
+
+    # a daemon: on an interrupt (it reaches this thread) the process does not wait for the read
+    reader = threading.Thread(target=read, name="rl-advisor-read", daemon=True)
+    reader.start()
+    import advisor.config
+    import advisor.engine
+    import advisor.remedy
+    import advisor.static  # noqa: F401
+
+    reader.join()
+    if isinstance(got[0], BaseException):
+        raise got[0]
+    return got[0]
+
+
 def validate(config: Path | str | None, sets: Sequence[str] = ()) -> Diagnosis:
     """The static checks of a job file alone: the diagnose object with `run` None."""
     loaded = _load_config(config, sets)
@@ -126,13 +166,12 @@ def diagnose(
 
     `ignore`: finding ids to silence (e.g. ["SLOW"]); they are dropped before the remedy, so
     the patch never follows a silenced finding."""
+    _silenced(ignore)  # a typo in --ignore is an unusable call: say so before any work
+    run = _read_while_importing(Path(metrics))
     from advisor.engine import judge_run
-    from advisor.ingest import load_run
     from advisor.ingest.frame import trl_without_kl
     from advisor.static import scale_caps
 
-    _silenced(ignore)  # a typo in --ignore is an unusable call: say so before any work
-    run = load_run(Path(metrics))
     loaded = _load_config(config, sets, run.config_hints, training_samples)
     hp = dict(loaded.hyper_parameters)
     origin = dict(getattr(loaded, "origin", {}) or {})

@@ -171,7 +171,9 @@ def lap(name):
     now = time.perf_counter(); print(f"    {name:<48}{now - t:7.3f} s"); t = now
 import advisor.cli; lap("import advisor.cli (typer, pydantic, types)")
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # as advisor.cli.main does
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # likewise
 import advisor.cli.diagnose, advisor.api; lap("import cli.diagnose, api")
+import gc; gc.disable()  # as the diagnose command does from here on
 import numpy; lap("import numpy (api.diagnose imports the engine)")
 import advisor.engine, advisor.static; lap("import engine, detectors, static")
 import polars; lap("import polars (in load_run)")
@@ -191,7 +193,9 @@ print(f"    CPU time of all threads {time.process_time() - cpu0:.3f} s")
 
 def breakdown(path: Path) -> None:
     """Where the end-to-end time goes, stage by stage, in a fresh process, in the order
-    `rl-advisor diagnose` meets them (the start-up of Python itself is not in it)."""
+    `rl-advisor diagnose` meets them (the start-up of Python itself is not in it). The stages
+    run one after the other here; the command reads the run (polars) on a second thread while
+    it imports numpy and the engine (api._read_while_importing)."""
     print("  breakdown (one fresh process):")
     subprocess.run([sys.executable, "-c", BREAKDOWN, str(path)], check=False, env=_env())
 

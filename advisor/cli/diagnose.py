@@ -9,7 +9,10 @@ when the input is unusable.
 
 from __future__ import annotations
 
+import gc
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -28,6 +31,30 @@ def exit_code(d: Diagnosis, fail_on: FailOn) -> int:
         return Exit.OK
     worst: Severity | None = d.worst()
     return Exit.FINDINGS if worst is not None and worst.rank >= _FAIL_RANK[fail_on] else Exit.OK
+
+
+@contextmanager
+def _without_cyclic_gc() -> Iterator[None]:
+    """The cyclic garbage collector off while a diagnosis runs, back as it was after.
+
+    A diagnosis leaves few reference cycles (its objects die by reference count; the job
+    file's YAML reader leaves a few hundred objects, whatever the run's length:
+    tests/test_diagnose_gc.py), but the imports of numpy, polars and the engine create ~60k
+    long-lived objects, which the collector scans again and again for nothing: ~30 ms of a cold
+    `rl-advisor diagnose` on a quiet machine, up to ~100 ms on a busy one. A caller's own
+    process (a test) gets the collector back."""
+    was_on, frozen = gc.isenabled(), gc.get_freeze_count()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            if not frozen:  # (objects a caller froze on purpose stay frozen)
+                # What was made meanwhile counts as old (freeze, then unfreeze: into the oldest
+                # generation, still collectable), or the first collection would scan it all.
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -100,12 +127,17 @@ def diagnose(
     if training_samples is not None and training_samples < 1:
         raise InputError(f"--training-samples: expected a positive integer, got {training_samples}")
     _check_outputs(metrics, config, previous, output, patched_config)
-    d = run_diagnose(metrics, config, sets or (), previous, training_samples, ignore=ignore or ())
     out_dir = None
     if not no_plots and format == OutputFormat.markdown:
         out_dir = plots_dir or (output.parent if output is not None else None)
     stem = output.stem if output is not None else "report"
-    text = render(d, format.value, out_dir=out_dir, stem=stem)
+    with _without_cyclic_gc():
+        d = run_diagnose(
+            metrics, config, sets or (), previous, training_samples, ignore=ignore or ()
+        )
+        text = render(d, format.value, stem=stem) if out_dir is None else None
+    if text is None:  # pictures: matplotlib's figures are reference cycles, left to the collector
+        text = render(d, format.value, out_dir=out_dir, stem=stem)
     if patched_config is not None:
         from advisor.config import write_patched
 

@@ -81,12 +81,13 @@ def read_ndjson_complete(data: Any, fields: int | None = None, path: Path | None
 
     import polars as pl
 
-    # one byte is counted several times faster than two; a ':' inside a string value only
-    # costs a second read
-    expected = _count_colons(data) if fields is None else fields
     src: Any = path if path is not None else io.BytesIO(data)
     try:
         df = pl.read_ndjson(src)
+        # counted after the read, which needs no numpy: on a cold start (api.diagnose) the read
+        # runs while another thread imports numpy. One byte is counted several times faster
+        # than two; a ':' inside a string value only costs a second read
+        expected = _count_colons(data) if fields is None else fields
         if expected >= 0 and _cells(df) != expected:
             src = path if path is not None else io.BytesIO(data)
             df = pl.read_ndjson(src, infer_schema_length=None)

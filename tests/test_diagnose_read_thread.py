@@ -1,0 +1,95 @@
+"""api.diagnose in a fresh process reads the run on a second thread while it imports the engine
+(api._read_while_importing): the same diagnosis, the same errors, as the plain read of a process
+that has the engine already (this one)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import advisor.api
+import advisor.engine  # in this process: the plain read
+from advisor.types import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ROOT / "sample_metrics/corpus/div-kl-blowup-verl-jsonl-s0003/metrics.jsonl"
+
+# A fresh process: which thread read the run, and the diagnosis (or what it raised).
+FRESH = """
+import json, sys, threading
+import advisor.ingest
+real = advisor.ingest.load_run
+readers = []
+def load_run(path):
+    readers.append(threading.current_thread().name)
+    if sys.argv[2] == "raise":
+        raise RuntimeError("reader broke")
+    return real(path)
+advisor.ingest.load_run = load_run
+import advisor.api
+cold = "advisor.engine" not in sys.modules
+try:
+    out = advisor.api.diagnose(sys.argv[1], sys.argv[1].rsplit("/", 1)[0] + "/job.yaml")
+    got = out.model_dump(mode="json")
+except Exception as err:
+    got = {"raised": type(err).__name__, "message": str(err)}
+print(json.dumps({"cold": cold, "readers": readers, "got": got}))
+"""
+
+
+def _fresh(metrics: Path, mode: str = "read") -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *sys.path]))
+    proc = subprocess.run(
+        [sys.executable, "-c", FRESH, str(metrics), mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=120,
+    )
+    return json.loads(proc.stdout)
+
+
+def test_a_fresh_process_reads_on_a_second_thread_and_diagnoses_the_same() -> None:
+    fresh = _fresh(RUN)
+    assert fresh["cold"]
+    assert fresh["readers"] == ["rl-advisor-read"]
+    here = advisor.api.diagnose(RUN, RUN.parent / "job.yaml").model_dump(mode="json")
+    assert fresh["got"] == here
+    assert here["findings"]  # a run with something to find: the comparison is not empty
+
+
+def test_an_unusable_file_raises_the_same_input_error(tmp_path: Path) -> None:
+    bad = tmp_path / "metrics.jsonl"
+    bad.write_bytes(b"\x1f\x8b\x08\x00compressed")
+    (tmp_path / "job.yaml").write_text((RUN.parent / "job.yaml").read_text())
+    with pytest.raises(InputError) as here:
+        advisor.api.diagnose(bad, tmp_path / "job.yaml")
+    assert _fresh(bad)["got"] == {"raised": "InputError", "message": str(here.value)}
+
+
+def test_any_other_error_of_the_reader_reaches_the_caller() -> None:
+    fresh = _fresh(RUN, "raise")
+    assert fresh["readers"] == ["rl-advisor-read"]
+    assert fresh["got"] == {"raised": "RuntimeError", "message": "reader broke"}
+
+
+def test_the_command_says_an_unusable_input_in_one_line(tmp_path: Path) -> None:
+    empty = tmp_path / "metrics.jsonl"
+    empty.write_text("")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *sys.path]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "advisor", "diagnose", str(empty)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == f"rl-advisor: error: {empty}:1: empty file; expected training metrics\n"
+    assert proc.stdout == ""
