@@ -195,3 +195,23 @@ def test_a_run_wide_best_of_many_evaluations_is_no_fall() -> None:
             mon.push(step, row)
         mon.close(RunEnding(kind="completed"))
         assert "P6" not in {f.id for f in mon.findings}, seed
+
+
+def _falls_to_the_end(seed: int, n: int = 363) -> dict[str, np.ndarray]:
+    """Validation every 20 steps and once more at the last step (as verl does), falling 0.3
+    from step 300 on; the last block (steps 361-363) is shorter than half a block."""
+    s = base(n, seed=seed)
+    t = np.arange(1, n + 1, dtype=float)
+    shape = 0.3 + 0.4 * (1 - np.exp(-t / 100)) - 0.3 * np.clip((t - 300) / 100, 0, 1)
+    rng = np.random.default_rng(seed + 50)
+    idx = np.append(np.arange(19, n, 20), n - 1)
+    s["val_reward"][idx] = shape[idx] + rng.normal(0, 0.01, len(idx))
+    return s
+
+
+def test_a_final_evaluation_in_a_short_last_block_is_judged() -> None:
+    # A short last block is too noisy for trends of densely logged metrics, but an evaluation
+    # in it is a whole one: the decline it completes is the run's last word.
+    for seed in range(3):
+        found = {f.id: f for f in _judge(_falls_to_the_end(seed)).findings}
+        assert "P6" in found, seed
