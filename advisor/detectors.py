@@ -1146,6 +1146,20 @@ def _trailing_mean(x: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+def _selection_excess(s: Series, sigma: float, smooth: int, run_wide: bool) -> float:
+    """How far the best of a series' (smoothed) points sits above its true level by noise
+    alone, about sqrt(2 ln n) of their sigma, which a plain z-test would read as a decline.
+    Smoothed points overlap (each shares smooth - 1 blocks with the next): n counts the
+    independent ones, the logged blocks / smooth. A run-wide best (`run_wide`), possibly from
+    before the window, was selected over every block the run logged, not the window's."""
+    smooth = max(smooth, 1)
+    logged = int(np.isfinite(s.mean).sum())
+    if run_wide:
+        logged = max(logged, s.blocks_total)
+    n = max(2, logged // smooth)
+    return sigma / math.sqrt(smooth) * math.sqrt(2.0 * math.log(n))
+
+
 @detector("drop_from_peak")
 def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     """The level fell from its peak and stays down: drop >= `min_z` warm-up sigmas, >= `min_rel`
@@ -1199,16 +1213,7 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     drop = peak - y
     need = min_z * sigma
     if p.get("peak_bias"):
-        # The peak is the best of n noisy (smoothed) points: it exceeds the true level by about
-        # sqrt(2 ln n) of their sigma, which a plain z-test would read as a decline. Smoothed
-        # points overlap (each shares smooth - 1 blocks with the next): n counts the
-        # independent ones, the logged blocks / smooth. A run-wide peak from before the window
-        # was selected over every block the run logged, not the window's.
-        logged = int(np.isfinite(s.mean).sum())
-        if p.get("bias_run"):
-            logged = max(logged, s.blocks_total)
-        n = max(2, logged // max(smooth, 1))
-        need += sigma / math.sqrt(max(smooth, 1)) * math.sqrt(2.0 * math.log(n))
+        need += _selection_excess(s, sigma, smooth, run_wide=bool(p.get("bias_run")))
     # min_rel is a fraction of |peak|, or with rel_to: rise of the rise from the run's start
     # (a signed or offset reward, e.g. format penalties, has a peak near 0: "half of |peak|"
     # is then any dip).
@@ -1282,8 +1287,7 @@ def shared_fall(s: Series, p: Params) -> Evidence | None:
     v_peak, v_step = _smoothed_peak(comp, 3)
     t_ref = _level_at_best(s, comp, v_step)
     v_fall = v_peak - float(np.mean(comp.mean[-3:]))
-    n = max(2, max(int(np.isfinite(comp.mean).sum()), comp.blocks_total) // 3)
-    v_fall -= _window_scale(comp) / math.sqrt(3.0) * math.sqrt(2.0 * math.log(n))
+    v_fall -= _selection_excess(comp, _window_scale(comp), 3, run_wide=True)
     now = np.isfinite(s.mean) & (s.end >= comp.start[-3])
     if not (math.isfinite(t_ref) and v_fall > 0 and now.any()):
         return None
