@@ -166,7 +166,7 @@ def diagnose(
 
     `ignore`: finding ids to silence (e.g. ["SLOW"]); they are dropped before the remedy, so
     the patch never follows a silenced finding."""
-    _silenced(ignore)  # a typo in --ignore is an unusable call: say so before any work
+    silenced = _silenced(ignore)  # a typo in --ignore is an unusable call: said before any work
     run = _read_while_importing(Path(metrics))
     from advisor.engine import judge_run
     from advisor.ingest.frame import trl_without_kl
@@ -182,7 +182,6 @@ def diagnose(
         run.config_hints["kl_loss_coef"] = 0.0
         loaded = _load_config(config, sets, run.config_hints, training_samples)
         hp, origin = dict(loaded.hyper_parameters), dict(getattr(loaded, "origin", {}) or {})
-    silenced = _silenced(ignore)
     prev_hp = dict(_load_config(previous).hyper_parameters) if previous is not None else None
     diagnosis = assemble(
         run,

@@ -949,9 +949,11 @@ class Monitor:
             if state == FIRE and evidence:
                 self._misses[rule.id] = 0
                 if rule.id not in self._active:
-                    if self._explained(rule, evidence):
+                    evidence = _distinct(evidence)
+                    onset = self._onset(rule, evidence)
+                    if self._explained(rule, onset):
                         continue
-                    new.append(self._fire(rule, evidence, end))
+                    new.append(self._fire(rule, evidence, end, onset))
                 else:
                     self._refresh(self._active[rule.id], evidence)
             elif rule.id in self._active:
@@ -1047,13 +1049,10 @@ class Monitor:
         cleared = [f.cleared_step for f in self.findings if f.id == rule.id and f.cleared_step]
         return max(onset, max(cleared)) if cleared else onset
 
-    def _explained(self, rule: SymptomRule, evidence: list[Evidence]) -> bool:
-        """A symptom that began inside an episode of one of its `suppressed_by` rules, which
-        has cleared since: that episode explains it as it would have while active (a validation
-        reward that fell during a reward oscillation, found after the oscillation ended)."""
-        if not rule.suppressed_by:
-            return False
-        onset = self._onset(rule, _distinct(evidence))
+    def _explained(self, rule: SymptomRule, onset: int) -> bool:
+        """A symptom that began (`onset`) inside an episode of one of its `suppressed_by` rules,
+        which has cleared since: that episode explains it as it would have while active (a
+        validation reward that fell during a reward oscillation, found after it ended)."""
         return any(
             f.id in rule.suppressed_by
             and f.cleared_step is not None
@@ -1061,10 +1060,9 @@ class Monitor:
             for f in self.findings
         )
 
-    def _fire(self, rule: SymptomRule, evidence: list[Evidence], end: int) -> Finding:
-        evidence = _distinct(evidence)
+    def _fire(self, rule: SymptomRule, evidence: list[Evidence], end: int, onset: int) -> Finding:
+        """A new finding from its distinct evidence (_distinct) and its onset (_onset)."""
         first = evidence[0]
-        onset = self._onset(rule, evidence)
         excess = _excess_of(first)
         f = Finding(
             id=rule.id,
@@ -1177,7 +1175,7 @@ class Monitor:
                     + (f" (log line {ending.line})" if ending.line else "")
                     + (f": {ending.message.strip()[:160]}" if ending.message else "."),
                 )
-                f = self._fire(rule, [ev], step or 0)
+                f = self._fire(rule, [ev], step or 0, self._onset(rule, [ev]))
                 f.confidence = "high"
                 new.append(f)
         if ending.kind not in ("completed", "unknown") and not any(
