@@ -156,6 +156,11 @@ class Series:
     # Paired metrics' mean level over the blocks of the peak3 triple, kept when it was set
     # (only for the metrics of AT_COMPANION_PEAK leaves that name this one as `per`).
     peak3_ctx: Mapping[str, float] = field(default_factory=dict)
+    # The run's first logged block mean (the level before training moved it; kept whole-run)
+    # and the last step the run has reached (any metric), which may lie past this metric's
+    # last block when it stopped being logged.
+    first: float = math.nan
+    run_end: int | None = None
 
     @property
     def start(self) -> np.ndarray:  # first step of each block
@@ -1189,12 +1194,15 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     def base(top: float) -> float:
         return max(top - b.start, b.scale) if rise else abs(top)
 
+    # min_frac: also that fraction of |peak|, so that a rise of a few hundredths (a run that
+    # starts near its ceiling) does not make every dip half of it
+    frac = float(p.get("min_frac", 0.0))
     rough = s.peak - last
-    if rough < float(p.get("min_abs", 0.0)) or rough < rel * base(s.peak):
+    if rough < float(p.get("min_abs", 0.0)) or rough < max(rel * base(s.peak), frac * abs(s.peak)):
         return None
     top = s.peak if smooth <= 1 else _smoothed_peak(s, smooth)[0]
     gap = top - last
-    if gap < float(p.get("min_abs", 0.0)) or gap < rel * base(top):
+    if gap < float(p.get("min_abs", 0.0)) or gap < max(rel * base(top), frac * abs(top)):
         return None
     if p.get("scale") != "window" and gap < min_z * b.scale:
         return None
@@ -1219,7 +1227,7 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
     # is then any dip).
     rel_base = peak - b.start if p.get("rel_to") == "rise" else abs(peak)
     need_rel = float(p.get("min_rel", 0.0)) * max(rel_base, b.scale)
-    need_all = max(need, need_rel, float(p.get("min_abs", 0.0)))
+    need_all = max(need, need_rel, float(p.get("min_abs", 0.0)), frac * abs(peak))
     after = s.start > peak_step if peak_step is not None else np.ones(len(s), bool)
     with np.errstate(invalid="ignore"):
         mask = (drop >= need_all) & after  # the fall must follow the peak
@@ -1622,3 +1630,224 @@ def jump(s: Series, p: Params) -> Evidence | None:
         level=level,
         lag_blocks=lag,
     )
+
+
+# ------------------------------------------------------------- judged from the first block
+# The detectors below need no warm-up baseline: they compare a metric with the run's own best
+# or first block, or with an absolute anchor, so a collapse inside the warm-up, a reward that
+# is constant from step 1 or a metric that stops being logged are seen whenever they happen.
+def _block_noise(s: Series) -> float:
+    """A block mean's typical noise: the median within-block sd of blocks holding 3 or more
+    points, else (sparse logs: one point a block) the robust spread of successive block means
+    (median |difference| / sqrt 2, as a sigma)."""
+    sd = s.raw[:, 8]
+    ok = (s.count >= 3) & np.isfinite(sd)
+    if ok.sum() >= 2:
+        return float(np.median(sd[ok]))
+    y = s.mean[np.isfinite(s.mean)]
+    if len(y) < 3:
+        return math.nan
+    return float(np.median(np.abs(np.diff(y)))) * _MAD_TO_SIGMA / math.sqrt(2.0)
+
+
+@detector("collapse")
+def collapse(s: Series, p: Params) -> Evidence | None:
+    """The level fell to at most `max_frac` of the run's best block mean and stays there (k of
+    the last m blocks, all after the best), with the fall at least `min_noise` x the metric's
+    block noise (a reward wandering near 0 "falls" by any fraction of a tiny best). For a
+    non-negative metric (a reward of correct answers) only: a signed reward has no fraction."""
+    if s.peak is None or s.peak_step is None or not s.peak > 0:
+        return None
+    k, m = _k_m(p, 3, 3)
+    frac = float(p.get("max_frac", 0.3))
+    last = float(s.mean[-1])
+    if not last <= frac * s.peak:  # gate: the latest block (nan: no)
+        return None
+    if np.nanmin(s.lo) < 0:
+        return None
+    noise = _block_noise(s)
+    if not math.isfinite(noise):
+        return None
+    noise = max(noise, 0.01 * s.peak)  # a collapsed, constant tail has no spread at all
+    need = max(float(p.get("min_noise", 4.0)) * noise, float(p.get("min_abs", 0.0)))
+    after = s.start > s.peak_step
+    with np.errstate(invalid="ignore"):
+        mask = (s.mean <= frac * s.peak) & (s.peak - s.mean >= need) & after
+    mask &= np.isfinite(s.mean)
+    if not _persistent(mask, k, m):
+        return None
+    i = _onset_index(mask)
+    level = float(nanmedian(s.mean[i:]))
+    ratio = level / s.peak
+    return _evidence(
+        s,
+        "collapse",
+        i,
+        f"{s.metric} collapsed from its best block mean {_fmt(s.peak)} (the block ending at "
+        f"step {s.peak_step}) to {_fmt(level)} (x{_fmt(ratio)}) over steps {_steps(s, i)}.",
+        effect=1.0 - ratio,
+        excess=_excess(max(frac, 1e-9), max(ratio, 1e-3 * frac)),
+        peak=s.peak,
+        peak_step=s.peak_step,
+        level=level,
+        ratio=ratio,
+        noise=noise,
+    )
+
+
+@detector("from_start")
+def from_start(s: Series, p: Params) -> Evidence | None:
+    """A persistent move away from the run's first logged block (its level before training
+    moved it): `direction` up|down, `min_ratio` (level / first: >= for up, <= for down) and
+    `min_abs` (absolute change), k of the last m blocks. Judged from the second block on."""
+    first = s.first
+    if not math.isfinite(first) or len(s) < 2:
+        return None
+    k, m = _k_m(p)
+    up = str(p.get("direction", "up")) == "up"
+    sign = 1.0 if up else -1.0
+
+    def past(x: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ok = sign * (x - first) >= float(p.get("min_abs", 0.0))
+            if "min_ratio" in p and first > 0:
+                r = x / first
+                ok &= (r >= float(p["min_ratio"])) if up else (r <= float(p["min_ratio"]))
+        return ok & np.isfinite(x)
+
+    if not bool(past(s.mean[-1:])[0]):
+        return None
+    mask = past(s.mean)
+    mask[0] = mask[0] and s.blocks_total > len(s)  # the first block is the reference itself
+    if not _persistent(mask, k, m):
+        return None
+    i = _onset_index(mask)
+    level = float(nanmedian(s.mean[i:]))
+    ratio = level / first if first else math.inf
+    word = "rose" if up else "fell"
+    need = float(p.get("min_ratio", 1.0)) if "min_ratio" in p and first > 0 else 1.0
+    return _evidence(
+        s,
+        "from_start",
+        i,
+        f"{s.metric} {word} from its first logged level {_fmt(first)} to {_fmt(level)} "
+        f"(x{_fmt(ratio)}) over steps {_steps(s, i)}.",
+        effect=ratio,
+        excess=_excess(ratio, need) if up else _excess(need, max(ratio, 1e-9)),
+        first=first,
+        level=level,
+        ratio=ratio,
+    )
+
+
+@detector("constant")
+def constant(s: Series, p: Params) -> Evidence | None:
+    """Every logged point of the window is the same number (at least `min_points` of them):
+    a reward function that returns a constant, visible from the first steps whatever the
+    run's age. Exact equality: a printed 0.000 that hides 0.0004 is equal too, which is why
+    the rules pair this with a second sign (a gradient that is tiny as well)."""
+    ok = s.count > 0
+    if not ok.any() or s.nonfinite.any():
+        return None
+    lo, hi = s.lo[ok], s.hi[ok]
+    if not (np.all(lo == hi) and np.all(lo == lo[0])):
+        return None
+    points = int(s.count[ok].sum())
+    need = int(p.get("min_points", 3))
+    if points < need:
+        return None
+    value = float(lo[0])
+    return _evidence(
+        s,
+        "constant",
+        0,
+        f"{s.metric} was exactly {_fmt(value)} at every one of its {points} logged points over "
+        f"steps {_steps(s, 0)}.",
+        effect=float(points),
+        excess=points / need,
+        value=value,
+        points=points,
+    )
+
+
+@detector("growth")
+def growth(s: Series, p: Params) -> Evidence | None:
+    """Steady multiplication: over the last `window` blocks the level (trimmed block means)
+    grew at least `min_ratio` times, and its second half grew at least `min_late` of the first
+    half's growth in log terms (an explosion at a steady rate; a healthy KL that grows from 0
+    and levels off grows ever more slowly), reaching `min_level`. Held at the latest block and
+    at the `k` - 1 before it (each judged on its own window)."""
+    w = int(p.get("window", 12))
+    k = int(p.get("k", 3))
+    if len(s) < w + k - 1:
+        return None
+    x = _trimmed_means(s) if p.get("trimmed") else s.mean
+    floor = float(p.get("min_level", 0.0))
+    if not float(x[-1]) >= floor:
+        return None
+    ratio_need = float(p.get("min_ratio", 8.0))
+    late = float(p.get("min_late", 0.6))
+
+    def at(end: int) -> tuple[bool, float]:
+        y = x[end - w : end] if end < len(x) else x[end - w :]
+        if len(y) < w or not np.all(np.isfinite(y)) or not np.all(y > 0):
+            return False, math.nan
+        ly = np.log(y)
+        third = max(1, w // 4)
+        a = float(np.median(ly[:third]))
+        mid = float(np.median(ly[w // 2 - third // 2 : w // 2 - third // 2 + third]))
+        b = float(np.median(ly[-third:]))
+        g1, g2 = mid - a, b - mid
+        total = b - a
+        ok = total >= math.log(ratio_need) and g1 > 0 and g2 >= late * g1
+        return ok, math.exp(total)
+
+    results = [at(len(x) - j) for j in range(k)]
+    if not all(ok for ok, _ in results):
+        return None
+    r = results[0][1]
+    i = len(s) - w
+    level = float(x[-1])
+    return _evidence(
+        s,
+        "growth",
+        i,
+        f"{s.metric} multiplied x{r:.1f} over steps {_steps(s, i)} at a steady rate, reaching "
+        f"{_fmt(level)} (a healthy curve grows ever more slowly as it levels off).",
+        effect=r,
+        excess=_excess(r, ratio_need),
+        ratio=r,
+        level=level,
+        window_blocks=w,
+    )
+
+
+@detector("stopped")
+def stopped(s: Series, p: Params) -> Evidence | None:
+    """The metric was logged, then no more while the run went on: for at least `min_blocks`
+    blocks and `min_frac` of the run past its last value. A NaN written as JSON null (pandas,
+    orjson, W&B exports) or TRL's None for a reward whose functions returned NaN reads as "not
+    logged": silence where the step goes on is evidence, not absence."""
+    if s.run_end is None or len(s) == 0:
+        return None
+    last = int(s.end[-1])
+    gone = s.run_end - last
+    if gone <= 0 or int(s.count.sum() + s.nonfinite.sum()) < int(p.get("min_points", 3)):
+        return None
+    block = float(np.median(s.end - s.start + 1))
+    span = s.run_end - int(s.start[0]) + 1
+    if gone < float(p.get("min_blocks", 2)) * block or gone < float(p.get("min_frac", 0.1)) * span:
+        return None
+    ev = _evidence(
+        s,
+        "stopped",
+        len(s) - 1,
+        f"{s.metric} was last logged at step {last}; the run went on to step {s.run_end} "
+        f"({gone} steps) without it: a NaN written as null/None reads as missing.",
+        effect=gone / span,
+        excess=1.0 + gone / span,
+        last_logged_step=last,
+        run_end=s.run_end,
+    )
+    ev.statistic["onset_step"] = last + 1
+    return ev.model_copy(update={"window": (last + 1, s.run_end)})

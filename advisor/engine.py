@@ -168,6 +168,15 @@ RuleId = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)*
 Text = Annotated[str, StringConstraints(min_length=1)]
 
 
+class Urgent(_M):
+    """A finding whose evidence reaches a level that makes it the first thing to fix: its
+    priority is raised while the first evidence's `level` statistic is at least `at_least`."""
+
+    at_least: float = Field(description="the first evidence's level that makes it urgent")
+    priority: int = Field(description="the priority it then takes (lower = more urgent)")
+    why: Text = Field(description="why it goes first at that level")
+
+
 class SymptomRule(_M):
     """One run-time symptom: its documentation (ruff's sections), conditions and actions."""
 
@@ -194,6 +203,7 @@ class SymptomRule(_M):
         description="rule ids that, while active, explain this symptom away (P1 after a DIV)",
     )
     on_ending: list[str] = Field(default_factory=list, description="RunEnding kinds that fire it")
+    urgent: Urgent | None = None
     when: Node | None = None
     absent_note: str = Field("", description="said when its metrics were not logged")
     action: ActionSpec
@@ -443,6 +453,7 @@ class _Track:
     peak3_ctx: dict[str, float] = field(default_factory=dict)
     trough: float | None = None
     trough_step: int | None = None
+    first: float = math.nan  # the first finite block mean (whole run)
     total: int = 0
     warm: list[tuple[float, float, int]] = field(default_factory=list)  # warm-up, bounded
     wander: list[tuple[int, float]] = field(default_factory=list)  # chunks, bounded
@@ -542,6 +553,7 @@ class Monitor:
         self.block_steps = max(1, self.warmup_steps // st.warmup_blocks)
         self._pred = _predicates(self.hp)
         self._rules = self._compile()
+        self._by_id = {r.id: r for r in self._rules}
         # Per leaf, resolved once: the detector, its metrics, its companion (hot path).
         self._leaf_fn = {
             id(leaf): (
@@ -588,8 +600,10 @@ class Monitor:
         self._block_first: int | None = None
         self._warm_done = False
         self._closed_blocks = 0
+        self._logged_end: int | None = None  # end of the latest block any metric was logged in
         self._evaluations = 0
         self._closed = False
+        self._ended_clearing: set[int] = set()  # findings that cleared only at the last blocks
         self.ending: RunEnding | None = None
 
     # -- set-up --------------------------------------------------------------------------
@@ -785,6 +799,7 @@ class Monitor:
         start, end = self._block_first, self._last
         assert start is not None and end is not None
         new_peak3: set[int] = set()
+        logged = False
         for t in self._tracks.values():
             a = t.acc
             if a[1] == 0 and a[2] == 0:
@@ -803,7 +818,10 @@ class Monitor:
             t.total += 1
             if t.total % WANDER_BLOCKS == 0:
                 _add_wander(t)
+            logged = True
             if a[1]:
+                if not math.isfinite(t.first):
+                    t.first = mean
                 if t.peak is None or mean > t.peak:
                     t.peak, t.peak_step = mean, end
                 t.last3 = [*t.last3[-2:], (mean, end, start)]
@@ -819,6 +837,8 @@ class Monitor:
             t.acc = _new_acc()
         if new_peak3:
             self._keep_at_peak(new_peak3)
+        if logged:
+            self._logged_end = end
         self._closed_blocks += 1
         in_warmup = not self._warm_done
         if in_warmup and end - self._first + 1 >= self.warmup_steps:
@@ -923,6 +943,8 @@ class Monitor:
                 blocks_total=t.total,
                 wander=tuple(t.wander),
                 span_wander=tuple(t.span_wander),
+                first=t.first,
+                run_end=self._logged_end,
             )
         cache[name] = s
         return s
@@ -956,6 +978,7 @@ class Monitor:
                     new.append(self._fire(rule, evidence, end, onset))
                 else:
                     self._refresh(self._active[rule.id], evidence)
+                    self._urgency(rule, self._active[rule.id])
             elif rule.id in self._active:
                 self._misses[rule.id] = self._misses.get(rule.id, 0) + 1
                 if self._misses[rule.id] >= self._st.clear_after:
@@ -1068,7 +1091,7 @@ class Monitor:
             id=rule.id,
             name=rule.name,
             severity=rule.severity,
-            confidence=self._confidence(evidence, excess),
+            confidence=self._confidence(evidence, excess, rule.warmup),
             priority=rule.priority,
             strength=_strength(excess),
             onset_step=onset,
@@ -1078,9 +1101,20 @@ class Monitor:
             why=rule.why,
             source=rule.source,
         )
+        self._urgency(rule, f)
         self._active[rule.id] = f
         self.findings.append(f)
         return f
+
+    @staticmethod
+    def _urgency(rule: SymptomRule, f: Finding) -> None:
+        """The rule's `urgent` priority while its first evidence is at that level."""
+        u = rule.urgent
+        if u is None or not f.evidence:
+            return
+        level = f.evidence[0].statistic.get("level")
+        if isinstance(level, int | float) and level >= u.at_least:
+            f.priority = min(f.priority, u.priority)
 
     def _refresh(self, f: Finding, evidence: list[Evidence]) -> None:
         """An active symptom that still holds: each piece of its evidence (a metric and a
@@ -1096,7 +1130,8 @@ class Monitor:
         f.evidence = list(kept.values())
         excess = _excess_of(f.evidence[0])  # the first condition, as at the alert
         f.strength = max(f.strength, _strength(excess))
-        confidence = self._confidence(f.evidence, excess)
+        rule = self._by_id.get(f.id)
+        confidence = self._confidence(f.evidence, excess, rule is None or rule.warmup)
         if _RANK[confidence] > _RANK[f.confidence]:
             f.confidence = confidence
 
@@ -1110,6 +1145,7 @@ class Monitor:
             if f.id not in settles or f.id in self._active or f.cleared_step is None:
                 continue
             if self._last - f.cleared_step >= span and f.severity != Severity.info:
+                f.recovered_from = f.severity
                 f.severity = Severity.info
                 self._notes[f"settled:{f.id}:{f.onset_step}"] = (
                     f"{f.id} {f.name} from step {f.onset_step} cleared at step {f.cleared_step}, "
@@ -1117,11 +1153,33 @@ class Monitor:
                     "kept as info with no change to make."
                 )
 
+    def _recover(self) -> None:
+        """An episode that cleared and stayed clear for `clear_after` evaluations before the
+        end is over: reported as recovered, at info, so it neither sets the exit code nor
+        drives the patch. One that cleared only at the run's last blocks keeps its severity:
+        a few quiet blocks at the end are not yet a recovery."""
+        for f in self.findings:
+            if f.cleared_step is None or f.recovered_from is not None:
+                continue
+            if id(f) in self._ended_clearing:
+                continue
+            if f.severity != Severity.info:
+                f.recovered_from = f.severity
+                f.severity = Severity.info
+                self._notes[f"recovered:{f.id}:{f.onset_step}"] = (
+                    f"{f.id} {f.name} from step {f.onset_step} recovered by step "
+                    f"{f.cleared_step}: reported as info, with no change to make for it."
+                )
+
     def _confidence(
-        self, evidence: list[Evidence], excess: float
+        self, evidence: list[Evidence], excess: float, trend: bool = True
     ) -> Literal["low", "medium", "high"]:
-        """Severity says how bad the symptom is; confidence how sure the evidence is."""
-        if self._evaluations < 2 or ("eval_steps" in self._notes and self._evaluations < 4):
+        """Severity says how bad the symptom is; confidence how sure the evidence is. Early
+        evaluations make a trend uncertain (`trend`: the rule waits for the warm-up); a level
+        past an absolute anchor or a collapse against the run's own best is as sure at step 20
+        as at step 200, so for those only the evidence counts."""
+        young = self._evaluations < 2 or ("eval_steps" in self._notes and self._evaluations < 4)
+        if young and (trend or excess < 1.5):
             return "low"
         if len(evidence) >= 2 and excess >= 1.5:
             return "high"
@@ -1157,8 +1215,12 @@ class Monitor:
         for rid in [r for r in self._active if self._misses.get(r, 0) > 0]:
             if partial and rid not in missed:
                 continue
-            self._active.pop(rid).cleared_step = self._last
+            f = self._active.pop(rid)
+            f.cleared_step = self._last
+            if self._misses[rid] < self._st.clear_after:
+                self._ended_clearing.add(id(f))
         self._settle()
+        self._recover()
         self._closed = True
         self.ending = ending
         if ending is None:

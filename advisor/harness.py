@@ -3,16 +3,20 @@
 A corpus is any directory tree where each run directory holds a `label.json` (as written by
 `sample_metrics/generate.py`), its metrics file and, optionally, its `job.yaml`. The scores:
 
-- an **alarm** is a run-time finding at warning or above (info findings are advice, not alarms);
-- per symptom id S, over runs: TP = labelled S and S alarmed; FN = labelled S, S not alarmed;
+- an **alarm** is a run-time finding at warning or above that is active at the run's end (info
+  findings are advice, not alarms); a **recovered** episode (a warning or error that cleared
+  and stayed clear before the end, reported as info) is a detection of its symptom but no alarm;
+- per symptom id S, over runs: TP = labelled S and S alarmed or recovered; FN = labelled S,
+  neither;
   FP = S alarmed on a run neither labelled S nor listing S as acceptable (a co-occurring
   symptom that is not wrong). precision = TP / (TP + FP), recall = TP / (TP + FN);
 - false-alarm rate = healthy runs (no symptom labelled) with any alarm / healthy runs;
 - onset error = finding.onset_step - true onset; detection delay = finding.detected_step - true
   onset; both also in eval_steps units; "onset ok" = |onset error| <= 2 x eval_steps.
 
-Public runs (shared/real_runs/labelled) are scored against `sample_metrics/real_labels.yaml`:
-a run passes when every expected id is alarmed and no forbidden id is.
+Public runs (shared/real_runs: labelled/, public2/ and unlabelled/) are scored against
+`sample_metrics/real_labels.yaml`: a run passes when every `expected` id is alarmed or
+recovered, one of `expected_any` (when given) is, and no forbidden id is alarmed.
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ class Alarm:
     severity: str
     onset_step: int | None
     detected_step: int | None
+    recovered: bool = False  # an episode over before the end: `severity` is the one it had
 
 
 @dataclass
@@ -91,10 +96,17 @@ class Prediction:
 
     @property
     def alarm_ids(self) -> set[str]:
+        """Ids alarmed at the run's end (recovered episodes are no alarm)."""
+        return {a.id for a in self.alarms if a.severity in ALARM_SEVERITIES and not a.recovered}
+
+    @property
+    def found_ids(self) -> set[str]:
+        """Ids alarmed or recovered: the symptoms the advisor reported seeing."""
         return {a.id for a in self.alarms if a.severity in ALARM_SEVERITIES}
 
     def alarm(self, sid: str) -> Alarm | None:
-        """The alarm that scores `sid` when it fired more than once: the earliest onset."""
+        """The alarm (or recovered episode) that scores `sid` when it fired more than once:
+        the earliest onset."""
         hits = [a for a in self.alarms if a.id == sid and a.severity in ALARM_SEVERITIES]
         hits.sort(key=lambda a: (a.onset_step is None, a.onset_step or 0))
         return hits[0] if hits else None
@@ -261,8 +273,11 @@ def predict(metrics: Path, config: Path | None) -> Prediction:
         return Prediction(run_id, error=f"{type(err).__name__}: {_first_line(err)}")
     pred = Prediction(run_id, status=str(d.status))
     for f in d.findings:
-        sev = str(getattr(f.severity, "value", f.severity))
-        pred.alarms.append(Alarm(f.id.upper(), sev, f.onset_step, f.detected_step))
+        was = f.recovered_from if f.recovered_from is not None else f.severity
+        sev = str(getattr(was, "value", was))
+        pred.alarms.append(
+            Alarm(f.id.upper(), sev, f.onset_step, f.detected_step, f.recovered_from is not None)
+        )
     return pred
 
 
@@ -365,7 +380,7 @@ def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") 
             healthy += 1
             healthy_alarm += bool(alarmed)
         expected, allowed = set(case.symptoms), set(case.symptoms) | set(case.acceptable)
-        exact += expected <= alarmed <= allowed
+        exact += expected <= pred.found_ids and alarmed <= allowed
         for sid in SYMPTOM_IDS:
             c = counts[sid]
             if sid in expected:
@@ -412,7 +427,7 @@ def _count_format(acc: dict[str, dict[str, int]], case: Case, pred: Prediction) 
                                            "wrong_alarm_runs": 0})
     row["runs"] += 1
     row["symptoms"] += len(case.symptoms)
-    row["found"] += len(set(case.symptoms) & pred.alarm_ids)
+    row["found"] += len(set(case.symptoms) & pred.found_ids)
     row["wrong_alarm_runs"] += bool(pred.alarm_ids - set(case.symptoms) - set(case.acceptable))
 
 
@@ -452,7 +467,7 @@ def _explain(case: Case, pred: Prediction, expected: set[str], allowed: set[str]
     if pred.error:
         return [f"{case.run_id}: advisor error: {pred.error}"]
     out = []
-    missed = sorted(expected - pred.alarm_ids)
+    missed = sorted(expected - pred.found_ids)
     wrong = sorted(pred.alarm_ids - allowed)
     if missed:
         out.append(f"{case.run_id}: missed {', '.join(missed)}")
@@ -492,9 +507,9 @@ def target_misses(s: CorpusScore) -> list[str]:
 
 
 def default_real_dir() -> Path | None:
-    """`../shared/real_runs/labelled` next to the repo, when present."""
+    """`../shared/real_runs` next to the repo, when present (the labels name runs under it)."""
     here = Path(__file__).resolve().parents[1]
-    for cand in (here.parent / "shared" / "real_runs" / "labelled",):
+    for cand in (here.parent / "shared" / "real_runs",):
         if cand.is_dir():
             return cand
     return None
@@ -534,10 +549,16 @@ def _real_score(
         return [str(v).upper() for v in spec.get(key) or []]
 
     expected, acceptable, forbidden = ids("expected"), ids("acceptable"), ids("forbidden")
+    either = ids("expected_any")
     if forbidden == ["ALL"]:
-        forbidden = [s for s in SYMPTOM_IDS if s not in expected and s not in acceptable]
+        forbidden = [
+            s for s in SYMPTOM_IDS if s not in expected and s not in acceptable and s not in either
+        ]
     alarms = sorted(pred.alarm_ids)
-    missing = [e for e in expected if e not in alarms]
+    found = pred.found_ids
+    missing = [e for e in expected if e not in found]
+    if either and not found & set(either):
+        missing.append(" or ".join(either))
     hits = [a for a in alarms if a in forbidden]
     unexpected = [a for a in alarms if a not in expected + acceptable + forbidden]
     return RealRunScore(

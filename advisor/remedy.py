@@ -641,12 +641,26 @@ def _patch(
 ) -> tuple[Patch, list[str]]:
     steps: list[str] = []
     patched = dict(hp)
-    # a passing episode kept as info (engine `settles`) is no reason to change the job
+    # A recovered episode (info, cleared) is no reason to change the job, and low-confidence
+    # evidence (a borderline level, a first evaluation) is never the one change on its own.
     top = next(
-        (i for i, r in enumerate(resolved) if r.action is not None and not _passed(findings[i])),
+        (
+            i
+            for i, r in enumerate(resolved)
+            if r.action is not None
+            and not _passed(findings[i])
+            and findings[i].confidence != "low"
+        ),
         None,
     )
     if top is None:
+        for g in findings:
+            if g.action is not None and not _passed(g) and g.severity.value != "info":
+                steps.append(
+                    f"{g.id} ({g.name}) rests on low-confidence evidence: confirm it over the "
+                    f"next evaluations before changing anything; then: "
+                    f"{_say(g.action.advice, g.action.changes)}"
+                )
         return Patch(kind="none", hyper_parameters=patched), steps
     f, r = findings[top], resolved[top]
     assert r.action is not None

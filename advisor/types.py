@@ -36,6 +36,8 @@ CANONICAL_METRICS: tuple[str, ...] = (
     "rollout_time",
     "zero_std_frac",
     "loss",
+    "vf_loss",  # PPO critic loss (verl critic/vf_loss)
+    "critic_grad_norm",  # PPO critic gradient norm (verl critic/grad_norm)
     "gen_batches",  # DAPO dynamic sampling: generation rounds per step (verl train/num_gen_batches)
 )
 
@@ -106,6 +108,9 @@ class Finding(_Model):
     onset_step: int | None = None
     detected_step: int | None = None  # the step at which the evidence became conclusive
     cleared_step: int | None = None  # set when the symptom went away again
+    # set when the episode was over before the run's end (cleared and stayed clear): its
+    # severity is then info and this keeps the severity it had while active
+    recovered_from: Severity | None = None
     evidence: list[Evidence] = []
     causes: list[str] = []
     action: Action | None = None

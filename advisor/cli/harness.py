@@ -28,7 +28,7 @@ def harness(
         bool, typer.Option("--real/--no-real", help="Also score the public labelled runs.")
     ] = True,
     real_dir: Annotated[
-        Path | None, typer.Option("--real-dir", help="Public runs (default ../shared/...).")
+        Path | None, typer.Option("--real-dir", help="Public runs (default ../shared/real_runs).")
     ] = None,
     real_labels: Annotated[
         Path | None, typer.Option("--real-labels", help="Their labels (YAML).")
@@ -54,7 +54,7 @@ def harness(
         raise InputError("harness: expected a CORPUS_DIR or --real")
     rdir = (real_dir or h.default_real_dir()) if real else None
     if real and real_dir is None and rdir is None and corpus is None:
-        raise InputError("harness --real: ../shared/real_runs/labelled not found; pass --real-dir")
+        raise InputError("harness --real: ../shared/real_runs not found; pass --real-dir")
     rep = h.run_harness(corpus, rdir, real_labels, workers, use_config=use_config)
     if table and rep.corpus is not None:
         text = "\n".join(h.results_table(rep.corpus)) + "\n"

@@ -29,6 +29,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "reward_std": ("critic/rewards/std", "critic/score/std", "reward_std", "train/reward_std"),
     "ppo_kl": ("actor/ppo_kl",),
+    "vf_loss": ("critic/vf_loss",),  # verl PPO's value function (a critic)
+    "critic_grad_norm": ("critic/grad_norm",),
     "kl_ref": (
         "actor/kl_loss",  # verl, ROLL
         "kl",  # TRL (only when beta > 0), OpenRLHF

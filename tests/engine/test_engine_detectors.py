@@ -461,3 +461,76 @@ def test_rose_waits_for_enough_evaluations_when_asked() -> None:
     assert rose(few, p) is None  # not judged: "not rose" holds
     ev = rose(few, {**p, "wait": True})  # waits: "not rose" does not hold yet
     assert ev is not None and ev.statistic["points"] == 5
+
+
+# ------------------------------------------------------ judged from the first block, no baseline
+def _pts_series(points: list[list[float]], metric: str = "m", run_end: int | None = None) -> Series:
+    """A Series without a baseline (inside the warm-up), from raw points per block."""
+    arr = _blocks(points)
+    arr[:, 8] = [float(np.std(p)) for p in points]  # the within-block sd the engine keeps
+    peak = int(np.nanargmax(arr[:, 2]))
+    return Series(
+        metric=metric, raw=arr, baseline=None, peak=float(arr[peak, 2]),
+        peak_step=int(arr[peak, 1]), peak3=None, peak3_step=None, trough=None,
+        trough_step=None, blocks_total=len(points), first=float(arr[0, 2]), run_end=run_end,
+    )
+
+
+def test_collapse_is_against_the_run_best_not_a_baseline() -> None:
+    rng = np.random.default_rng(0)
+    up = [list(0.85 + 0.08 * rng.standard_normal(5)) for _ in range(2)]
+    down = [[0.0, 0.02, 0.0, 0.0, 0.01] for _ in range(4)]
+    ev = DETECTORS["collapse"](_pts_series(up + down), {"max_frac": 0.3, "min_noise": 4})
+    assert ev is not None and ev.statistic["ratio"] < 0.05
+    assert ev.window[0] == 21  # the first block after the best
+
+
+def test_collapse_ignores_a_reward_wandering_near_zero() -> None:
+    # A slow starter: 0.02 +- 0.03 with a best block of ~0.05; "x0.2 of its best" is noise.
+    rng = np.random.default_rng(1)
+    pts = [list(np.clip(0.02 + 0.03 * rng.standard_normal(5), 0, 1)) for _ in range(8)]
+    pts[1] = [0.05, 0.09, 0.0, 0.08, 0.03]
+    assert DETECTORS["collapse"](_pts_series(pts), {"max_frac": 0.3, "min_noise": 4}) is None
+
+
+def test_collapse_is_not_judged_on_a_signed_reward() -> None:
+    pts = [[1.0, 1.2, 0.8], [1.1, 0.9, 1.0], [-0.5, 0.1, 0.0], [0.0, -0.1, 0.1], [0.0, 0.1, -0.1]]
+    assert DETECTORS["collapse"](_pts_series(pts), {"max_frac": 0.3}) is None
+
+
+def test_from_start_needs_ratio_and_absolute_change() -> None:
+    fs = DETECTORS["from_start"]
+    blow = _pts_series([[0.2] * 3, [0.3] * 3, [4.0] * 3, [6.0] * 3, [7.0] * 3])
+    assert fs(blow, {"direction": "up", "min_ratio": 3, "min_abs": 0.5}) is not None
+    tiny = _pts_series([[0.01] * 3, [0.02] * 3, [0.05] * 3, [0.06] * 3, [0.07] * 3])
+    assert fs(tiny, {"direction": "up", "min_ratio": 3, "min_abs": 0.5}) is None
+
+
+def test_constant_needs_every_point_equal() -> None:
+    c = DETECTORS["constant"]
+    assert c(_pts_series([[0.0, 0.0], [0.0]]), {"min_points": 3}) is not None
+    assert c(_pts_series([[0.0, 0.0], [0.0, 0.001]]), {"min_points": 3}) is None
+    assert c(_pts_series([[0.0], [0.0]]), {"min_points": 3}) is None
+
+
+def test_growth_tells_steady_multiplication_from_levelling_off() -> None:
+    g = DETECTORS["growth"]
+    p = {"window": 12, "min_ratio": 8.0, "min_late": 0.6, "min_level": 0.05, "k": 3}
+    steady = [[0.005 * 1.35**i] * 3 for i in range(16)]  # x1.35 a block: an exponential
+    assert g(_pts_series(steady), p) is not None
+    # a healthy KL from ~0: linear growth, then levelling off (x8 and more over the window)
+    linear = [[0.002 + 0.01 * i] * 3 for i in range(16)]
+    saturating = [[0.06 * (1 - math.exp(-i / 3)) + 1e-4] * 3 for i in range(16)]
+    assert g(_pts_series(linear), p) is None and g(_pts_series(saturating), p) is None
+    low = [[1e-5 * 1.35**i] * 3 for i in range(16)]  # steady, but still far below the level
+    assert g(_pts_series(low), p) is None
+
+
+def test_stopped_needs_the_run_to_go_on() -> None:
+    s = DETECTORS["stopped"]
+    p = {"min_blocks": 2, "min_frac": 0.1, "min_points": 3}
+    pts = [[0.5] * 5 for _ in range(6)]  # blocks of 10 steps: steps 1-60
+    assert s(_pts_series(pts, run_end=60), p) is None
+    assert s(_pts_series(pts, run_end=70), p) is None  # one block: TRL's sparse logging
+    ev = s(_pts_series(pts, run_end=100), p)
+    assert ev is not None and ev.statistic["last_logged_step"] == 60 and ev.window == (61, 100)

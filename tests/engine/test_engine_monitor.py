@@ -91,12 +91,21 @@ def test_unknown_eval_steps_is_assumed_and_said() -> None:
 
 def test_nothing_trend_like_before_the_warm_up_but_nan_fires() -> None:
     s = base(60)
-    s["entropy"][10:] *= 0.01  # a collapse inside the warm-up is only the baseline
+    s["entropy"][10:] *= 0.5  # a fall inside the warm-up: a trend, not judged yet
     s["grad_norm"][5:20] = np.nan
     mon, _ = _monitor(s)
     ids = [f.id for f in mon.findings]
     assert ids == ["NAN"] and mon.findings[0].onset_step == 6
     assert mon.findings[0].detected_step < mon.warmup_steps
+
+
+def test_an_absolute_floor_is_judged_inside_the_warm_up() -> None:
+    s = base(60)
+    s["entropy"][10:] = 0.004  # at the floor (0.01 nats a token) from step 11: a level
+    mon, _ = _monitor(s)
+    p4 = [f for f in mon.findings if f.id == "P4"]
+    assert p4 and p4[0].detected_step < mon.warmup_steps
+    assert p4[0].evidence[0].detector == "below"
 
 
 def test_truncation_from_the_start_fires_inside_the_warm_up() -> None:
@@ -217,16 +226,16 @@ def test_hold_keeps_div_while_the_reward_stays_down() -> None:
 
     book = load_symptom_rules()
 
+    def unheld(node: object) -> object:
+        if hasattr(node, "any"):
+            return node.model_copy(update={"hold": False, "any": [unheld(n) for n in node.any]})
+        if hasattr(node, "all"):
+            return node.model_copy(update={"all": [unheld(n) for n in node.all]})
+        return node
+
     def without_hold() -> object:
-        rules = []
-        for r in book.rules:
-            if r.id == "DIV":
-                parts = [
-                    n.model_copy(update={"hold": False}) if hasattr(n, "any") else n
-                    for n in r.when.all
-                ]
-                r = r.model_copy(update={"when": r.when.model_copy(update={"all": parts})})
-            rules.append(r)
+        rules = [r.model_copy(update={"when": unheld(r.when)}) if r.id == "DIV" else r
+                 for r in book.rules]
         return book.model_copy(update={"rules": rules})
 
     s = base(500)
