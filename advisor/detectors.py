@@ -1851,3 +1851,87 @@ def stopped(s: Series, p: Params) -> Evidence | None:
     )
     ev.statistic["onset_step"] = last + 1
     return ev.model_copy(update={"window": (last + 1, s.run_end)})
+
+
+def _best_sine(r: np.ndarray, periods: np.ndarray) -> tuple[float, float, float]:
+    """(period, share of the variance explained, amplitude) of the sinusoid that fits the
+    residuals `r` best by least squares, over candidate `periods` (in samples)."""
+    t = np.arange(len(r), dtype=float)
+    ang = 2.0 * np.pi * t[None, :] / periods[:, None]
+    sn, cs = np.sin(ang), np.cos(ang)
+    ss, cc, sc = (sn * sn).sum(1), (cs * cs).sum(1), (sn * cs).sum(1)
+    rs, rc = sn @ r, cs @ r
+    det = ss * cc - sc * sc
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a = (rs * cc - rc * sc) / det
+        b = (rc * ss - rs * sc) / det
+    explained = a * rs + b * rc  # the fitted sinusoid's sum of squares
+    total = float(np.dot(r, r))
+    if total <= 0 or not np.isfinite(explained).any():
+        return math.nan, 0.0, 0.0
+    j = int(np.nanargmax(explained))
+    return float(periods[j]), float(explained[j]) / total, float(math.hypot(a[j], b[j]))
+
+
+@detector("swing")
+def swing(s: Series, p: Params) -> Evidence | None:
+    """An oscillation judged against the run's own noise around its trend, wherever it starts:
+    the block means' residuals around a quadratic trend over the window are fitted best by a
+    sinusoid of `periods` or more whole periods in the window that explains `min_share` of
+    their variance, its peak-to-peak is `min_ratio` x the spread the per-step noise (around
+    each block's own line) leaves in a block mean and `min_rel` x the level. Autocorrelated
+    healthy noise wanders, but no single period carries much of it; white noise around the
+    trend has no spread beyond its own. Held at the latest block and the `k` - 1 before it,
+    each judged on its own window."""
+    k = int(p.get("k", 3))
+    w_max = int(p.get("window", 32))
+    n = len(s)
+    w = min(w_max, n - (k - 1))
+    if w < int(p.get("min_blocks", 12)):
+        return None
+    min_pts = int(p.get("min_points", 3))
+    cands = np.geomspace(float(p.get("min_period", 2.2)), w / float(p.get("periods", 3)), 48)
+
+    def at(end: int) -> tuple[bool, dict[str, float]]:
+        sl = slice(end - w, end)
+        y, cnt, sd = s.mean[sl], s.count[sl], s.raw[sl, 8]
+        if not (np.all(np.isfinite(y)) and np.all(cnt >= min_pts) and np.all(np.isfinite(sd))):
+            return False, {}
+        t = np.arange(w, dtype=float)
+        r = y - np.polyval(np.polyfit(t, y, 2), t)
+        noise = max(float(np.median(sd / np.sqrt(cnt))), 1e-12)
+        period, share, amp = _best_sine(r, cands)
+        p2p = 2.0 * amp
+        ratio = p2p / noise
+        ok = (
+            share >= float(p.get("min_share", 0.5))
+            and ratio >= float(p.get("min_ratio", 5.0))
+            and p2p >= float(p.get("min_rel", 0.2)) * abs(float(np.median(y)))
+            and p2p >= float(p.get("min_abs", 0.0))
+        )
+        return ok, {"period": period, "share": share, "p2p": p2p, "ratio": ratio, "noise": noise}
+
+    results = [at(n - j) for j in range(k)]
+    if not all(ok for ok, _ in results):
+        return None
+    st = results[0][1]
+    i = n - w
+    steps = float(np.median(s.end[i:] - s.start[i:] + 1)) * st["period"]
+    need = float(p.get("min_ratio", 5.0))
+    return _evidence(
+        s,
+        "swing",
+        i,
+        f"{s.metric} swung up and down around its trend over steps {_steps(s, i)}: a period "
+        f"of about {steps:.0f} steps and a peak-to-peak of {_fmt(st['p2p'])} "
+        f"({st['share']:.0%} of the spread around the trend), {st['ratio']:.1f} x the noise "
+        "its per-step spread leaves in a block mean.",
+        effect=st["ratio"],
+        excess=_excess(st["ratio"], need),
+        period_blocks=st["period"],
+        period_steps=steps,
+        peak_to_peak=st["p2p"],
+        share=st["share"],
+        ratio=st["ratio"],
+        noise=st["noise"],
+    )
