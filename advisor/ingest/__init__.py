@@ -90,9 +90,17 @@ def detect_format(path: Path, head: bytes) -> str:
     if text.startswith("[") and re.match(r"\[\s*(?:\{|\]|$)", text):
         return "json"
     first_line = text.split("\n", 1)[0]
+    if _notebook_table(first_line):  # a notebook's metrics table copied as tab-separated text
+        return "console"
     if path.suffix.lower() in (".csv", ".tsv") or _looks_csv(first_line):
         return "csv"
     return "console"
+
+
+def _notebook_table(line: str) -> bool:
+    """The head of transformers' notebook table (`Step`, then "Training Loss") in any form
+    but comma-separated: the console reader reads those (its titles are no metric keys)."""
+    return line.startswith(("Step", "Epoch")) and "Training Loss" in line and "," not in line
 
 
 def _looks_csv(line: str) -> bool:
