@@ -13,6 +13,9 @@ Formats (`Run.format`), detected from the first bytes, the name only breaking ti
 - `trl-console`: transformers/TRL `{'loss': ...}` dict lines amid tqdm bars (the step is derived
   from the bar, see the warning); `dict-console`: OpenRLHF `Global step N: {...}`, slime
   `step N: {...}`; `roll-console`: ROLL `metrics_tag: {...}` lines.
+- `swift-console`: ms-swift's dicts, numbered by their `'global_step/max_steps': 'N/M'` (also
+  pasted without braces); `notebook-table`: transformers' notebook metrics table as pasted
+  (Markdown, tab-separated or space-aligned text, HTML), see `advisor.ingest.notebook`.
 - `verl-jsonl` (`{"step": N, "data": {...}}`), `jsonl` (flat objects, nested ones flattened).
 - `trl-state` (trainer_state.json), `trl-log-history` (a bare log_history list), `json`.
 - `csv` / `wandb-csv` (run history, `_step`) / `wandb-chart-csv` (`<run> - <metric>` columns),
