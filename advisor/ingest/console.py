@@ -50,6 +50,7 @@ _SWIFT_PROGRESS = ("global_step/max_steps", "iteration")
 _FRACTION = re.compile(r"""^\s*['"]?\s*(\d+)\s*/\s*(\d+)\s*['"]?\s*$""")
 # keys that number a record, not measure it: a None there is no NaN evidence
 _COUNTERS = frozenset({"step", "global_step", "epoch"})
+_BARE_START = re.compile(r"""(['"])[\w./()@-]+\1\s*:""")
 _CHUNK = 32 << 20  # a 2,000-step log is one read: no carry copy
 # payload text read into a frame at a time: a 1 GB log never holds all its step lines as
 # strings (and the several copies parsing makes of them) at once
@@ -637,7 +638,8 @@ def _bare_dict(st: _State, lineno: int, line: str, last: bool) -> bool:
     body = body.strip().strip("`").strip()
     if body.endswith(","):
         body = body[:-1]
-    if not body.startswith(("'", '"')) or body.count("': ") + body.count('": ') < 3:
+    # a key first: the rest of a dict wrapped over two lines starts mid-pair (`': 57.0, ...`)
+    if not _BARE_START.match(body) or body.count("': ") + body.count('": ') < 3:
         return False
     return _dict_line(st, lineno, "{" + body + "}", 0, prefix, last)
 
