@@ -13,6 +13,9 @@ Formats (`Run.format`), detected from the first bytes, the name only breaking ti
 - `trl-console`: transformers/TRL `{'loss': ...}` dict lines amid tqdm bars (the step is derived
   from the bar, see the warning); `dict-console`: OpenRLHF `Global step N: {...}`, slime
   `step N: {...}`; `roll-console`: ROLL `metrics_tag: {...}` lines.
+- `swift-console`: ms-swift's dicts, numbered by their `'global_step/max_steps': 'N/M'` (also
+  pasted without braces); `notebook-table`: transformers' notebook metrics table as pasted
+  (Markdown, tab-separated or space-aligned text, HTML), see `advisor.ingest.notebook`.
 - `verl-jsonl` (`{"step": N, "data": {...}}`), `jsonl` (flat objects, nested ones flattened).
 - `trl-state` (trainer_state.json), `trl-log-history` (a bare log_history list), `json`.
 - `csv` / `wandb-csv` (run history, `_step`) / `wandb-chart-csv` (`<run> - <metric>` columns),
@@ -90,9 +93,17 @@ def detect_format(path: Path, head: bytes) -> str:
     if text.startswith("[") and re.match(r"\[\s*(?:\{|\]|$)", text):
         return "json"
     first_line = text.split("\n", 1)[0]
+    if _notebook_table(first_line):  # a notebook's metrics table copied as tab-separated text
+        return "console"
     if path.suffix.lower() in (".csv", ".tsv") or _looks_csv(first_line):
         return "csv"
     return "console"
+
+
+def _notebook_table(line: str) -> bool:
+    """The head of transformers' notebook table (`Step`, then "Training Loss") in any form
+    but comma-separated: the console reader reads those (its titles are no metric keys)."""
+    return line.startswith(("Step", "Epoch")) and "Training Loss" in line and "," not in line
 
 
 def _looks_csv(line: str) -> bool:

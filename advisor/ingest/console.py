@@ -44,6 +44,13 @@ _OVERRIDE = re.compile(
     r"(?:^|\s|\+)((?:actor_rollout_ref|data|trainer|algorithm|critic)(?:\.\w+)+)=(\S+)"
 )
 _TRL_KEYS = ("loss", "reward", "grad_norm", "learning_rate", "train_runtime", "epoch")
+# ms-swift adds its progress to every dict it prints, 'global_step/max_steps': '5/3766' (its
+# Megatron trainer 'iteration': '7/2174'): the step and the planned total
+_SWIFT_PROGRESS = ("global_step/max_steps", "iteration")
+_FRACTION = re.compile(r"""^\s*['"]?\s*(\d+)\s*/\s*(\d+)\s*['"]?\s*$""")
+# keys that number a record, not measure it: a None there is no NaN evidence
+_COUNTERS = frozenset({"step", "global_step", "epoch"})
+_BARE_START = re.compile(r"""(['"])[\w./()@-]+\1\s*:""")
 _CHUNK = 32 << 20  # a 2,000-step log is one read: no carry copy
 # payload text read into a frame at a time: a 1 GB log never holds all its step lines as
 # strings (and the several copies parsing makes of them) at once
@@ -77,6 +84,7 @@ class _State:
     # a big log's payloads are read part by part (`_flush_verl`): the frames of those done
     verl_frames: list[Any] = field(default_factory=list)
     low_precision: bool | None = None  # 3-decimal values, judged on the first payloads
+    max_steps: int | None = None  # the planned total ms-swift prints with each step
 
     @property
     def verl_payloads(self) -> _Payloads:
@@ -275,6 +283,14 @@ def read_console(path: Path, source: str) -> Run:
         st.warnings.append(f"{source}: dropped {st.truncated} truncated metric line(s)")
     if st.verl_texts or st.verl_frames:
         return _finish_verl(st)
+    if any("train_runtime" not in r for r in st.dict_rows):
+        return _finish_dicts(st)
+    # transformers' notebook table, pasted (a training summary dict may follow it)
+    from advisor.ingest.notebook import read_notebook_table
+
+    table = read_notebook_table(path, source)
+    if table is not None:
+        return table
     if st.dict_rows:
         return _finish_dicts(st)
     raise InputError(
@@ -377,6 +393,8 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
             _tqdm(st, line[:brace])
         if _dict_line(st, lineno, line, brace, prefix, last):
             return
+    elif "': " in line and _bare_dict(st, lineno, line, last):
+        return
     if "it/s]" in line or "s/it]" in line:
         _tqdm(st, line)
     elif "Total optimization steps" in line:
@@ -560,11 +578,15 @@ def _dict_line(st: _State, lineno: int, line: str, brace: int, prefix: str, last
         st.truncated += last
         return True
     pairs = {k: v for _, k, v in _PAIR.findall(body)}
-    numbers = {k: n for k, v in pairs.items() if (n := _number(v)) is not None}
+    numbers = _dict_numbers(pairs)
     if not numbers:
         return False
+    progress = _swift_progress(pairs)
     m = _LEAD_STEP.search(lead)
-    if m:
+    if progress is not None:
+        kind, step = "swift", progress[0]
+        st.max_steps = progress[1]
+    elif m:
         kind, step = "step-dict", int(m.group(2))
     elif any(k in numbers for k in _TRL_KEYS) or any(k.startswith("eval_") for k in numbers):
         kind, step = "trl", None
@@ -583,6 +605,43 @@ def _dict_line(st: _State, lineno: int, line: str, brace: int, prefix: str, last
     else:
         st.ending.feed("'train_runtime'", lineno, st.last_step)
     return True
+
+
+def _dict_numbers(pairs: dict[str, str]) -> dict[str, float]:
+    """The numeric values of a printed dict. A metric printed as `None` is NaN: TRL averages a
+    metric whose values were all NaN to None (a reward function that returned NaN), so it is
+    non-finite evidence, not a metric that was not logged (that one is absent)."""
+    out: dict[str, float] = {}
+    for key, value in pairs.items():
+        n = _number(value)
+        if n is None and value.strip().strip("'\"") == "None" and key not in _COUNTERS:
+            n = float("nan")
+        if n is not None:
+            out[key] = n
+    return out
+
+
+def _swift_progress(pairs: dict[str, str]) -> tuple[int, int] | None:
+    """(step, planned steps) from ms-swift's 'global_step/max_steps': 'N/M', else None."""
+    for key in _SWIFT_PROGRESS:
+        m = _FRACTION.match(pairs.get(key, ""))
+        if m:
+            return int(m.group(1)), int(m.group(2))
+    return None
+
+
+def _bare_dict(st: _State, lineno: int, line: str, last: bool) -> bool:
+    """A log dict whose braces were lost (ms-swift's line as pasted in an issue:
+    `'loss': -0.0, 'grad_norm': 0.0, ...`), read as the dict it was. Only a line that starts
+    with a quoted key and holds several pairs; `_dict_line` decides whether it is a log line."""
+    prefix, body = _split_prefix(line)
+    body = body.strip().strip("`").strip()
+    if body.endswith(","):
+        body = body[:-1]
+    # a key first: the rest of a dict wrapped over two lines starts mid-pair (`': 57.0, ...`)
+    if not _BARE_START.match(body) or body.count("': ") + body.count('": ') < 3:
+        return False
+    return _dict_line(st, lineno, "{" + body + "}", 0, prefix, last)
 
 
 def _closes_line(body: str) -> bool:
@@ -619,7 +678,12 @@ def _roll_line(st: _State, lineno: int, body: str) -> bool:
     step = rec.get("step", metrics.get("step") if isinstance(metrics, dict) else None)
     if not isinstance(metrics, dict) or not isinstance(step, int | float):
         return False
-    flat = {k: float(v) for k, v in flatten_keys(metrics).items() if _is_num(v)}
+    # a metric present as null is NaN evidence (see `_dict_numbers`); an absent one stays absent
+    flat = {
+        k: float("nan") if v is None else float(v)
+        for k, v in flatten_keys(metrics).items()
+        if _is_num(v)
+    }
     flat.pop("step", None)
     st.dict_rows.append({"_kind": "roll", "_step": int(step), "_tqdm": None, **flat})
     st.last_step = int(step) if st.last_step is None else max(st.last_step, int(step))
@@ -731,6 +795,9 @@ def _finish_dicts(st: _State) -> Run:
         fmt = "roll-console"
     elif any(r["_kind"] == "step-dict" for r in rows):
         fmt = "dict-console"
+    elif any(r["_kind"] == "swift" for r in rows):
+        fmt = "swift-console"
+        _number_swift_rows(rows, st, hints)
     elif any(r["_step"] is None for r in rows):
         _derive_trl_steps(st, rows, hints)
     df = pl.from_dicts(_merge_parts(rows), infer_schema_length=None)
@@ -743,6 +810,18 @@ def _finish_dicts(st: _State) -> Run:
         ending=_step_of_ending(st.ending.result(max(last, st.last_metric_line)), rows),
         warnings=st.warnings,
     )
+
+
+def _number_swift_rows(rows: list[dict[str, Any]], st: _State, hints: dict[str, Any]) -> None:
+    """ms-swift prints its step in every dict; a dict without it (another callback's) takes
+    the step of the dict before it. The planned total is the run's max_steps."""
+    current = 0
+    for r in rows:
+        if r["_step"] is None:
+            r["_step"] = current
+        current = r["_step"]
+    if st.max_steps:
+        hints.setdefault("max_steps", st.max_steps)
 
 
 def _merge_parts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -278,6 +278,8 @@ def _log_history(entries: list[Any], source: str, state: dict[str, Any] | None, 
             )
             continue
         rec = _flat_record(entry)
+        if fmt != "json":
+            rec.update(dict.fromkeys(_present_nulls(entry), math.nan))
         key = step_key(rec)
         step = rec.get(key) if key else None
         if step is None:
@@ -302,6 +304,21 @@ def _log_history(entries: list[Any], source: str, state: dict[str, Any] | None, 
             message="global_step reached max_steps",
         )
     return build_run(df, source=source, fmt=fmt, hints=hints, ending=ending, warnings=warnings)
+
+
+# what numbers a log entry rather than measures it: a null there is no NaN
+_COUNTERS = frozenset({*STEP_KEYS, "epoch", "total_flos", "num_input_tokens_seen"})
+
+
+def _present_nulls(entry: dict[str, Any]) -> list[str]:
+    """The metric keys a log_history entry holds as null. json.dumps writes NaN as a bare
+    `NaN` token, but a value that passed through None (TRL averages a metric whose values were
+    all NaN to None) is written null: the metric was logged, its value is no number, so it is
+    NaN evidence. A metric the entry does not hold is absent, never NaN (TRL logs `kl` only
+    when beta > 0; with num_iterations > 1 some entries carry only the optimisation keys)."""
+    data = entry.get("data")
+    fields = data if isinstance(data, dict) else flatten_keys(entry)
+    return [k for k, v in fields.items() if v is None and k not in _COUNTERS]
 
 
 def _columnar(doc: dict[str, Any]) -> bool:

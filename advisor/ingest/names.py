@@ -53,6 +53,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "entropy": (
         "actor/entropy",
         "entropy",  # TRL
+        "entropy/mean",  # ms-swift's GRPO (log_entropy; with entropy/max, /min)
         "actor/entropy_loss",  # verl <= v0.4 held the entropy value here
         "entropy_loss",  # OpenRLHF
         "critic/entropy/mean",  # ROLL (0 when not measured: see ZERO_MEANS_MISSING)

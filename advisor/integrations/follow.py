@@ -255,7 +255,7 @@ class LineParser:
         return bool(payloads) and self._console._three_decimals(max(payloads, key=len))
 
 
-_DICT_FORMATS = {"roll": "roll-console", "step-dict": "dict-console"}
+_DICT_FORMATS = {"roll": "roll-console", "step-dict": "dict-console", "swift": "swift-console"}
 
 
 def _metrics(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,14 @@ EXPECTED = {
         "trl-log-history", 500, 1, 500, ("reward_mean", "entropy")),
     "unlabelled/run-f/issue_excerpt.txt": (  # step 0 is the validation before training
         "verl-console", 3, 1, 7, ("reward_mean", "kl_ref", "entropy", "val_reward")),
+    # ms-swift's dict pasted without its braces: the step from 'global_step/max_steps'
+    "public2/msswift-grpo-qwen3-8b-zero-grad-issue5571/issue_excerpt.txt": (
+        "swift-console", 1, 5, 5, ("reward_mean", "reward_std", "kl_ref", "grad_norm",
+                                   "zero_std_frac", "truncation_rate", "response_length", "lr")),
+    # transformers' notebook table as GitHub pastes it (two tables, the second cut in row 2)
+    "public2/trl-grpo-kl-nan-table-openr1-issue704/issue_excerpt.txt": (
+        "notebook-table", 4, 1, 4, ("reward_mean", "reward_std", "kl_ref", "loss",
+                                    "truncation_rate", "response_length")),
 }  # fmt: skip
 # files without per-step metrics: a clear InputError, never a traceback
 NO_METRICS = {"SOURCE.md", "eval.log"}
