@@ -127,6 +127,7 @@ class Baseline:
     n_blocks: int
     end_step: int  # last step of the warm-up
     first: float = math.nan  # the first block mean (a validation series: the base model's)
+    step_sd: float = math.nan  # median within-block sd (around each block's line) in the warm-up
 
 
 @dataclass(frozen=True, slots=True)
@@ -1342,7 +1343,17 @@ def _norm_factor(s: Series, comp: Series | None) -> np.ndarray:
     """
     ones = np.ones(len(s))
     if comp is None or comp.baseline is None or len(comp) == 0:
-        return ones
+        # Without the companion (an export without reward_std), the metric's own per-step
+        # spread stands in for it: the step-to-step noise of a batch mean is the samples'
+        # spread over the square root of the batch, so the two grow together.
+        b = s.baseline
+        if b is None or not b.step_sd > 0:
+            return ones
+        own = s.raw[:, 8]
+        level = _trailing_mean(np.where(s.count >= 3, own, np.nan), SPAN)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f = np.minimum(1.0, b.step_sd / level)
+        return np.where(np.isfinite(f), f, 1.0)
     base = comp.baseline.median
     if not base > 0:
         return ones

@@ -886,8 +886,12 @@ class Monitor:
         # The lower quartile, not the median: an oscillation that starts inside the warm-up must
         # not set its own yardstick (the early spans are still clean).
         sd = percentile(spans[ok], 25) if ok.any() else floor
+        within = arr[:, 1][np.isfinite(arr[:, 1])]
+        step_sd = float(median(within)) if len(within) else math.nan
         t.warm = []
-        return Baseline(med, scale, start, max(sd, floor), len(x), end, first=float(x[0]))
+        return Baseline(
+            med, scale, start, max(sd, floor), len(x), end, first=float(x[0]), step_sd=step_sd
+        )
 
     def _early_break(
         self, name: str, arr: np.ndarray, med: float, scale: float, floor: float
