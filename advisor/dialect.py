@@ -54,6 +54,7 @@ class FrameworkInfo(_Strict):
     file: str
     package: str | None = None
     same_as: str | None = None
+    defaults: dict[str, Any] = {}
 
 
 class DialectBook(_Strict):
@@ -314,11 +315,7 @@ class Speaker:
         if entry is None:
             return param
         key, _ = self._case(entry)
-        if key is not None:
-            return key
-        if entry.values:
-            return ", ".join(dict.fromkeys(k for v in entry.values.values() for k in v)) or param
-        return param
+        return key if key is not None else param  # a choice (algorithm) keeps its own word
 
     def assumed(self, param: str) -> bool:
         return self.origin.get(param, "default") == "default"
@@ -342,7 +339,8 @@ class Speaker:
             return []
         if entry.values:
             wanted = entry.values.get(str(change.to), {})
-            return [self._setting(k, v) for k, v in wanted.items()]
+            said = [self._setting(k, v) for k, v in wanted.items()]
+            return [k for k in said if k.from_ != k.to]  # what the framework already does stays
         key, also = self._case(entry)
         if key is None:
             return []
@@ -377,8 +375,16 @@ class Speaker:
         return out
 
     def _setting(self, key: str, value: Any) -> FrameworkKey:
-        old = self.facts.get(key)
-        return FrameworkKey.model_validate({"key": key, "from": old, "to": value})
+        """A framework setting to `value`; its old value the run's, else the framework's
+        default (assumed: another release may differ)."""
+        if key in self.facts or key.rsplit(".", 1)[-1] in self.facts:
+            old = self.facts.get(key, self.facts.get(key.rsplit(".", 1)[-1]))
+            assumed = False
+        else:
+            old, assumed = self.info.defaults.get(key), key in self.info.defaults
+        return FrameworkKey.model_validate(
+            {"key": key, "from": old, "to": value, "assumed": assumed}
+        )
 
     def unavailable(self, param: str) -> str | None:
         entry = self.entry(param)
@@ -418,11 +424,25 @@ class Speaker:
 
     def _word(self, match: re.Match[str]) -> str:
         param, value = match.group(1), match.group(2)
-        if param == "algorithm" and value:
-            wanted = self.entry("algorithm")
-            settings = wanted.values.get(value, {}) if wanted is not None else {}
-            if settings:
-                return ", ".join(f"{k}={_v(v)}" for k, v in settings.items())
+        entry = self.entry(param)
+        if entry is not None and entry.values and value:
+            keys = self.keys(Change(param=param, to=value))
+            if keys:
+                said = ", ".join(f"{k.key}={_v(k.to)}" for k in keys)
+                return f"{said} [{entry.note}]" if entry.note else said
+        if entry is not None and entry.key and self.speaks == "trl" and entry.since_absent:
+            if entry.key not in trl_fields():
+                return f"{param} ({entry.since_absent})"
+        if entry is not None and entry.key and (entry.minus or entry.divide_by or entry.scale):
+            # the framework's value is not the guide's: the guide's word, with what it is made of
+            if entry.minus:
+                made = f"{self.name(entry.minus)} + {entry.key}"
+            elif entry.divide_by:
+                made = f"{entry.key} x {self.name(entry.divide_by)}"
+            else:
+                made = entry.note or entry.key
+            word = f"{param}={value}" if value else param
+            return f"{word} ({made})"
         name = self.name(param)
         return f"{name}={value}" if value else name
 
