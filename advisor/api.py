@@ -168,6 +168,7 @@ def diagnose(
     the patch never follows a silenced finding."""
     silenced = _silenced(ignore)  # a typo in --ignore is an unusable call: said before any work
     run = _read_while_importing(Path(metrics))
+    _with_run_file(Path(metrics), run)
     from advisor.engine import judge_run
     from advisor.ingest.frame import trl_without_kl
     from advisor.static import scale_caps
@@ -198,6 +199,33 @@ def diagnose(
         framework_facts=loaded.facts,
     )
     return with_file_diff(diagnosis, config)
+
+
+RUN_FILE = "rl-advisor-run.json"  # left in a TRL output dir by the transformers callback
+
+
+def _with_run_file(metrics: Path, run: Run) -> None:
+    """What the live run knew (the callback's `rl-advisor-run.json` in the output dir: the
+    TrainingArguments' hints and the framework) joins the run's hints, so a later diagnose
+    of the output dir judges with what the live Advisor judged with."""
+    import json
+
+    start = metrics if metrics.is_dir() else metrics.parent
+    for folder in (start, start.parent, start.parent.parent):
+        path = folder / RUN_FILE
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            run.warnings.append(f"{path}: not readable JSON; the run's arguments are unknown")
+            return
+        hints = data.get("hints") if isinstance(data, dict) else None
+        if isinstance(hints, dict):
+            run.config_hints.update(hints)
+            if isinstance(data.get("framework"), str):
+                run.config_hints.setdefault("framework", data["framework"])
+        return
 
 
 def file_framework(loaded: Any) -> str | None:

@@ -430,9 +430,9 @@ class Speaker:
             if keys:
                 said = ", ".join(f"{k.key}={_v(k.to)}" for k in keys)
                 return f"{said} [{entry.note}]" if entry.note else said
-        if entry is not None and entry.key and self.speaks == "trl" and entry.since_absent:
-            if entry.key not in trl_fields():
-                return f"{param} ({entry.since_absent})"
+        absent = entry is not None and entry.key and entry.since_absent
+        if absent and self.speaks == "trl" and entry.key not in trl_fields():  # type: ignore[union-attr]
+            return f"{param} ({entry.since_absent})"  # type: ignore[union-attr]
         if entry is not None and entry.key and (entry.minus or entry.divide_by or entry.scale):
             # the framework's value is not the guide's: the guide's word, with what it is made of
             if entry.minus:
