@@ -371,7 +371,7 @@ class Speaker:
             )
         ]  # fmt: skip
         if new not in (0, 0.0, None):
-            out += [self._setting(k, v) for k, v in also.items() if self.facts.get(k) != v]
+            out += [k for k in (self._setting(k, v) for k, v in also.items()) if k.from_ != k.to]
         return out
 
     def _setting(self, key: str, value: Any) -> FrameworkKey:
