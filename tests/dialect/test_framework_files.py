@@ -10,7 +10,6 @@ import pytest
 
 from advisor.api import diagnose, file_changes
 from advisor.config import load_config, write_patched
-from advisor.report import render
 from advisor.types import InputError
 
 CORPUS = Path(__file__).resolve().parents[2] / "sample_metrics" / "corpus"
