@@ -168,6 +168,7 @@ def diagnose(
     the patch never follows a silenced finding."""
     silenced = _silenced(ignore)  # a typo in --ignore is an unusable call: said before any work
     run = _read_while_importing(Path(metrics))
+    _with_run_file(Path(metrics), run)
     from advisor.engine import judge_run
     from advisor.ingest.frame import trl_without_kl
     from advisor.static import scale_caps
@@ -194,18 +195,66 @@ def diagnose(
         training_samples=training_samples,
         silenced=silenced,
         caps=scale_caps(loaded),
+        framework=file_framework(loaded),
+        framework_facts=loaded.facts,
     )
     return with_file_diff(diagnosis, config)
+
+
+RUN_FILE = "rl-advisor-run.json"  # left in a TRL output dir by the transformers callback
+
+
+def _with_run_file(metrics: Path, run: Run) -> None:
+    """What the live run knew (the callback's `rl-advisor-run.json` in the output dir: the
+    TrainingArguments' hints and the framework) joins the run's hints, so a later diagnose
+    of the output dir judges with what the live Advisor judged with."""
+    import json
+
+    start = metrics if metrics.is_dir() else metrics.parent
+    for folder in (start, start.parent, start.parent.parent):
+        path = folder / RUN_FILE
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            run.warnings.append(f"{path}: not readable JSON; the run's arguments are unknown")
+            return
+        hints = data.get("hints") if isinstance(data, dict) else None
+        if isinstance(hints, dict):
+            run.config_hints.update(hints)
+            if isinstance(data.get("framework"), str):
+                run.config_hints.setdefault("framework", data["framework"])
+        return
+
+
+def file_framework(loaded: Any) -> str | None:
+    """The dialect a job file asks for: its framework's (a TRL or verl file), the platform's
+    for the platform's job, None without a file (then the run's log tells)."""
+    if getattr(loaded, "source", None) is None:
+        return None
+    return getattr(loaded, "framework", None) or "platform"
+
+
+def file_changes(patch: Any) -> dict[str, Any]:
+    """What a patched copy of the user's file gets: the framework's keys for a TRL or verl
+    file, the guide's parameters for the platform's job; only the change, never an assumed
+    value."""
+    if patch is None:
+        return {}
+    if patch.framework in ("trl", "verl") and patch.settings:
+        return dict(patch.settings)
+    return {c.param: c.to for c in patch.changes}
 
 
 def with_file_diff(diagnosis: Diagnosis, config: Path | str | None) -> Diagnosis:
     """Add the patch as a diff of the user's job file (diagnose and the online Advisor alike)."""
     if config is not None and diagnosis.patch is not None and diagnosis.patch.changes:
-        diagnosis.patch_diff = _file_diff(Path(config), diagnosis.patch.changes)
+        diagnosis.patch_diff = _file_diff(Path(config), file_changes(diagnosis.patch))
     return diagnosis
 
 
-def _file_diff(source: Path, changes: Sequence[Any]) -> str:
+def _file_diff(source: Path, changes: Mapping[str, Any]) -> str:
     """The patch as the unified diff of the user's own job file (its layout and comments)."""
     import difflib
     import tempfile
@@ -214,7 +263,7 @@ def _file_diff(source: Path, changes: Sequence[Any]) -> str:
 
     with tempfile.TemporaryDirectory() as tmp:
         dest = Path(tmp) / source.name
-        write_patched(source, {c.param: c.to for c in changes}, dest)
+        write_patched(source, changes, dest)
         new = dest.read_text(encoding="utf-8").splitlines()
     old = source.read_text(encoding="utf-8").splitlines()
     lines = difflib.unified_diff(old, new, source.name, f"{source.name} (patched)", n=2)
@@ -233,15 +282,22 @@ def assemble(
     silenced: Iterable[str] = (),
     config_given: bool = False,
     caps: Mapping[str, float] | None = None,
+    framework: str | None = None,
+    framework_facts: Mapping[str, Any] | None = None,
 ) -> Diagnosis:
     """Judgement + job -> Diagnosis: remedy, checkpoint advice, assumptions, drawn series.
 
     Split from `diagnose` so the online Advisor can build the same object from its Monitor.
     """
     from advisor import remedy
+    from advisor.dialect import Speaker, framework_of_run
+    from advisor.runfacts import run_facts
 
     silenced = set(silenced)
     findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
+    framework = framework or framework_of_run(run.format, run.frame.columns, run.config_hints)
+    speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin or {})
+    facts = run_facts(run)
     planned = remedy.plan(
         findings,
         hp,
@@ -249,8 +305,10 @@ def assemble(
         previous,
         caps=caps,
         into_range=config_given,
+        speaker=speaker,
+        facts=facts,
     )
-    info = run.info()
+    info = run.info().model_copy(update={"framework": framework})
     save_hp, save_notes = _save_settings(hp, origin or {})
     # Only a run that completed saved at its last step; a crash or a cut log did not (or may not).
     completed = info.ending is not None and info.ending.kind == "completed"
@@ -263,25 +321,94 @@ def assemble(
     status = judgement.status
     if status == "issues" and not findings:  # everything that fired was silenced
         status = "healthy"
+    said = spoken(planned, speaker, facts, origin or {})
     return Diagnosis(
         tool={"name": "rl-advisor", "version": __version__},
         run=info,
         status=status,
         warmup_steps=judgement.warmup_steps,
-        findings=planned.findings,
+        framework=speaker.framework,
+        assumed_parameters=sorted(k for k in hp if (origin or {}).get(k, "default") == "default"),
+        findings=said.findings,
         config_findings=[
             c for c in config_findings if c.id.upper() not in silenced | estimator_skips
         ],
-        patch=planned.patch,
-        assumptions=_assumptions(judgement, hp, origin, planned, config_given)
-        + save_notes
-        + estimator_notes
+        patch=said.patch,
+        assumptions=[
+            speaker.text(a)
+            for a in _assumptions(judgement, hp, origin, planned, config_given)
+            + save_notes
+            + estimator_notes
+        ]
         + ([f"Silenced with --ignore: {', '.join(sorted(silenced))}."] if silenced else []),
         next_steps=_restart_step(planned.findings, checkpoint) + planned.next_steps,
-        checkpoint=checkpoint,
+        checkpoint=_checkpoint_said(checkpoint, speaker),
         hyper_parameters=dict(hp),
         series=_series(run, planned.findings),
     )
+
+
+def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping[str, str]) -> Any:
+    """The remedy's plan said in the run's dialect: advice sentences and changes in the
+    framework's names (each change marked when its old value is assumed), the fallback made
+    concrete with what the run showed, and a patch that carries only known values and the
+    change, with the framework's settings and override line beside it."""
+    from types import SimpleNamespace
+
+    from advisor.runfacts import concrete_fallback
+
+    def action(a: Any, fid: str | None = None) -> Any:
+        if a is None:
+            return None
+        advice = speaker.text(a.advice)
+        extra = concrete_fallback(fid, dict(facts)) if fid else None
+        if extra:
+            advice = advice.rstrip().rstrip(".") + ". " + extra
+        return a.model_copy(
+            update={"advice": advice, "changes": [speaker.said(c) for c in a.changes]}
+        )
+
+    findings = []
+    for f in planned.findings:
+        fb_id = f.id if f.action is not None and f.action.kind == "fallback" else None
+        findings.append(
+            f.model_copy(
+                update={"action": action(f.action, fb_id), "fallback": action(f.fallback, f.id)}
+            )
+        )
+    patch = planned.patch
+    if patch is not None:
+        changes = [speaker.said(c) for c in patch.changes]
+        changed = {c.param for c in changes}
+        known = {
+            k: v
+            for k, v in patch.hyper_parameters.items()
+            if k in changed or origin.get(k, "default") != "default"
+        }
+        assumed = [c.param for c in changes if c.assumed]
+        notes = [speaker.text(n) for n in patch.notes] + [
+            f"{speaker.name(p)}: its old value is assumed (not in the file nor the log); the "
+            "new value is computed from it, so check it before resubmitting."
+            for p in assumed
+        ]
+        patch = patch.model_copy(
+            update={
+                "changes": changes,
+                "hyper_parameters": known,
+                "notes": notes,
+                "assumed": assumed,
+                "framework": speaker.framework,
+                "settings": speaker.settings(changes) if speaker.native else {},
+                "override": speaker.override_line(changes) if speaker.native else None,
+            }
+        )
+    return SimpleNamespace(findings=findings, patch=patch)
+
+
+def _checkpoint_said(checkpoint: dict[str, Any] | None, speaker: Any) -> dict[str, Any] | None:
+    if checkpoint is None or "advice" not in checkpoint:
+        return checkpoint
+    return {**checkpoint, "advice": speaker.text(checkpoint["advice"])}
 
 
 def _estimator(name: Any) -> tuple[set[str], list[str]]:

@@ -150,6 +150,11 @@ class LoadedConfig:
     unjudged: frozenset[str] = frozenset()
     # per function, the paths its fields were written at when not functions[i] (entity ids)
     function_paths: list[dict[str, str]] = field(default_factory=list)
+    # the framework the file is written for ("trl", "verl"); None for the platform's job
+    framework: str | None = None
+    # what a framework's file says beyond the guide's values (verl's use_kl_loss, TRL's
+    # gradient_accumulation_steps): the dialect's facts
+    facts: dict[str, Any] = field(default_factory=dict)
 
     def line_of(self, params: Sequence[str]) -> int | None:
         """The file line of the first param that has one."""
@@ -913,9 +918,16 @@ def parse_set(item: str) -> tuple[str, Any]:
 
 def _set_target(key: str) -> tuple[str, str]:
     """Where a --set key lands: ('hp'|'resources'|'extra'|'top'|'function', name)."""
+    from advisor.dialect import framework_key_params, set_names
     from advisor.static import rulebook
 
     book = rulebook()
+    said = set_names()
+    if key in said and key not in book.hyper_parameters:  # TRL's beta, verl's Hydra keys
+        return "hp", said[key]
+    for fw in ("trl", "verl"):
+        if key in framework_key_params(fw):
+            return "converted", key
     parts = key.split(".")
     for prefix in (["training", "hyper_parameters"], ["hyper_parameters"]):
         if parts[: len(prefix)] == prefix and len(parts) == len(prefix) + 1:
@@ -937,8 +949,11 @@ def _set_target(key: str) -> tuple[str, str]:
             return "top", name
     if len(parts) >= 3 and parts[0] == "functions" and parts[1].isdigit():
         return "function", key
-    known = [*book.hyper_parameters, *book.resources, *_EXTRAS, "model"]
-    near = difflib.get_close_matches(parts[-1], known, n=1)
+    known = [*book.hyper_parameters, *book.resources, *_EXTRAS, "model", *said]
+    known += [k for fw in ("trl", "verl") for k in framework_key_params(fw)]
+    near = difflib.get_close_matches(key, known, n=1) or difflib.get_close_matches(
+        parts[-1], known, n=1
+    )
     hint = f"; did you mean {near[0]}?" if near else ""
     raise InputError(f"--set {key}: unknown key{hint}")
 
@@ -995,17 +1010,29 @@ def load_config(
     lines: dict[str, int] = {}
     layout: Layout = "none"
     walker = _Walker(str(source or "<none>"), lines, "none")
+    framework: str | None = None
+    facts: dict[str, Any] = {}
     if source is not None:
         doc = read_document(source)
-        layout = detect_layout(doc)
-        walker = _Walker(str(source), lines, layout)
-        walker.walk(doc)
+        framework, facts = _framework_file(doc)
+        if framework is not None:
+            # a TRL or verl file: its values in the guide's names, read as a flat job; the
+            # file's other settings are the framework's own, not unknown keys of the job
+            walker = _Walker(str(source), lines, "flat")
+            walker.walk({k: v for k, v in facts.items() if k in book.hyper_parameters})
+            lines.update(_framework_lines(doc, framework))
+        else:
+            layout = detect_layout(doc)
+            walker = _Walker(str(source), lines, layout)
+            walker.walk(doc)
     origin: dict[str, Origin] = {k: "file" for k in walker.hp}
     extras: dict[str, Any] = {}
     _layer_hints(walker, hints or {}, origin, source is not None, extras)
     for item in sets:
         _layer_set(walker, item, origin, extras)
-    hp, notes = _fill_defaults(walker, origin, report_missing=source is not None)
+    hp, notes = _fill_defaults(
+        walker, origin, report_missing=source is not None and framework is None
+    )
     samples = _training_samples(training_samples, extras, walker.out, source, notes)
     walker.out["hyper_parameters"] = hp
     cfg = JobConfig.model_validate(_joined_surrogates(walker.out))
@@ -1023,7 +1050,58 @@ def load_config(
         lines=lines,
         unjudged=frozenset(walker.invalid - walker.hp.keys() - cfg.resources.model_fields_set),
         function_paths=walker.fn_paths,
+        framework=framework,
+        facts=facts,
     )
+
+
+def _framework_file(doc: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """(framework, its values in the guide's names plus the framework's own facts) for a verl
+    config tree (a copy of ppo_trainer.yaml, a Hydra dump .hydra/config.yaml) or TRL arguments
+    (a `trl grpo --config` YAML, a saved TrainingArguments JSON); (None, {}) for a job file."""
+    from advisor.dialect import framework_of_document, trl_hints, verl_facts
+
+    framework = framework_of_document(doc)
+    if framework is None:
+        return None, {}
+    plain = _plain(doc)
+    if framework == "verl":
+        from advisor.ingest.hints import verl_hints
+
+        facts = {**verl_hints(plain), **verl_facts(plain)}
+    else:
+        facts = trl_hints(plain)
+    response = facts.get("max_response_length")
+    if "max_length" not in facts and isinstance(response, int):
+        # the guide's max_length is prompt + response; TRL >= 1.0 caps only the completion:
+        # the prompt budget is the file's or the guide's, and the dialect subtracts the same
+        from advisor.static import rulebook
+
+        prompt = facts.get("max_prompt_length")
+        if not isinstance(prompt, int):
+            prompt = rulebook().hyper_parameters["max_prompt_length"].default
+        facts["max_length"] = prompt + response
+    return framework, facts
+
+
+def _framework_lines(doc: Mapping[str, Any], framework: str) -> dict[str, int]:
+    """Guide parameter -> line of its framework key in the file (top-level keys: TRL's)."""
+    from advisor.dialect import dialects
+
+    out: dict[str, int] = {}
+    for param, per in dialects().names.items():
+        entry = per.get(framework)
+        if entry is None or not entry.key:
+            continue
+        node: Any = doc
+        parts = entry.key.split(".")
+        for part in parts[:-1]:
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if isinstance(node, Mapping) and parts[-1] in node:
+            line = _line(node, parts[-1])
+            if line:
+                out[param] = line
+    return out
 
 
 def _layer_hints(
@@ -1106,6 +1184,9 @@ def _layer_set(
 ) -> None:
     key, value = parse_set(item)
     where, name = _set_target(key)
+    if where == "converted":
+        name, value = _converted(walker, key, value)
+        where = "hp"
     if where == "function":
         _apply_function_set(walker, name, value)
         return
@@ -1135,6 +1216,29 @@ def _layer_set(
         walker.lines.pop(name, None)
     else:
         walker.out["resources"][name] = clean
+
+
+def _converted(walker: _Walker, key: str, value: Any) -> tuple[str, Any]:
+    """A framework key whose value is not the guide's (TRL's max_completion_length is
+    max_length minus max_prompt_length; verl's ppo_mini_batch_size counts prompts):
+    (guide parameter, the guide's value)."""
+    from advisor.dialect import dialects, framework_key_params
+
+    specs = walker.book.hyper_parameters
+    for fw in ("trl", "verl"):
+        param = framework_key_params(fw).get(key)
+        if param is None:
+            continue
+        entry = dialects().names[param][fw]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InputError(f"--set {key}={value!r}: expected a whole number")
+        if entry.minus is not None:
+            base = walker.hp.get(entry.minus, specs[entry.minus].default)
+            return param, value + base
+        if entry.divide_by is not None:
+            per = walker.hp.get(entry.divide_by, specs[entry.divide_by].default)
+            return param, value * per
+    raise InputError(f"--set {key}: unknown key")
 
 
 def _fill_defaults(

@@ -546,6 +546,19 @@ class Advisor:
             new += list(monitor.close(ending) or [])
         return self._notify(new)
 
+    def framework(self) -> str:
+        """Whose run this is (trl, verl, openrlhf, platform): the job file's framework when it
+        is a TRL or verl file, else the format, the raw metric names seen, the hints."""
+        from advisor.api import file_framework
+        from advisor.dialect import framework_of_run
+
+        if self._config_path is not None:
+            said = file_framework(self._config())
+            if said is not None:
+                return said
+        keys = sorted({k for ks in self._plans for k in ks} | self._trl_keys)
+        return framework_of_run(self.format, keys, self._hints)
+
     def run_info(self) -> RunInfo:
         lr_unknown = {"lr"} if self.low_precision and self._lr_zero else set()
         lr_note = (
@@ -563,6 +576,7 @@ class Advisor:
             config_hints=self._reported_hints(),
             ending=self.ending,
             warnings=[*lr_note, *self._notes, *self._all_warnings()],
+            framework=self.framework(),
         )
 
     def _all_warnings(self) -> list[str]:
@@ -596,6 +610,8 @@ class Advisor:
             rules=self._rules,
             config_given=self._config_path is not None,
             caps=scale_caps(loaded),
+            framework=self.framework(),
+            framework_facts=getattr(loaded, "facts", None),
         )
         return with_file_diff(d.model_copy(update={"run": self.run_info()}), self._config_path)
 

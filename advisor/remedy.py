@@ -20,9 +20,12 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.types import Action, Change, Finding, Patch
+
+if TYPE_CHECKING:
+    from advisor.dialect import Speaker
 
 # The smallest sensible value where the valid range excludes its minimum: (0, 1] for the
 # rollout's GPU memory share, where 0 itself is invalid. The ranges themselves come from the
@@ -183,11 +186,42 @@ def clamp(param: str, value: Any) -> tuple[Any, str | None]:
     return (int(v) if is_int else float(v)), note
 
 
+def sized_response_room(
+    spec: ChangeSpec, hp: Mapping[str, Any], facts: Mapping[str, Any] | None
+) -> tuple[float, str] | None:
+    """The tokens to add to max_length, sized from what finished answers need, when the run
+    logged it (TRL's completions/mean_terminated_length): room for a cut answer to run one
+    typical finished answer further, `cap + mean_terminated`, at least 256 more, rounded up to
+    a multiple of 256 and never beyond the rule's own addend (its range is the ceiling)."""
+    m_t = (facts or {}).get("terminated_length")
+    cap = (facts or {}).get("response_cap")
+    prompt = hp.get("max_prompt_length")
+    current = hp.get("max_length")
+    if spec.param != "max_length" or spec.op != "add" or spec.range is None:
+        return None
+    if not isinstance(m_t, int | float) or not math.isfinite(m_t) or m_t <= 0:
+        return None
+    if not isinstance(cap, int | float) or cap <= 0:
+        if not isinstance(current, int) or not isinstance(prompt, int) or current <= prompt:
+            return None
+        cap = current - prompt
+    ceiling = max(spec.range)
+    room = max(float(m_t), 256.0)
+    room = float(min(ceiling, math.ceil(room / 256) * 256))
+    note = (
+        f"sized from completions/mean_terminated_length {m_t:.0f}: the response cap {cap:.0f} "
+        f"+ {room:.0f} (what a finished answer takes, rounded up to 256; at most the rule's "
+        f"+{ceiling:.0f})"
+    )
+    return room, note
+
+
 def apply_change(
     spec: ChangeSpec,
     hp: Mapping[str, Any],
     strength: float,
     caps: Mapping[str, float] | None = None,
+    facts: Mapping[str, Any] | None = None,
 ) -> Change | None:
     """The Change this spec makes on `hp`, clamped; None when the parameter is unknown.
 
@@ -202,8 +236,13 @@ def apply_change(
         if spec.range is None or not isinstance(current, (int, float)) or current is None:
             return None
         factor = choose_amount(spec, strength)
+        sized = sized_response_room(spec, hp, facts)
+        if sized is not None:
+            factor = sized[0]
         target = current * factor if spec.op == "multiply" else current + factor
     target, note = clamp(spec.param, target)
+    if spec.op != "set" and note is None and (sized := sized_response_room(spec, hp, facts)):
+        note = sized[1]
     cap = (caps or {}).get(spec.param)
     numeric = isinstance(target, int | float) and isinstance(current, int | float)
     if cap is not None and numeric and current < cap < target:
@@ -344,10 +383,11 @@ def _resolve(
     hp: Mapping[str, Any],
     strength: float,
     caps: Mapping[str, float] | None = None,
+    facts: Mapping[str, Any] | None = None,
 ) -> list[Change]:
     out = []
     for s in spec.changes:
-        c = apply_change(s, hp, strength, caps)
+        c = apply_change(s, hp, strength, caps, facts)
         if c is not None and s.op == "multiply" and c.from_ == 0 and s.range and s.range[0] > 1:
             # a raise of 0 stays 0: the value the static rules suggest for it instead (a KL
             # term of 0 outside DAPO -> 0.001)
@@ -510,13 +550,16 @@ def resolve(
     before: set[str] | None = None,
     caps: Mapping[str, float] | None = None,
     into_range: bool = True,
+    facts: Mapping[str, Any] | None = None,
 ) -> Resolved:
-    """Resolve the finding's primary, or its fallback when the primary cannot apply."""
+    """Resolve the finding's primary, or its fallback when the primary cannot apply.
+
+    `facts`: what the run showed beyond its hyperparameters (see `advisor.runfacts`)."""
     check = check or static_anti_patterns
     before = check(hp) if before is None else before
     ra = actions_for(finding, rules)
     if ra.primary is not None:
-        changes = _resolve(ra.primary, "primary", hp, finding.strength, caps)
+        changes = _resolve(ra.primary, "primary", hp, finding.strength, caps, facts)
         reason = _why_not(changes, ra.primary, hp, previous, check, before)
         if reason is None:
             if into_range:
@@ -528,9 +571,7 @@ def resolve(
     if ra.fallback is None:
         return Resolved(None, [], reason)
     changes = [
-        c
-        for c in _resolve(ra.fallback, "fallback", hp, finding.strength, caps)
-        if c.from_ != c.to
+        c for c in _resolve(ra.fallback, "fallback", hp, finding.strength, caps) if c.from_ != c.to
     ]
     bad = _anti_pattern(changes[0], hp, check, before) if changes else None
     if bad:  # advise it, but do not write an anti-pattern into the job file
@@ -558,24 +599,31 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
     )
 
 
-def describe(change: Change) -> str:
+def describe(change: Change, speaker: Speaker | None = None) -> str:
+    """`param old -> new (xF)`; in the run's framework's names with a speaker, which also
+    marks an assumed old value."""
+    if speaker is not None:
+        change = speaker.marked(change)
+        if speaker.native:
+            return speaker.describe(change)
+    mark = " (assumed)" if change.assumed else ""
     how = (
         f" (x{change.factor:g})"
         if change.op == "multiply" and change.factor is not None
         else (f" ({change.factor:+g})" if change.op == "add" and change.factor is not None else "")
     )
-    return f"{change.param} {_v(change.from_)} -> {_v(change.to)}{how}"
+    return f"{change.param} {_v(change.from_)}{mark} -> {_v(change.to)}{how}"
 
 
 def _v(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _say(advice: str, changes: Sequence[Change]) -> str:
+def _say(advice: str, changes: Sequence[Change], speaker: Speaker | None = None) -> str:
     """One sentence: the advice, then the exact changes it means for this job."""
-    text = advice.strip().rstrip(".")
+    text = (speaker.text(advice) if speaker is not None else advice).strip().rstrip(".")
     if changes:
-        text += " (" + "; ".join(describe(c) for c in changes) + ")"
+        text += " (" + "; ".join(describe(c, speaker) for c in changes) + ")"
     return text + "."
 
 
@@ -594,20 +642,23 @@ def plan(
     check: AntiPatternCheck | None = None,
     caps: Mapping[str, float] | None = None,
     into_range: bool = True,
+    speaker: Speaker | None = None,
+    facts: Mapping[str, Any] | None = None,
 ) -> RemedyResult:
     """Resolve every finding's action; patch only the top one's first change (one variable at
     a time, knowledge.md §4 "How to judge"); the rest become ordered next steps.
 
     `into_range`: carry a change on until the job's own config findings clear (`_into_range`);
     off without a job file, where the values are the log's and the job's context (a LoRA run's
-    lr of 1e-4) is unknown."""
+    lr of 1e-4) is unknown. `speaker`: says the next steps and notes in the run's framework;
+    `facts`: what the run showed beyond its hyperparameters (advisor.runfacts)."""
     check = check or static_anti_patterns
     before = check(hp)
     ranked = rank(findings)
     out: list[Finding] = []
     resolved: list[Resolved] = []
     for f in ranked:
-        r = resolve(f, hp, rules, previous, check, before, caps, into_range)
+        r = resolve(f, hp, rules, previous, check, before, caps, into_range, facts)
         fb = actions_for(f, rules).fallback
         fallback = (
             None
@@ -618,7 +669,7 @@ def plan(
                     "fallback",
                     [
                         c
-                        for c in _resolve(fb, "fallback", hp, f.strength, caps)
+                        for c in _resolve(fb, "fallback", hp, f.strength, caps, facts)
                         if c.from_ != c.to
                     ],
                 )
@@ -628,7 +679,7 @@ def plan(
         )
         out.append(f.model_copy(update={"action": r.action, "fallback": fallback}))
         resolved.append(r)
-    patch, steps = _patch(out, resolved, hp)
+    patch, steps = _patch(out, resolved, hp, speaker)
     return RemedyResult(patch, steps, out)
 
 
@@ -637,9 +688,17 @@ def _passed(f: Finding) -> bool:
 
 
 def _patch(
-    findings: list[Finding], resolved: list[Resolved], hp: Mapping[str, Any]
+    findings: list[Finding],
+    resolved: list[Resolved],
+    hp: Mapping[str, Any],
+    speaker: Speaker | None = None,
 ) -> tuple[Patch, list[str]]:
     steps: list[str] = []
+    name = speaker.name if speaker is not None else (lambda p: p)
+
+    def say(advice: str, changes: Sequence[Change]) -> str:
+        return _say(advice, changes, speaker)
+
     patched = dict(hp)
     # A recovered episode (info, cleared) is no reason to change the job, and low-confidence
     # evidence (a borderline level, a first evaluation) is never the one change on its own.
@@ -667,7 +726,8 @@ def _patch(
     notes: list[str] = []
     if r.skipped:
         notes.append(
-            f"{f.id}: the primary action was not used because {r.skipped}; using the fallback."
+            f"{f.id}: the primary action was not used because "
+            f"{speaker.text(r.skipped) if speaker is not None else r.skipped}; using the fallback."
         )
     effective = [c for c in r.changes if c.from_ != c.to]  # a part already at its bound waits
     first, rest = effective[:1], effective[1:]
@@ -677,28 +737,26 @@ def _patch(
         applied.append(c)
         applied += _implied(c, patched)
     for c in applied[1:]:
-        notes.append(
-            f"{c.param} -> {_v(c.to)} goes with {first[0].param} -> {_v(first[0].to)}: {c.note}"
-        )
+        notes.append(f"{describe(c, speaker)} goes with {describe(first[0], speaker)}: {c.note}")
     repairs = repair_couplings(patched, {c.param for c in applied})
-    notes += [f"{c.param} -> {_v(c.to)}: {c.note}" for c in repairs]
+    notes += [f"{describe(c, speaker)}: {c.note}" for c in repairs]
     for c in rest:
         notes.append(
-            f"{f.id} also moves {c.param}; changed one variable at a time (knowledge.md §4), "
-            f"so {c.param} waits for the next run."
+            f"{f.id} also moves {name(c.param)}; changed one variable at a time (knowledge.md "
+            f"§4), so {name(c.param)} waits for the next run."
         )
-        steps.append(f"If {f.id} ({f.name}) persists after this run: {describe(c)}.")
+        steps.append(f"If {f.id} ({f.name}) persists after this run: {describe(c, speaker)}.")
     if not first:
-        steps.insert(0, f"{f.id} ({f.name}): {_say(r.action.advice, [])}")
+        steps.insert(0, f"{f.id} ({f.name}): {say(r.action.advice, [])}")
     if r.action.kind == "primary" and f.fallback is not None:
-        fb = _say(f.fallback.advice, f.fallback.changes)
+        fb = say(f.fallback.advice, f.fallback.changes)
         steps.append(f"If {f.id} ({f.name}) still shows after that, the fallback: {fb}")
     said = {f.id}
     for g in findings[top + 1 :]:
         if g.id in said:  # another episode of a rule already advised: one step per rule
             continue
         said.add(g.id)
-        what = _say(g.action.advice, g.action.changes) if g.action else "see the finding."
+        what = say(g.action.advice, g.action.changes) if g.action else "see the finding."
         if _passed(g):
             what = f"cleared at step {g.cleared_step}; only if it comes back: {what}"
         if (
@@ -709,7 +767,7 @@ def _patch(
             what = "covered by the change above."
         steps.append(f"Then {g.id} ({g.name}, {g.severity.value}): {what}")
     for g in {g.id: g for g in reversed(findings[:top])}.values():
-        what = _say(g.action.advice, []) if g.action else "see the finding's evidence."
+        what = say(g.action.advice, []) if g.action else "see the finding's evidence."
         steps.insert(0, f"{g.id} ({g.name}): no parameter change applies; {what}")
     patch = Patch(
         from_finding=f.id,

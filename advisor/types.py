@@ -39,6 +39,12 @@ CANONICAL_METRICS: tuple[str, ...] = (
     "vf_loss",  # PPO critic loss (verl critic/vf_loss)
     "critic_grad_norm",  # PPO critic gradient norm (verl critic/grad_norm)
     "gen_batches",  # DAPO dynamic sampling: generation rounds per step (verl train/num_gen_batches)
+    "terminated_length",  # TRL completions/mean_terminated_length
+    "clip_low",  # TRL clip_ratio/low_mean
+    "clip_high",  # TRL clip_ratio/high_mean
+    "memory_gb",  # verl perf/max_memory_allocated_gb
+    "rollout_probs_diff",  # verl training/rollout_probs_diff_mean
+    "aborted_ratio",  # verl response/aborted_ratio
 )
 
 
@@ -78,6 +84,17 @@ class Evidence(_Model):
     summary: str  # one sentence a person can check against the curve
 
 
+class FrameworkKey(_Model):
+    """A change as the run's framework names it: a TRL GRPOConfig field or a verl Hydra key,
+    with the framework's own values (verl's response cap, not the guide's prompt + response)."""
+
+    key: str
+    from_: Any = Field(default=None, alias="from", serialization_alias="from")
+    to: Any = None
+    note: str | None = None
+    assumed: bool = False  # `from` was not given by the user nor shown by the run
+
+
 class Change(_Model):
     """One hyperparameter change of an action, after clamping and coupling repair."""
 
@@ -87,6 +104,10 @@ class Change(_Model):
     op: Literal["multiply", "add", "set"] = "set"
     factor: float | None = None
     note: str | None = None  # e.g. "clamped to 1e-5", "repaired coupling ppo_mini_batch_size"
+    # `from` is an assumed value (the platform default), not the user's nor the run's
+    assumed: bool = False
+    # the same change in the run's framework (empty for the platform's job)
+    framework_keys: list[FrameworkKey] = []
 
 
 class Action(_Model):
@@ -156,6 +177,7 @@ class RunInfo(_Model):
     config_hints: dict[str, Any] = {}
     ending: RunEnding | None = None
     warnings: list[str] = []
+    framework: str = "platform"  # whose log it is: platform, trl, verl, openrlhf
 
 
 @dataclass(frozen=True)
@@ -204,8 +226,14 @@ class Patch(_Model):
     from_finding: str | None = None
     kind: Literal["primary", "fallback", "none"] = "none"
     changes: list[Change] = []
-    hyper_parameters: dict[str, Any] = {}  # the full patched set
+    # the patched set: the values the user gave or the run showed, plus the change; never an
+    # assumed value (those are listed in `assumed`)
+    hyper_parameters: dict[str, Any] = {}
     notes: list[str] = []
+    assumed: list[str] = []  # parameters whose value the change starts from was assumed
+    framework: str = "platform"  # whose names `settings` and `override` use
+    settings: dict[str, Any] = {}  # the change in the framework's names (key -> new value)
+    override: str | None = None  # verl: Hydra overrides to append; TRL: GRPOConfig keywords
 
 
 class Diagnosis(_Model):
@@ -227,6 +255,9 @@ class Diagnosis(_Model):
     plots: dict[str, str] = {}  # finding id -> image path
     # the patch as a unified diff of the user's own job file (None without --config)
     patch_diff: str | None = None
+    framework: str = "platform"  # the dialect every name of the report is said in
+    # hyperparameters whose value (in `hyper_parameters`) is an assumption, not known
+    assumed_parameters: list[str] = []
     # metric -> (steps, values) the report draws; excluded from the JSON
     series: dict[str, tuple[list[int], list[float | None]]] = Field(default={}, exclude=True)
 

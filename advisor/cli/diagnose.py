@@ -139,10 +139,11 @@ def diagnose(
     if text is None:  # pictures: matplotlib's figures are reference cycles, left to the collector
         text = render(d, format.value, out_dir=out_dir, stem=stem)
     if patched_config is not None:
+        from advisor.api import file_changes
         from advisor.config import write_patched
 
         # Written even when nothing changes, so a CI step can always resubmit PATH.
-        changes = {c.param: c.to for c in d.patch.changes} if d.patch else {}
+        changes = file_changes(d.patch)
         write_patched(config, changes, patched_config)
     if output is not None:
         write_atomic(output, text)

@@ -101,6 +101,16 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "rollout_time": ("timing_s/gen", "timing/gen"),
     "zero_std_frac": ("frac_reward_zero_std", "train/frac_reward_zero_std"),
     "loss": ("loss", "train/loss", "actor/pg_loss", "policy_loss", "train/pg_loss"),
+    # what the remedy sizes and words advice with (advisor.runfacts), not symptom metrics
+    "terminated_length": (
+        "completions/mean_terminated_length",  # TRL: length of the answers that finished
+        "train/completions/mean_terminated_length",
+    ),
+    "clip_low": ("clip_ratio/low_mean", "train/clip_ratio/low_mean"),  # TRL
+    "clip_high": ("clip_ratio/high_mean", "train/clip_ratio/high_mean"),  # TRL
+    "memory_gb": ("perf/max_memory_allocated_gb",),  # verl, per step
+    "rollout_probs_diff": ("training/rollout_probs_diff_mean",),  # verl: train/rollout gap
+    "aborted_ratio": ("response/aborted_ratio",),  # verl: rollouts aborted before their end
 }
 
 # A row whose only values are an evaluation's is no training step (verl validates at step 0

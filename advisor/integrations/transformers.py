@@ -14,7 +14,7 @@ Importing this module imports transformers (the `transformers` extra); `import a
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,68 +27,58 @@ from advisor.types import Finding, RunEnding
 REPORT_NAME = "rl-advisor-report.md"
 
 
-def _value(x: Any) -> Any:
-    return getattr(x, "value", x)  # transformers' enums (SchedulerType, SaveStrategy) -> str
+RUN_FILE = "rl-advisor-run.json"  # what the live run knew, for a later `diagnose OUTPUT_DIR`
+
+
+def _arguments(args: Any) -> dict[str, Any]:
+    """TrainingArguments / GRPOConfig as a plain mapping (its dataclass fields)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(args):
+        return {f.name: getattr(args, f.name, None) for f in dataclasses.fields(args)}
+    return dict(vars(args)) if hasattr(args, "__dict__") else {}
 
 
 def hints_from_args(args: Any) -> dict[str, Any]:
-    """Platform hyperparameters that TrainingArguments / TRL's GRPOConfig reveal.
+    """Platform hyperparameters that TrainingArguments / TRL's GRPOConfig reveal, plus the
+    framework ("trl") and the TRL settings the advice is said with (the name table's
+    `advisor.dialect.trl_hints`, which reads a TRL config file the same way).
 
     Only what maps one to one (names of knowledge.md §2.1); what would need a guess (prompts
     per step depends on the world size) is left out, so the report says it is unknown.
     """
-    g = lambda name: getattr(args, name, None)  # noqa: E731
-    hints: dict[str, Any] = {
-        "learning_rate": g("learning_rate"),
-        "n_rollouts": g("num_generations"),  # TRL GRPO: completions per prompt
-        "kl_loss_coef": g("beta"),  # TRL GRPO: the KL coefficient
-        "max_prompt_length": g("max_prompt_length"),
-        "lr_warmup_steps": g("warmup_steps") or None,
-        "save_total_limit": g("save_total_limit"),
+    from advisor.dialect import trl_hints
+
+    return trl_hints(_arguments(args))
+
+
+def _json_safe(value: Any) -> Any:
+    value = getattr(value, "value", value)  # enums
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    return str(value)
+
+
+def write_run_file(args: Any, hints: Mapping[str, Any], path: Path) -> Path:
+    """Leave in the output dir what the live run knew (its arguments, the framework, the hints
+    the Advisor judged with), so `rl-advisor diagnose OUTPUT_DIR` judges as it did. JSON, not
+    the pickle transformers writes (training_args.bin is never loaded)."""
+    import json
+
+    from advisor.resources import write_text_atomic
+
+    data = {
+        "framework": "trl" if hasattr(args, "num_generations") else "transformers",
+        "hints": _json_safe(dict(hints)),
+        "training_arguments": _json_safe(_arguments(args)),
     }
-    epochs = g("num_train_epochs")
-    if (
-        isinstance(epochs, (int, float))
-        and float(epochs).is_integer()
-        and g("max_steps")
-        in (
-            None,
-            -1,
-        )
-    ):
-        hints["n_epochs"] = int(epochs)
-    sched = _value(g("lr_scheduler_type"))
-    if sched in ("cosine", "linear", "constant"):
-        hints["lr_scheduler_type"] = sched
-    save = _value(g("save_strategy"))
-    if save in ("steps", "epoch", "no"):
-        hints["save_strategy"] = save
-        if save == "steps" and isinstance(g("save_steps"), int):
-            hints["save_steps"] = g("save_steps")
-    if _value(g("eval_strategy")) == "steps":
-        every = g("eval_steps") or g("logging_steps")
-        if isinstance(every, int) or (isinstance(every, float) and every >= 1):
-            hints["eval_steps"] = int(every)
-    prompt, completion = g("max_prompt_length"), g("max_completion_length")
-    if isinstance(prompt, int) and isinstance(completion, int) and prompt and completion:
-        hints["max_length"] = prompt + completion
-    algo = _algorithm(args)
-    if algo:
-        hints["algorithm"] = algo
-    return {k: v for k, v in hints.items() if v is not None}
-
-
-def _algorithm(args: Any) -> str | None:
-    """GSPO is TRL's sequence-level importance sampling; Clip-Higher (epsilon_high above
-    epsilon) marks DAPO (knowledge.md §3); a GRPOConfig without either is GRPO."""
-    if not hasattr(args, "num_generations"):
-        return None  # not a GRPO trainer
-    if getattr(args, "importance_sampling_level", None) == "sequence":
-        return "gspo"
-    eps, eps_high = getattr(args, "epsilon", None), getattr(args, "epsilon_high", None)
-    if isinstance(eps, float) and isinstance(eps_high, float) and eps_high > eps:
-        return "dapo"
-    return "grpo"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return path
 
 
 class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
@@ -117,17 +107,26 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
         self.report_name = report_name
         self.hints_from_trainer = hints_from_trainer
         self.report_path: Path | None = None
+        self.args: Any = None  # the TrainingArguments, from on_train_begin
 
     @property
     def findings(self) -> list[Finding]:
         return self.advisor.findings
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.hints_from_trainer and self.advisor.steps == 0:
+        self.args = args
+        hints = hints_from_args(args) if self.hints_from_trainer else {}
+        if hints and self.advisor.steps == 0:
             max_steps = getattr(state, "max_steps", 0) or None
             # RuntimeError: already judging (observe came first): keep the thresholds it has
             with contextlib.suppress(RuntimeError):
-                self.advisor.add_hints(hints_from_args(args), expected_steps=max_steps)
+                self.advisor.add_hints(hints, expected_steps=max_steps)
+        out_dir = getattr(args, "output_dir", None)
+        if out_dir and getattr(state, "is_world_process_zero", True) and self.report_name:
+            try:  # never break training over the advisor's own file
+                write_run_file(args, hints, Path(out_dir) / RUN_FILE)
+            except Exception as err:
+                self.hook._error("run file", err)
 
     def on_log(
         self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any
@@ -156,6 +155,23 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
             self.hook.report_path = Path(out_dir) / self.report_name
             self.report_path = self.hook.write()
 
+    def failed(self, err: BaseException, state: Any = None) -> Path | None:
+        """Close the run as failed by `err` and write its report (a TrainerCallback never
+        sees an exception raised inside train(): `reporting` calls this)."""
+        step = int(getattr(state, "global_step", 0) or 0) if state is not None else None
+        message = f"{type(err).__name__}: {err}"[:300]
+        self.hook.close(
+            RunEnding(kind="failed", step=step or self.advisor.last_step, message=message)
+        )
+        out_dir = getattr(getattr(self, "args", None), "output_dir", None)
+        if not out_dir or self.report_name is None:
+            return None
+        if state is not None and not getattr(state, "is_world_process_zero", True):
+            return None
+        self.hook.report_path = Path(out_dir) / self.report_name
+        self.report_path = self.hook.write()
+        return self.report_path
+
     def _ending(self, state: Any) -> RunEnding:
         step = int(getattr(state, "global_step", 0) or 0)
         stopper = self.hook.stopped_by
@@ -166,3 +182,42 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
         if max_steps and step >= max_steps:
             return RunEnding(kind="completed", step=step, message="reached max_steps")
         return RunEnding(kind="unknown", step=step)
+
+
+def _callback_of(trainer: Any) -> AdvisorCallback | None:
+    handler = getattr(trainer, "callback_handler", None)
+    for cb in getattr(handler, "callbacks", []) or []:
+        if isinstance(cb, AdvisorCallback):
+            return cb
+    return None
+
+
+@contextlib.contextmanager
+def reporting(trainer: Any) -> Iterator[AdvisorCallback]:
+    """Report a run whose training raises: inside the block, an exception closes the run as
+    failed, writes the report into the output dir, and is raised again.
+
+        with reporting(trainer):
+            trainer.train()
+
+    The trainer must hold an AdvisorCallback (one is added if it has none)."""
+    cb = _callback_of(trainer)
+    if cb is None:
+        cb = AdvisorCallback()
+        trainer.add_callback(cb)
+    try:
+        yield cb
+    except BaseException as err:
+        if getattr(cb, "args", None) is None:
+            cb.args = getattr(trainer, "args", None)
+        try:
+            cb.failed(err, getattr(trainer, "state", None))
+        except Exception as report_err:  # the training error is what the caller must see
+            cb.hook._error("failure report", report_err)
+        raise
+
+
+def train(trainer: Any, **kwargs: Any) -> Any:
+    """`trainer.train(**kwargs)` with the report written even when it raises (`reporting`)."""
+    with reporting(trainer):
+        return trainer.train(**kwargs)

@@ -1,15 +1,20 @@
 """verl: judge the run inside verl's Ray actor, where its trainer logs.
 
-verl has no callback registry; its `RayPPOTrainer.fit()` runs in the TaskRunner Ray actor and
-logs every step through `verl.utils.tracking.Tracking.log(data, step, backend=None)`, a class it
-imports inside `fit()`. Two routes follow from that (verl's names checked against its public
-source, `verl/trainer/main_ppo.py` and `verl/utils/tracking.py`):
+verl has no callback registry; its trainer's `fit()` runs in the TaskRunner Ray actor and logs
+every step through `verl.utils.tracking.Tracking.log(data, step, backend=None)`. Where the
+trainer finds that class differs by release (checked against the installed verl 0.9.1): the V1
+trainer (`verl.trainer.ppo.v1.trainer_base`, the default with `trainer.use_v1: true`) binds
+`Tracking` when it is imported; the legacy `RayPPOTrainer` (verl/trainer/ppo/ray_trainer.py,
+run by `main_ppo_v0.TaskRunner`, and by `main_ppo.TaskRunner` before 0.9) imports it inside
+`fit()`. Both task runners are `@ray.remote` actor classes already: a subclass of one is a
+metaclass conflict, so the advisor subclasses the class underneath (`__ray_actor_class__`) and
+makes its own actor of it. Two routes follow:
 
-1. `AdvisorTaskRunner`: a TaskRunner for `run_ppo(config, task_runner_class=...)`. In the actor
-   it builds the Advisor (hints from verl's own config), puts a `Tracking` subclass in place
-   whose `log` also feeds the Advisor, runs the normal TaskRunner, and writes the report into
-   `trainer.default_local_dir` when training ends (or fails).
-2. `install(hook)`: the same `Tracking` patch, for code that drives `RayPPOTrainer` itself.
+1. `AdvisorTaskRunner`: the actor class for `run_ppo(config, task_runner_class=...)`. In the
+   actor it builds the Advisor (hints from verl's own config), puts a `Tracking` subclass in
+   place wherever the trainers look it up, runs the normal TaskRunner, and writes the report
+   into `trainer.default_local_dir` when training ends (or fails).
+2. `install(hook)`: the same `Tracking` patch, for code that drives a verl trainer itself.
 
 The sidecar route needs no code in the job: `rl-advisor watch <file logger's JSONL or console
 log> --config job.yaml` (see docs/online.md).
@@ -61,21 +66,41 @@ def tracking_class(base: Any, hook: Hook, *, raise_on_stop: bool = True) -> type
     return type("AdvisorTracking", (base,), {"log": log, "__module__": __name__})
 
 
+# Modules that bind `Tracking` at import (verl 0.9's V1 trainer): imported before patching,
+# so their binding is replaced too. A module a release lacks is skipped.
+BINDERS = ("verl.trainer.ppo.v1.trainer_base",)
+
+
 def install(hook: Hook, module: Any = None, *, raise_on_stop: bool = True) -> Callable[[], None]:
-    """Replace `verl.utils.tracking.Tracking` by a subclass that feeds `hook`; returns the undo.
+    """Replace verl's `Tracking` by a subclass that feeds `hook`, wherever it is looked up:
+    `verl.utils.tracking` (the legacy trainer imports it from there inside `fit()`) and every
+    loaded module that bound the original at import (the V1 trainer). Returns the undo.
 
-    `fit()` imports Tracking from that module when it starts, so installing before `fit()` (in
-    the same process, i.e. inside the TaskRunner actor) is enough.
-    """
+    Install before `fit()`, in the same process (inside the TaskRunner actor)."""
+    import importlib
+    import sys
+
     if module is None:
-        import importlib
-
         module = importlib.import_module("verl.utils.tracking")
+        for name in BINDERS:
+            try:
+                importlib.import_module(name)
+            except ImportError:  # not in this release, or its own imports are missing
+                continue
     original = module.Tracking
-    module.Tracking = tracking_class(original, hook, raise_on_stop=raise_on_stop)
+    patched = tracking_class(original, hook, raise_on_stop=raise_on_stop)
+    bound = [module] + [
+        m
+        for m in list(sys.modules.values())
+        if m is not None and m is not module and getattr(m, "Tracking", None) is original
+    ]
+    for m in bound:
+        m.Tracking = patched
 
     def undo() -> None:
-        module.Tracking = original
+        for m in bound:
+            if getattr(m, "Tracking", None) is patched:
+                m.Tracking = original
 
     return undo
 
@@ -102,10 +127,11 @@ def hints_from_verl(cfg: Any) -> dict[str, Any]:
     """Platform hyperparameters verl's config reveals: the mapping the console-log reader
     applies to the config verl prints (helper I's `verl_hints`), so the hook and diagnose
     read one config alike."""
+    from advisor.dialect import verl_facts
     from advisor.ingest.hints import verl_hints
 
     plain = _plain(cfg)
-    return verl_hints(plain) if isinstance(plain, Mapping) else {}
+    return {**verl_hints(plain), **verl_facts(plain)} if isinstance(plain, Mapping) else {}
 
 
 def _report_path(cfg: Any) -> Path | None:
@@ -145,21 +171,47 @@ def run_with_advisor(run: Callable[[Any], Any], cfg: Any, hook: Hook) -> Any:
     return result
 
 
+def actor_base(runner: Any) -> type:
+    """The plain class under a Ray actor class (`@ray.remote class TaskRunnerV1`); a plain
+    class as it is."""
+    inner = getattr(runner, "__ray_actor_class__", None)
+    if isinstance(inner, type):
+        return inner
+    meta = getattr(runner, "__ray_metadata__", None)
+    modified = getattr(meta, "modified_class", None)
+    if isinstance(modified, type):
+        return modified
+    if isinstance(runner, type):
+        return runner
+    raise TypeError(f"{runner!r} is neither a class nor a Ray actor class")
+
+
+def verl_task_runner() -> Any:
+    """The task runner verl itself starts: `main_ppo.TaskRunnerV1` (verl 0.9), else
+    `main_ppo.TaskRunner` (earlier releases)."""
+    import importlib
+
+    main = importlib.import_module("verl.trainer.main_ppo")
+    for name in ("TaskRunnerV1", "TaskRunner"):
+        runner = getattr(main, name, None)
+        if runner is not None:
+            return runner
+    raise ImportError("verl.trainer.main_ppo has neither TaskRunnerV1 nor TaskRunner")
+
+
 def task_runner_class(base: Any = None) -> type:
-    """A TaskRunner subclass (not yet a Ray actor) whose `run` judges the run as it goes.
+    """A TaskRunner subclass (not a Ray actor) whose `run` judges the run as it goes.
+
+    `base`: a task runner class or Ray actor class (default: the one verl starts). For
+    `run_ppo`, make an actor of it (`remote_task_runner()` does):
 
         from verl.trainer.main_ppo import run_ppo
-        runner = ray.remote(num_cpus=1)(task_runner_class())
-        run_ppo(config, task_runner_class=runner)
+        run_ppo(config, task_runner_class=remote_task_runner())
 
     Set RL_ADVISOR_CONFIG (job.yaml), RL_ADVISOR_STOP_ON=error and RL_ADVISOR_REPORT in the
     Ray runtime env to configure it inside the actor.
     """
-    if base is None:
-        from verl.trainer.main_ppo import TaskRunner
-
-        base = TaskRunner
-    parent: Any = base
+    parent: Any = actor_base(base if base is not None else verl_task_runner())
 
     def run(self: Any, config: Any) -> Any:
         hook = make_hook(config)
@@ -168,7 +220,16 @@ def task_runner_class(base: Any = None) -> type:
     return type("AdvisorTaskRunner", (parent,), {"run": run, "__module__": __name__})
 
 
-_RUNNER: type | None = None
+def remote_task_runner(base: Any = None, **ray_options: Any) -> Any:
+    """`task_runner_class(base)` as a Ray actor class, for `run_ppo(config, task_runner_class=)`
+    (`ray_options`, e.g. num_cpus=1, go to `ray.remote`)."""
+    import ray
+
+    cls = task_runner_class(base)
+    return ray.remote(**ray_options)(cls) if ray_options else ray.remote(cls)
+
+
+_RUNNER: Any = None
 
 
 def __getattr__(name: str) -> Any:
@@ -176,6 +237,6 @@ def __getattr__(name: str) -> Any:
     global _RUNNER
     if name == "AdvisorTaskRunner":
         if _RUNNER is None:
-            _RUNNER = task_runner_class()
+            _RUNNER = remote_task_runner()
         return _RUNNER
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

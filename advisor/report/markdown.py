@@ -82,23 +82,48 @@ def yaml_value(value: Any) -> str:
     return fmt(value)
 
 
-def diff_lines(changes: Sequence[Change]) -> list[str]:
-    """Old vs new hyperparameter lines, one pair per parameter, under a `hyper_parameters:`
-    context line (it sits under `training:` in the YAML layout, at the top in the keyword one;
-    `--patched-config` writes the real file)."""
+def diff_lines(changes: Sequence[Change], framework: str = "platform") -> list[str]:
+    """Old vs new lines, one pair per setting: the platform's hyperparameters under a
+    `hyper_parameters:` context line (it sits under `training:` in the YAML layout, at the
+    top in the keyword one); a TRL config YAML's top-level keys; verl's dotted Hydra keys.
+    `--patched-config` writes the real file. An old value that is not known is not shown as
+    a line of the file: the new line alone, said to be an addition."""
     out: list[str] = []
+    native = framework in ("trl", "verl")
+    indent = "" if native else "  "
     for c in changes:
-        out.append(f"-  {c.param}: {yaml_value(c.from_)}")
-        out.append(f"+  {c.param}: {yaml_value(c.to)}")
+        said = [(k.key, k.from_, k.to, k.assumed) for k in c.framework_keys] if native else []
+        for key, old, new, assumed in said or [(c.param, c.from_, c.to, c.assumed)]:
+            if old is not None and not assumed:
+                out.append(f"-{indent}{key}: {yaml_value(old)}")
+            out.append(f"+{indent}{key}: {yaml_value(new)}")
     return out
 
 
+def _old(value: Any, assumed: bool) -> str:
+    if value is None:
+        return "unset"
+    return fmt(value) + (" (assumed)" if assumed else "")
+
+
 def change_text(c: Change) -> str:
+    """A change in the run's framework's names where it has them (`beta` 0 → 0.04), the
+    guide's otherwise; an assumed old value says so."""
     how = ""
     if c.factor is not None:
         how = f" (x{fmt(c.factor)})" if c.op == "multiply" else f" ({c.factor:+g})"
-    note = f" - {c.note}" if c.note else ""
-    return f"`{c.param}` {fmt(c.from_)} → {fmt(c.to)}{how}{note}"
+    notes = [c.note] if c.note else []
+    if c.framework_keys:
+        said = ", ".join(
+            f"`{k.key}` {_old(k.from_, k.assumed)} → {fmt(k.to)}" for k in c.framework_keys
+        )
+        notes += [k.note for k in c.framework_keys if k.note]
+        known = c.framework_keys[0].from_ is not None
+        text = f"{said}{how if known else ''}"
+    else:
+        text = f"`{c.param}` {_old(c.from_, c.assumed)} → {fmt(c.to)}{how}"
+    note = "".join(f" - {n}" for n in notes)
+    return f"{text}{note}"
 
 
 def verdict(d: Diagnosis) -> str:
@@ -134,7 +159,9 @@ def _verdict(d: Diagnosis) -> str:
     )
     if d.patch and d.patch.changes:
         c = d.patch.changes[0]
-        todo = f"the one change to make: `{c.param}` {fmt(c.from_)} → {fmt(c.to)}"
+        todo = "the one change to make: " + change_text(
+            c.model_copy(update={"note": None, "factor": None})
+        ).split(" - ")[0]
     elif all(f.severity.value == "info" and f.cleared_step is not None for f in ordered):
         todo = f"nothing to change: it passed by step {top.cleared_step}"  # engine `settles`
     else:
@@ -244,7 +271,8 @@ def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "repo
         "d": d,
         "verdict": verdict(d),
         "findings": [_finding_view(eps, d, plots) for eps in _episodes(d.findings)],
-        "diff": diff_lines(d.patch.changes) if d.patch else [],
+        "diff": diff_lines(d.patch.changes, d.framework) if d.patch else [],
+        "framework": d.framework,
         "ckpt": d.checkpoint,
         "curves": _curves(d),
     }

@@ -52,7 +52,7 @@ def test_without_config_the_assumptions_say_what_was_taken(tmp_path) -> None:
     write_verl_jsonl(metrics, 400, "kl_blowup")
     d = diagnose(metrics)
     text = " ".join(d.assumptions)
-    assert "taken from the run's log: eval_steps=20" in text
+    assert "taken from the run's log: trainer.test_freq=20" in text  # a verl log: verl's names
     assert "kl_loss_coef" in text  # the patched value starts from an assumed default
 
 

@@ -24,7 +24,10 @@ def test_a_patch_from_an_assumed_value_says_so() -> None:
     run = CORPUS / "p9-rising-verl-jsonl-s0002"  # a file logger: no config dump in it
     d = diagnose(run)
     assert d.patch is not None and [c.param for c in d.patch.changes] == ["max_length"]
-    assert any("max_length is not in the job file nor the log" in a for a in d.assumptions)
+    # said in verl's names (a verl log): the guide's max_length is prompt + response there
+    said = "max_length (data.max_prompt_length + data.max_response_length) is not in the job file"
+    assert any(said in a for a in d.assumptions)
+    assert d.patch.changes[0].assumed and d.patch.assumed == ["max_length"]
     with_job = diagnose(run, run / "job.yaml")
     assert not any("the patch starts from the platform default" in a for a in with_job.assumptions)
 

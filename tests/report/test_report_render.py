@@ -37,7 +37,8 @@ def test_verdict_names_the_one_change() -> None:
     md = render(diag(), "markdown")
     first = next(line for line in md.splitlines() if line.startswith("**Verdict:**"))
     assert "2 issues (1 error, 1 warning)" in first
-    assert "`learning_rate` 2e-06 → 4e-06" in first and "P1" in first
+    # no job file and no origin: the old value is the platform default, said to be assumed
+    assert "`learning_rate` 2e-06 (assumed) → 4e-06" in first and "P1" in first
 
 
 def test_findings_table_and_sections_in_priority_order() -> None:
@@ -53,7 +54,8 @@ def test_patch_is_a_diff_block() -> None:
     md = render(diag(), "markdown")
     block = md.split("```diff\n", 1)[1].split("```", 1)[0]
     assert block.startswith(" hyper_parameters:\n")
-    assert "-  learning_rate: 2e-06" in block and "+  learning_rate: 4e-06" in block
+    # an assumed old value is no line of the user's file: only the change is shown
+    assert "-  learning_rate" not in block and "+  learning_rate: 4e-06" in block
     assert "max_length" not in block  # one variable at a time
 
 

@@ -1,0 +1,523 @@
+"""Saying the advice in the user's framework: the name table (`rulebook/dialects.yaml`) and
+the Speaker that renders a guide-named Change as TRL GRPOConfig fields or verl Hydra keys.
+
+The remedy plans with the guide's names (knowledge.md §2, the platform's job); everything a
+person or a patch sees passes through `Speaker`: the change's framework keys and values, the
+advice sentences, the override line verl takes on its launch command and the GRPOConfig
+keywords TRL takes. The table is data; this module only knows how to read it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from advisor.types import Change, FrameworkKey
+
+Framework = Literal["platform", "trl", "verl", "openrlhf"]
+FRAMEWORKS: tuple[str, ...] = ("platform", "trl", "verl", "openrlhf")
+
+
+# ----------------------------------------------------------------------------- schema
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Case(_Strict):
+    when: dict[str, Any]
+    key: str
+    also: dict[str, Any] | None = None
+
+
+class Name(_Strict):
+    """One guide hyperparameter in one framework."""
+
+    key: str | None = None
+    cases: list[Case] = []
+    also: dict[str, Any] = {}
+    minus: str | None = None
+    divide_by: str | None = None
+    scale: bool = False
+    values: dict[str, dict[str, Any]] = {}
+    none: str | None = None
+    note: str | None = None
+    since_absent: str | None = None  # the key is gone from newer releases: why, if so
+
+
+class FrameworkInfo(_Strict):
+    title: str
+    file: str
+    package: str | None = None
+    same_as: str | None = None
+    defaults: dict[str, Any] = {}
+
+
+class DialectBook(_Strict):
+    version: int
+    frameworks: dict[str, FrameworkInfo]
+    names: dict[str, dict[str, Name]]
+
+
+@cache
+def dialects() -> DialectBook:
+    """The name table, validated against its schema (cached)."""
+    from advisor.resources import load_validated, read_yaml_data, rulebook_dir
+
+    def build(path: Path) -> DialectBook:
+        return DialectBook.model_validate(read_yaml_data(path))
+
+    return load_validated(rulebook_dir() / "dialects.yaml", build, __name__)
+
+
+# ----------------------------------------------------------------------------- detection
+_TRL_COLUMNS = ("frac_reward_zero_std", "completions/mean_length", "completions/clipped_ratio")
+_VERL_COLUMNS = ("critic/score/mean", "critic/rewards/mean", "actor/pg_loss", "timing_s/step")
+_OPENRLHF_COLUMNS = ("actor_grad_norm", "ppo_clip_ratio", "rollout/truncated_rate")
+
+
+def framework_of_run(fmt: str, columns: Sequence[str], hints: Mapping[str, Any]) -> Framework:
+    """The framework a run's log comes from: its format, else its metric names, else its
+    config hints; the platform when nothing tells."""
+    fmt = fmt or ""
+    declared = hints.get("framework")
+    if isinstance(declared, str) and declared in FRAMEWORKS:
+        return declared  # type: ignore[return-value]
+    if fmt.startswith("verl"):
+        return "verl"
+    if fmt.startswith("trl"):
+        return "trl"
+    if fmt.startswith("openrlhf"):
+        return "openrlhf"
+    cols = set(columns)
+    for prefix in ("", "train/"):
+        if any(prefix + c in cols for c in _TRL_COLUMNS):
+            return "trl"
+    if any(c in cols for c in _VERL_COLUMNS) or "adv_estimator" in hints:
+        return "verl"
+    if any(c in cols for c in _OPENRLHF_COLUMNS):
+        return "openrlhf"
+    return "platform"
+
+
+_TRL_MARKERS = frozenset(
+    {
+        "num_generations",
+        "per_device_train_batch_size",
+        "output_dir",
+        "beta",
+        "max_completion_length",
+        "gradient_accumulation_steps",
+        "num_train_epochs",
+    }
+)
+# TRL arguments the Speaker needs beside the guide's values
+_TRL_OWN = (
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "loss_type",
+    "epsilon",
+    "epsilon_high",
+    "importance_sampling_level",
+    "eval_strategy",
+    "max_completion_length",
+)
+_VERL_TOP = frozenset({"actor_rollout_ref", "algorithm", "trainer", "data", "critic"})
+
+
+@cache
+def trl_fields() -> frozenset[str]:
+    """GRPOConfig's field names: from the installed TRL, else the table's TRL keys."""
+    try:
+        import dataclasses
+
+        from trl import GRPOConfig
+
+        return frozenset(f.name for f in dataclasses.fields(GRPOConfig))
+    except Exception:  # TRL not installed (the extra) or broken: the table's own names
+        book = dialects()
+        out = {n.key for per in book.names.values() if (n := per.get("trl")) and n.key}
+        out |= {
+            k
+            for per in book.names.values()
+            if (n := per.get("trl"))
+            for v in n.values.values()
+            for k in v
+        }
+        out |= {"output_dir", "per_device_train_batch_size", "eval_strategy", "max_steps",
+                "logging_steps", "epsilon", "report_to", "bf16", "seed"}  # fmt: skip
+        return frozenset(out)
+
+
+def framework_of_document(doc: Mapping[str, Any]) -> Framework | None:
+    """The framework a config file is written for: verl's Hydra tree, a TRL / transformers
+    arguments file (YAML for `trl grpo --config`, a saved TrainingArguments JSON); None for
+    the platform's job."""
+    keys = {str(k) for k in doc}
+    if "actor_rollout_ref" in keys or len(keys & _VERL_TOP) >= 3:
+        return "verl"
+    if "hyper_parameters" in keys or "training" in keys:
+        return None
+    if len(keys & _TRL_MARKERS) >= 2:
+        return "trl"
+    return None
+
+
+# ----------------------------------------------------------------------------- framework -> guide
+def _get(cfg: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def trl_hints(args: Mapping[str, Any]) -> dict[str, Any]:
+    """Guide hyperparameters (and facts the Speaker needs) from TRL / transformers arguments
+    given as a mapping (a config YAML, a saved TrainingArguments JSON, `vars(args)`).
+
+    Only what maps one to one; what would need a guess (prompts per step depend on the number
+    of processes) is left out, so the report says it is unknown."""
+
+    def g(name: str) -> Any:
+        v = args.get(name)
+        return getattr(v, "value", v)  # transformers' enums (SaveStrategy) -> str
+
+    hints: dict[str, Any] = {"framework": "trl"}
+    direct = {
+        "learning_rate": "learning_rate",
+        "num_generations": "n_rollouts",
+        "beta": "kl_loss_coef",
+        "max_prompt_length": "max_prompt_length",
+        "save_total_limit": "save_total_limit",
+    }
+    for name, param in direct.items():
+        v = g(name)
+        if v is not None and not isinstance(v, bool):
+            hints[param] = v
+    if isinstance(hints.get("kl_loss_coef"), int):
+        hints["kl_loss_coef"] = float(hints["kl_loss_coef"])
+    warm = g("warmup_steps")
+    if isinstance(warm, int) and not isinstance(warm, bool) and warm > 0:
+        hints["lr_warmup_steps"] = warm
+    epochs, max_steps = g("num_train_epochs"), g("max_steps")
+    numeric_epochs = isinstance(epochs, int | float) and not isinstance(epochs, bool)
+    if numeric_epochs and float(epochs).is_integer() and max_steps in (None, -1):
+        hints["n_epochs"] = int(epochs)
+    sched = g("lr_scheduler_type")
+    if sched in ("cosine", "linear", "constant"):
+        hints["lr_scheduler_type"] = sched
+    save = g("save_strategy")
+    if save in ("steps", "epoch", "no"):
+        hints["save_strategy"] = save
+        if save == "steps" and isinstance(g("save_steps"), int):
+            hints["save_steps"] = g("save_steps")
+    if g("eval_strategy") == "steps":
+        every = g("eval_steps") or g("logging_steps")
+        if isinstance(every, int) or (isinstance(every, float) and every >= 1):
+            hints["eval_steps"] = int(every)
+    completion = g("max_completion_length")
+    if isinstance(completion, int) and not isinstance(completion, bool) and completion > 0:
+        hints["max_response_length"] = completion
+        prompt = g("max_prompt_length")
+        if isinstance(prompt, int) and prompt > 0:
+            hints["max_length"] = prompt + completion
+    for own in _TRL_OWN:
+        v = g(own)
+        if v is not None:
+            hints[own] = v
+    algo = _trl_algorithm(args)
+    if algo:
+        hints["algorithm"] = algo
+    return {k: v for k, v in hints.items() if v is not None}
+
+
+def _trl_algorithm(args: Mapping[str, Any]) -> str | None:
+    """GSPO is TRL's sequence-level importance sampling; Clip-Higher (epsilon_high above
+    epsilon) marks DAPO (knowledge.md §3); TRL arguments without either are GRPO's."""
+    if "num_generations" not in args and "beta" not in args:
+        return None  # not a GRPO config: nothing said about the algorithm
+    if args.get("importance_sampling_level") == "sequence":
+        return "gspo"
+    eps, high = args.get("epsilon", 0.2), args.get("epsilon_high")
+    if isinstance(eps, float) and isinstance(high, float) and high > eps:
+        return "dapo"
+    return "grpo"
+
+
+def verl_facts(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """What the Speaker needs from a verl config beside the guide's values."""
+    out: dict[str, Any] = {"framework": "verl"}
+    for name, path in {
+        "use_kl_loss": "actor_rollout_ref.actor.use_kl_loss",
+        "use_kl_in_reward": "algorithm.use_kl_in_reward",
+    }.items():
+        v = _get(cfg, path)
+        if isinstance(v, bool):
+            out[name] = v
+    return out
+
+
+# ----------------------------------------------------------------------------- the speaker
+_Unknown = object()
+
+
+class Speaker:
+    """Renders guide-named changes and sentences in one framework's names.
+
+    `hp`: the guide's values the job runs with (to compute a framework value from the guide's,
+    e.g. the response cap = max_length - max_prompt_length); `facts`: what the run or the
+    config file told about the framework itself (verl's use_kl_loss, TRL's
+    gradient_accumulation_steps); `origin`: where each guide value came from, so an assumed one
+    is said as such."""
+
+    def __init__(
+        self,
+        framework: str = "platform",
+        hp: Mapping[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
+        origin: Mapping[str, str] | None = None,
+    ) -> None:
+        book = dialects()
+        info = book.frameworks.get(framework)
+        self.framework = framework if info is not None else "platform"
+        self.info = info or book.frameworks["platform"]
+        speaks = self.info.same_as or self.framework
+        self.speaks = speaks  # whose names are used (OpenRLHF's advice keeps the guide's)
+        self.hp = dict(hp or {})
+        self.facts = dict(facts or {})
+        self.origin = dict(origin or {})
+
+    @property
+    def native(self) -> bool:
+        """The framework's own names are used (not the guide's)."""
+        return self.speaks in ("trl", "verl")
+
+    def entry(self, param: str) -> Name | None:
+        if not self.native:
+            return None
+        return dialects().names.get(param, {}).get(self.speaks)
+
+    def _case(self, entry: Name) -> tuple[str | None, dict[str, Any]]:
+        for case in entry.cases:
+            if all(self.facts.get(k, _Unknown) == v for k, v in case.when.items()):
+                return case.key, dict(case.also if case.also is not None else entry.also)
+        return entry.key, dict(entry.also)
+
+    def name(self, param: str) -> str:
+        """The framework's name of a guide parameter (the guide's own where it has none)."""
+        entry = self.entry(param)
+        if entry is None:
+            return param
+        key, _ = self._case(entry)
+        return key if key is not None else param  # a choice (algorithm) keeps its own word
+
+    def assumed(self, param: str) -> bool:
+        return self.origin.get(param, "default") == "default"
+
+    def marked(self, change: Change) -> Change:
+        """The change with `assumed` set when its old value is not known (a default)."""
+        assumed = self.assumed(change.param)
+        return (
+            change if change.assumed == assumed else change.model_copy(update={"assumed": assumed})
+        )
+
+    def said(self, change: Change) -> Change:
+        """The change marked and with its framework keys (what the JSON and report carry)."""
+        change = self.marked(change)
+        return change.model_copy(update={"framework_keys": self.keys(change)})
+
+    def keys(self, change: Change) -> list[FrameworkKey]:
+        """The framework settings a guide change means, with their old values where known."""
+        entry = self.entry(change.param)
+        if entry is None:
+            return []
+        if entry.values:
+            wanted = entry.values.get(str(change.to), {})
+            said = [self._setting(k, v) for k, v in wanted.items()]
+            return [k for k in said if k.from_ != k.to]  # what the framework already does stays
+        key, also = self._case(entry)
+        if key is None:
+            return []
+        old, new = change.from_, change.to
+        if entry.minus is not None:
+            base = self.hp.get(entry.minus)
+            ok = all(isinstance(x, int | float) for x in (old, new, base))
+            old, new = (old - base, new - base) if ok else (None, None)
+            known = self.facts.get("max_response_length")
+            if isinstance(known, int) and isinstance(old, int) and known != old:
+                # the run showed its own cap; the guide's difference is kept
+                new, old = known + (new - old), known
+        elif entry.divide_by is not None:
+            per = self.hp.get(entry.divide_by)
+            ok = isinstance(per, int) and per > 0 and all(isinstance(x, int) for x in (old, new))
+            old, new = (old // per, max(1, new // per)) if ok else (None, None)
+        elif entry.scale:
+            own = self.facts.get(key)
+            factor = change.factor if change.op == "multiply" else None
+            if isinstance(own, int) and factor:
+                old, new = own, max(1, round(own * factor))
+            else:
+                old, new = None, None
+        out = [
+            FrameworkKey.model_validate(
+                {"key": key, "from": old, "to": new, "note": entry.note,
+                 "assumed": self.assumed(change.param) and not entry.scale}
+            )
+        ]  # fmt: skip
+        if new not in (0, 0.0, None):
+            out += [k for k in (self._setting(k, v) for k, v in also.items()) if k.from_ != k.to]
+        return out
+
+    def _setting(self, key: str, value: Any) -> FrameworkKey:
+        """A framework setting to `value`; its old value the run's, else the framework's
+        default (assumed: another release may differ)."""
+        if key in self.facts or key.rsplit(".", 1)[-1] in self.facts:
+            old = self.facts.get(key, self.facts.get(key.rsplit(".", 1)[-1]))
+            assumed = False
+        else:
+            old, assumed = self.info.defaults.get(key), key in self.info.defaults
+        return FrameworkKey.model_validate(
+            {"key": key, "from": old, "to": value, "assumed": assumed}
+        )
+
+    def unavailable(self, param: str) -> str | None:
+        entry = self.entry(param)
+        return entry.none if entry is not None else None
+
+    # -- sentences ---------------------------------------------------------------------------
+    def describe(self, change: Change) -> str:
+        """`name old -> new (xF)` in the framework's names; the guide's parameter in brackets
+        where the framework's value is not the guide's own."""
+        how = (
+            f" (x{change.factor:g})"
+            if change.op == "multiply" and change.factor is not None
+            else (
+                f" ({change.factor:+g})" if change.op == "add" and change.factor is not None else ""
+            )
+        )
+        mark = " (assumed)" if change.assumed else ""
+        said = self.keys(change) if self.native else []
+        if not said:
+            none = self.unavailable(change.param) if self.native else None
+            base = f"{change.param} {_v(change.from_)}{mark} -> {_v(change.to)}{how}"
+            return f"{base} ({none})" if none else base
+        parts = []
+        for k in said:
+            mark_k = " (assumed)" if k.assumed else ""
+            if k.from_ is None and k.to is not None and k.key == said[0].key and how:
+                parts.append(f"{k.key} {how.strip()[1:-1]}")
+            else:
+                parts.append(f"{k.key} {_v(k.from_)}{mark_k} -> {_v(k.to)}")
+        return ", ".join(parts) + (how if said[0].from_ is not None and how else "")
+
+    def text(self, sentence: str) -> str:
+        """A rulebook sentence with the guide's parameter names replaced by the framework's."""
+        if not self.native or not sentence:
+            return sentence
+        return _names_pattern().sub(lambda m: self._word(m), sentence)
+
+    def _word(self, match: re.Match[str]) -> str:
+        param, value = match.group(1), match.group(2)
+        entry = self.entry(param)
+        if entry is not None and entry.values and value:
+            keys = self.keys(Change(param=param, to=value))
+            if keys:
+                said = ", ".join(f"{k.key}={_v(k.to)}" for k in keys)
+                return f"{said} [{entry.note}]" if entry.note else said
+        absent = entry is not None and entry.key and entry.since_absent
+        if absent and self.speaks == "trl" and entry.key not in trl_fields():  # type: ignore[union-attr]
+            return f"{param} ({entry.since_absent})"  # type: ignore[union-attr]
+        if entry is not None and entry.key and (entry.minus or entry.divide_by or entry.scale):
+            # the framework's value is not the guide's: the guide's word, with what it is made of
+            if entry.minus:
+                made = f"{self.name(entry.minus)} + {entry.key}"
+            elif entry.divide_by:
+                made = f"{entry.key} x {self.name(entry.divide_by)}"
+            else:
+                made = entry.note or entry.key
+            word = f"{param}={value}" if value else param
+            return f"{word} ({made})"
+        name = self.name(param)
+        return f"{name}={value}" if value else name
+
+    # -- patches -----------------------------------------------------------------------------
+    def settings(self, changes: Sequence[Change]) -> dict[str, Any]:
+        """Framework key -> new value for a patch's changes (framework names only)."""
+        out: dict[str, Any] = {}
+        for c in changes:
+            for k in self.keys(c):
+                if k.to is not None:
+                    out[k.key] = k.to
+        return out
+
+    def override_line(self, changes: Sequence[Change]) -> str | None:
+        """What to add where the framework takes its settings: verl's Hydra overrides for the
+        launch command, TRL's GRPOConfig keywords (and the `trl grpo` flags)."""
+        settings = self.settings(changes)
+        if not settings:
+            return None
+        if self.speaks == "verl":
+            return " ".join(f"{k}={_hydra(v)}" for k, v in settings.items())
+        if self.speaks == "trl":
+            return "GRPOConfig(..., " + ", ".join(f"{k}={v!r}" for k, v in settings.items()) + ")"
+        return None
+
+
+def _v(value: Any) -> str:
+    if value is None:
+        return "unset"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _hydra(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+@cache
+def _names_pattern() -> re.Pattern[str]:
+    params = sorted(dialects().names, key=len, reverse=True)
+    # a name as a word (not inside another identifier), with an optional `=value`
+    return re.compile(r"(?<![\w./])(" + "|".join(map(re.escape, params)) + r")\b(?:=([\w.\-]+))?")
+
+
+def speaker_for(
+    framework: str, hp: Mapping[str, Any], hints: Mapping[str, Any], origin: Mapping[str, str]
+) -> Speaker:
+    return Speaker(framework, hp, hints, origin)
+
+
+def set_names(framework: str | None = None) -> dict[str, str]:
+    """Framework name -> guide parameter, for `--set` (every framework's names when None)."""
+    out: dict[str, str] = {}
+    for param, per in dialects().names.items():
+        for fw, entry in per.items():
+            if framework is not None and fw != framework:
+                continue
+            if entry.key and entry.minus is None and entry.divide_by is None and not entry.scale:
+                out.setdefault(entry.key, param)
+                for case in entry.cases:
+                    out.setdefault(case.key, param)
+    return out
+
+
+def framework_key_params(framework: str) -> dict[str, str]:
+    """Framework key -> guide parameter whose value needs a conversion (max_completion_length:
+    max_length minus max_prompt_length), for `--set` of those keys."""
+    out: dict[str, str] = {}
+    for param, per in dialects().names.items():
+        entry = per.get(framework)
+        if entry is not None and entry.key and (entry.minus or entry.divide_by):
+            out[entry.key] = param
+    return out

@@ -1,0 +1,106 @@
+"""What a run's log shows beyond the symptom metrics, for the remedy's wording and sizing.
+
+TRL logs per reward function `rewards/<func>/mean` and `/std` and the length of the answers
+that finished (`completions/mean_terminated_length`); verl logs its peak memory and the
+rollout/training probability gap. None of these decides a finding (the engine does that);
+they make the advice concrete: which reward function is constant, how large a new completion
+cap should be, how close to the card's memory the run was, whether the precision mismatch
+the NAN fallback names is there.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from advisor.types import Run
+
+_REWARD_FUNC = re.compile(r"^(?:train/)?rewards/(.+)/(mean|std)$")
+_TAIL = 0.25  # the last quarter of the run: what the next run starts from
+
+
+def _tail(values: list[Any]) -> list[float]:
+    finite = [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
+    n = max(1, math.ceil(len(finite) * _TAIL)) if finite else 0
+    return finite[-n:] if n else []
+
+
+def _median(xs: list[float]) -> float | None:
+    if not xs:
+        return None
+    s = sorted(xs)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def _column(run: Run, name: str) -> list[Any] | None:
+    if name not in run.frame.columns or not run.frame.get_column(name).dtype.is_numeric():
+        return None
+    return run.frame.get_column(name).to_list()
+
+
+def run_facts(run: Run) -> dict[str, Any]:
+    """The facts of `run` the remedy and the advice use (absent when the log has none)."""
+    out: dict[str, Any] = {}
+    for name in ("terminated_length", "completions/mean_terminated_length"):
+        col = _column(run, name)
+        if col is not None:
+            m = _median(_tail(col))
+            if m is not None:
+                out["terminated_length"] = m
+            break
+    cap = run.config_hints.get("max_response_length")
+    if isinstance(cap, int) and not isinstance(cap, bool):
+        out["response_cap"] = cap
+    funcs: dict[str, dict[str, str]] = {}
+    for col in run.frame.columns:
+        m = _REWARD_FUNC.match(col)
+        if m:
+            funcs.setdefault(m.group(1), {})[m.group(2)] = col
+    for func, cols in sorted(funcs.items()):
+        std = _tail(_column(run, cols["std"]) or []) if "std" in cols else []
+        mean = _tail(_column(run, cols["mean"]) or []) if "mean" in cols else []
+        flat_std = bool(std) and max(abs(x) for x in std) < 1e-6
+        flat_mean = len(mean) >= 2 and max(mean) - min(mean) < 1e-6
+        if flat_std or (not std and flat_mean):
+            out.setdefault("constant_rewards", {})[func] = mean[-1] if mean else None
+    if funcs:
+        out["reward_functions"] = sorted(funcs)
+    for key, name in (
+        ("memory_gb", "memory_gb"),
+        ("memory_gb", "perf/max_memory_allocated_gb"),
+    ):
+        col = _column(run, name)
+        if col is not None and "memory_gb" not in out:
+            finite = [float(v) for v in col if isinstance(v, int | float) and math.isfinite(v)]
+            if finite:
+                out[key] = max(finite)
+    for name in ("rollout_probs_diff", "training/rollout_probs_diff_mean"):
+        col = _column(run, name)
+        if col is not None:
+            finite = [float(v) for v in col if isinstance(v, int | float) and math.isfinite(v)]
+            if finite:
+                out["rollout_probs_diff"] = max(finite)
+            break
+    return out
+
+
+def concrete_fallback(finding_id: str, facts: dict[str, Any]) -> str | None:
+    """A sentence that makes a rule's fallback concrete with what the run showed."""
+    if finding_id == "P1" and facts.get("constant_rewards"):
+        names = ", ".join(
+            f"{f} (always {v:g})" if isinstance(v, float) else f
+            for f, v in facts["constant_rewards"].items()
+        )
+        return (
+            f"The log shows which: rewards/<func> is constant for {names}; start with "
+            f"{'that function' if len(facts['constant_rewards']) == 1 else 'those functions'}."
+        )
+    if finding_id == "NAN" and "rollout_probs_diff" in facts:
+        gap = facts["rollout_probs_diff"]
+        verdict = "a mismatch to fix first" if gap > 0.01 else "within the normal range"
+        return f"The run's training/rollout_probs_diff_mean reached {gap:.3g} ({verdict})."
+    if finding_id == "OOM" and "memory_gb" in facts:
+        return f"Peak memory allocated in the log: {facts['memory_gb']:.1f} GB."
+    return None
