@@ -116,6 +116,11 @@ class Leaf(_M):
         description="params that replace `params` while the rule's finding is active "
         "(hysteresis: a stricter condition starts a finding than keeps it alive)",
     )
+    while_active: bool = Field(
+        False,
+        description="judged only while the rule's finding is active: a condition that keeps "
+        "a symptom alive but cannot start one (a KL that jumped and stays high)",
+    )
 
     @property
     def metrics(self) -> list[str]:
@@ -998,6 +1003,10 @@ class Monitor:
         active: bool = False,
     ) -> tuple[int, list[Evidence]]:
         if isinstance(node, Leaf):
+            if node.while_active and not active:
+                # not applicable: neither evidence nor a missing metric (under an `any`, the
+                # other branches decide, and their absence is still said)
+                return ABSENT, []
             keep = active and bool(node.keep)
             # equal leaves of different rules share a result (kept ones their own)
             key = self._leaf_keys[id(node)] + (("keep",) if keep else ())

@@ -45,6 +45,18 @@ EXPECTED = {
     "public2/trl-grpo-kl-nan-table-openr1-issue704/issue_excerpt.txt": (
         "notebook-table", 4, 1, 4, ("reward_mean", "reward_std", "kl_ref", "loss",
                                     "truncation_rate", "response_length")),
+    # TRL console dicts in a Markdown fence, logged every ~10 steps (4 dicts)
+    "public2/trl-grpo-qwen25vl3b-aokvqa-truncation/run_terminal.md": (
+        "trl-console", 4, 10, 40, ("reward_mean", "entropy", "grad_norm", "truncation_rate")),
+    # 3 dicts, the third cut after its first keys: no reward, so it is no step
+    "public2/trl-grpo-tinylora-coder-clipfrac-issue4/issue_excerpt.txt": (
+        "trl-console", 2, 1, 2, ("reward_mean", "entropy", "grad_norm", "truncation_rate")),
+    # two Unsloth runs one after the other (20 + 27 dicts, no step in them): numbered 1..46
+    "public2/trl-grpo-unsloth-qwen3-4b-nan-gradnorm/train_grpo.log": (
+        "trl-console", 46, 1, 46, ("reward_mean", "grad_norm", "kl_ref", "truncation_rate")),
+    # one verl step, cut before response_length/clip_ratio
+    "public2/verl-grpo-resp-clip-high-issue7412/issue_excerpt.txt": (
+        "verl-console", 1, 34, 34, ("reward_mean", "entropy", "grad_norm", "kl_ref")),
 }  # fmt: skip
 # files without per-step metrics: a clear InputError, never a traceback
 NO_METRICS = {"SOURCE.md", "eval.log"}

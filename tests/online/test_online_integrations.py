@@ -125,16 +125,19 @@ VERL_CONFIG = {
 
 
 def test_hints_from_verl_config_are_the_readers_mapping() -> None:
+    from advisor.dialect import verl_facts
     from advisor.ingest.hints import verl_hints
 
     h = verl.hints_from_verl(VERL_CONFIG)
-    assert h == verl_hints(VERL_CONFIG)
+    # the reader's mapping, plus the facts that pick verl's dialect (its KL key, the framework)
+    assert h == {**verl_hints(VERL_CONFIG), **verl_facts(VERL_CONFIG)}
+    assert h["framework"] == "verl"
     assert h["learning_rate"] == 1e-6 and h["batch_size"] == 256 and h["n_rollouts"] == 8
     assert h["eval_steps"] == 10 and h["max_length"] == 1536 and h["algorithm"] == "grpo"
     gspo = json.loads(json.dumps(VERL_CONFIG))
     gspo["actor_rollout_ref"]["actor"]["policy_loss"]["loss_mode"] = "gspo"
     assert verl.hints_from_verl(gspo)["algorithm"] == "gspo"
-    assert verl.hints_from_verl({}) == {}
+    assert verl.hints_from_verl({}) == {"framework": "verl"}  # nothing known but whose it is
     assert verl.hints_from_verl("not a config") == {}
 
 
