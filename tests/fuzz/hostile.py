@@ -179,7 +179,8 @@ def hostile_jobs(rng: random.Random) -> str:
     if choice == 0:
         return _yaml_bomb()
     if choice == 1:
-        return "\n".join(lines := [f"{'  ' * i}k{i}:" for i in range(rng.choice([200, 1000, 3000]))]) + " 1"
+        depth = rng.choice([200, 1000, 3000])
+        return "\n".join(f"{'  ' * i}k{i}:" for i in range(depth)) + " 1"
     if choice == 2:
         return "training:\n  hyper_parameters:\n    max_length: " + "9" * rng.choice([30, 400, 5000])
     if choice == 3:
@@ -357,26 +358,30 @@ def _metrics_case(rng: random.Random, root: Path) -> tuple[Path, bool]:
     return p, False
 
 
-def make_case(rng: random.Random, root: Path) -> Case:
+def make_case(rng: random.Random, base: Path) -> Case:
+    """Inputs go in base/in, outputs in base/out: a folder listing an output changes is not
+    an input's."""
+    root = base / "in"
     root.mkdir(parents=True, exist_ok=True)
+    (base / "out").mkdir()
     pick = rng.random()
     if pick < 0.25:  # a job file through validate
         job = root / rng.choice(["job.yaml", "job.json", "job.py"])
         _write_text(job, hostile_jobs(rng))
         sets = _sets(rng)
         fmt = rng.choice(["markdown", "json"])
-        argv = ["validate", str(job), "--format", fmt, *sum((["--set", s] for s in sets), [])]
+        argv = ["validate", str(job), "--format", fmt, *[a for s in sets for a in ("--set", s)]]
         return Case("job", argv, ["validate", str(job), sets], [str(job)],
                     markup=fmt == "markdown", report="-" if fmt == "markdown" else None)
     if pick < 0.35:  # hostile outputs
-        return _output_case(rng, root)
+        return _output_case(rng, root, base / "out")
     metrics, marked = _metrics_case(rng, root)
     config = None
     if rng.random() < 0.4:
         config = root / "job.yaml"
         _write_text(config, hostile_jobs(rng) if rng.random() < 0.4 else job_seed())
-    out = root / "out" / "report.md"
-    patched = root / "out" / "next.yaml"
+    out = base / "out" / "report.md"
+    patched = base / "out" / "next.yaml"
     argv = ["diagnose", str(metrics), "--fail-on", "never", "--no-plots"]
     outputs = []
     fmt = rng.choice(["markdown", "markdown", "json"])
@@ -415,14 +420,14 @@ def _sets(rng: random.Random) -> list[str]:
     ], rng.randint(1, 2))
 
 
-def _output_case(rng: random.Random, root: Path) -> Case:
+def _output_case(rng: random.Random, root: Path, out: Path) -> Case:
     """A good run and job with an output path that must be refused or written whole."""
     run = CORPUS / "p1-stall-verl-console-s0001"
     metrics = root / "train.log"
     metrics.write_bytes((run / "train.log").read_bytes())
     config = root / "job.yaml"
     config.write_bytes((run / "job.yaml").read_bytes())
-    good = root / "good" / "report.md"
+    good = out / "report.md"
     what = rng.randrange(8)
     bad: Path
     if what == 0:  # a character device (the null device's numbers), made here, not /dev/null
@@ -527,7 +532,9 @@ def injected(text: str) -> list[str]:
         elif t.type.endswith("_close") and open_:
             open_.pop()
         if t.type == "inline" and MARK in t.content:
-            if any(o in ("heading_open",) for o in open_):
+            if "heading_open" in open_ and any(
+                c.type == "text" and MARK in c.content for c in t.children or []
+            ):
                 found.append(f"heading {t.content[:40]!r}")
             if "bullet_list_open" in open_ or "ordered_list_open" in open_:
                 # a list item is fine; one that starts with the payload is not
