@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from advisor.report.escape import FILTERS, Md, code, finalize, prose
 from advisor.types import Change, Diagnosis, Finding
 
 TICKS = "▁▂▃▄▅▆▇█"
@@ -71,9 +72,13 @@ def clause(text: Any) -> str:
     return str(text).strip().rstrip(".")
 
 
-def cell(text: Any) -> str:
-    """Safe inside a Markdown table cell."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def steps_text(steps: Sequence[int], most: int = 12) -> str:
+    """Steps as a list a cell can hold: a long one as its first and last few."""
+    if len(steps) <= most:
+        return ", ".join(map(str, steps))
+    half = most // 2
+    head, tail = ", ".join(map(str, steps[:half])), ", ".join(map(str, steps[-half:]))
+    return f"{head}, ... ({len(steps) - most:,} more), {tail}"
 
 
 def yaml_value(value: Any) -> str:
@@ -93,12 +98,12 @@ def diff_lines(changes: Sequence[Change]) -> list[str]:
     return out
 
 
-def change_text(c: Change) -> str:
+def change_text(c: Change) -> Md:
     how = ""
     if c.factor is not None:
         how = f" (x{fmt(c.factor)})" if c.op == "multiply" else f" ({c.factor:+g})"
     note = f" - {c.note}" if c.note else ""
-    return f"`{c.param}` {fmt(c.from_)} → {fmt(c.to)}{how}{note}"
+    return Md(f"{code(c.param)} {prose(f'{fmt(c.from_)} → {fmt(c.to)}{how}{note}')}")
 
 
 def verdict(d: Diagnosis) -> str:
@@ -221,7 +226,8 @@ def _env() -> Any:
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
-        autoescape=False,  # Markdown, not HTML
+        autoescape=False,  # Markdown, not HTML: escaped by `finalize` (advisor.report.escape)
+        finalize=finalize,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
@@ -230,7 +236,8 @@ def _env() -> Any:
         # jinja2's per-user temp cache (keyed by the template's checksum, so never stale).
         bytecode_cache=_bytecode_cache(jinja2),
     )
-    env.filters.update(fmt=fmt, cell=cell, change=change_text, clause=clause)
+    env.filters.update(FILTERS)
+    env.filters.update(fmt=fmt, change=change_text, clause=clause, steps=steps_text)
     return env
 
 
