@@ -201,7 +201,7 @@ def _joined_surrogates(obj: Any) -> Any:
 
 def read_document(path: Path) -> Any:
     """Parse a YAML or JSON job file (ruamel, YAML 1.2: `1e-6` is a float) keeping line info."""
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.error import MarkedYAMLError
 
     if not path.exists():
         raise InputError(f"{path}: no such file")
@@ -255,11 +255,22 @@ def read_document(path: Path) -> Any:
 # A job file is a few levels deep; YAML nested past this (by indentation or brackets) is
 # refused before the recursive parser meets it, and aliases may not expand past _MAX_NODES.
 _MAX_NESTING = 64
+_CONTENT_LINE = re.compile(r"^[ \t-]*[^\s#]", re.MULTILINE)
 _MAX_NODES = 200_000
+
+
+_MAX_LINES = 5_000  # a job file is a few dozen lines; ruamel reads ~4,000 lines a second
 
 
 def _check_nesting(path: Path | str, text: str) -> None:
     from advisor.ingest import json_depth
+
+    lines = text.count("\n") + text.count("\r") + 1
+    if lines > _MAX_LINES and len(_CONTENT_LINE.findall(text)) > _MAX_LINES:
+        raise InputError(
+            f"{path}: {lines:,} lines; expected a job file (at most {_MAX_LINES:,} lines of "
+            "keys and values)"
+        )
 
     depth = json_depth(text.encode("utf-8", "surrogatepass"), per_line=False)
     indents: list[int] = []
@@ -551,7 +562,11 @@ def _short(raw: Any, limit: int) -> str:
             if not put("{"):
                 return False
             for i, (k, v) in enumerate(node.items()):
-                if (i and not put(", ")) or not put(f"{str(k)[:limit]!r}: ") or not walk(v, depth + 1):
+                if (
+                    (i and not put(", "))
+                    or not put(f"{str(k)[:limit]!r}: ")
+                    or not walk(v, depth + 1)
+                ):
                     return False
             return put("}")
         if isinstance(node, list | tuple):

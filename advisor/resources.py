@@ -213,7 +213,7 @@ def write_all(items: list[tuple[str, Path, bytes]]) -> None:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             os.chmod(tmp, _mode_for(dest))
-        for flag, dest, tmp, _existed in staged:
+        for flag, dest, tmp, _existed in staged:  # noqa: B007 (named in the error below)
             if os.path.lexists(dest) and not stat.S_ISREG(os.stat(dest).st_mode):
                 raise IsADirectoryError(errno.EISDIR, "no longer a regular file")
             os.replace(tmp, dest)

@@ -20,7 +20,7 @@ import typer
 
 from advisor.cli import Exit, FailOn, OutputFormat, app
 from advisor.resources import destination, write_all
-from advisor.resources import write_text_atomic as write_atomic
+from advisor.resources import write_text_atomic as write_atomic  # noqa: F401 (cli.harness)
 from advisor.types import Diagnosis, InputError, Severity, without_surrogates
 
 _FAIL_RANK = {FailOn.error: 2, FailOn.warning: 1, FailOn.info: 0}

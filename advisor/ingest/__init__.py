@@ -78,15 +78,17 @@ _NOT_REGULAR = (
 
 
 def _kind_of(p: Path) -> str:
-    """"dir" or "file"; anything else (a pipe, a device, a link loop) is refused by name
+    """ "dir" or "file"; anything else (a pipe, a device, a link loop) is refused by name
     before it is opened: reading one would block or never end."""
     try:
         st = os.stat(p)
     except OSError as err:
         if err.errno == errno.ELOOP:
-            raise InputError(f"{p}: a symbolic link loop; expected a metrics file or run folder")
+            raise InputError(
+                f"{p}: a symbolic link loop; expected a metrics file or run folder"
+            ) from None
         if os.path.islink(p):
-            raise InputError(f"{p}: a symbolic link to nothing; expected a metrics file")
+            raise InputError(f"{p}: a symbolic link to nothing; expected a metrics file") from None
         if err.errno == errno.ENOENT:
             raise InputError(
                 f"{p}: no such file or directory; expected a metrics file or run folder"
@@ -317,8 +319,14 @@ def _candidates(d: Path) -> list[Path]:
     def by_size(fs: list[Path]) -> list[Path]:
         return sorted(fs, key=lambda f: f.stat().st_size, reverse=True)
 
-    classes = ((".jsonl", ".ndjson"), (".parquet",), _DB_SUFFIXES, (".csv",), (".json",),
-               _TEXT_SUFFIXES)
+    classes = (
+        (".jsonl", ".ndjson"),
+        (".parquet",),
+        _DB_SUFFIXES,
+        (".csv",),
+        (".json",),
+        _TEXT_SUFFIXES,
+    )
     for suffixes in classes:
         out += by_size([f for f in files if f.suffix.lower() in suffixes and f not in out])
     out += by_size([f for f in files if f not in out and f.suffix == ""])

@@ -195,8 +195,7 @@ def _read_mlflow_sql(con: sqlite3.Connection, source: str, cols: set[str]) -> Ru
     run_id, name, status = run
     nan = "is_nan" if "is_nan" in cols else "0"
     rows = con.execute(
-        f"SELECT key, value, step, {nan} FROM metrics WHERE run_uuid = ? "
-        "ORDER BY timestamp, rowid",
+        f"SELECT key, value, step, {nan} FROM metrics WHERE run_uuid = ? ORDER BY timestamp, rowid",
         (run_id,),
     ).fetchall()
     if not rows:
@@ -214,8 +213,10 @@ def _read_mlflow_sql(con: sqlite3.Connection, source: str, cols: set[str]) -> Ru
         values.append(math.nan if is_nan else _unclamp(float(value)))
     if not keys:
         raise InputError(f"{source}: MLflow run {run_id} logged no usable metric row")
-    long = pl.DataFrame({"step": steps, "key": keys, "value": values},
-                        schema={"step": pl.Int64, "key": pl.String, "value": pl.Float64})
+    long = pl.DataFrame(
+        {"step": steps, "key": keys, "value": values},
+        schema={"step": pl.Int64, "key": pl.String, "value": pl.Float64},
+    )
     wide = long.pivot(on="key", index="step", values="value", aggregate_function="last")
     warnings = [f"{source}: {odd} metric row(s) of the wrong type skipped"] if odd else []
     runs = con.execute("SELECT COUNT(*) FROM runs WHERE lifecycle_stage IS NOT 'deleted'")
@@ -244,7 +245,8 @@ def _read_trackio(con: sqlite3.Connection, source: str) -> Run:
     import polars as pl
 
     run = con.execute(
-        "SELECT run_name FROM metrics GROUP BY run_name ORDER BY MAX(timestamp) DESC LIMIT 1"
+        "SELECT run_name FROM metrics WHERE run_name IS NOT NULL GROUP BY run_name "
+        "ORDER BY MAX(timestamp) DESC LIMIT 1"
     ).fetchone()
     if run is None:
         raise InputError(f"{source}: a trackio database whose runs logged no metric")

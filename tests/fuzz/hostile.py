@@ -9,6 +9,7 @@ the suite keeps at zero.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -169,7 +170,7 @@ def _yaml_bomb(levels: int = 9) -> str:
         name = chr(ord("b") + i)
         lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
         prev = name
-    return "training:\n  hyper_parameters:\n    learning_rate: *" + prev + "\n" + "\n".join(lines)
+    return "\n".join(lines) + "\ntraining:\n  hyper_parameters:\n    learning_rate: *" + prev + "\n"
 
 
 def hostile_jobs(rng: random.Random) -> str:
@@ -182,7 +183,9 @@ def hostile_jobs(rng: random.Random) -> str:
         depth = rng.choice([200, 1000, 3000])
         return "\n".join(f"{'  ' * i}k{i}:" for i in range(depth)) + " 1"
     if choice == 2:
-        return "training:\n  hyper_parameters:\n    max_length: " + "9" * rng.choice([30, 400, 5000])
+        return "training:\n  hyper_parameters:\n    max_length: " + "9" * rng.choice(
+            [30, 400, 5000]
+        )
     if choice == 3:
         return "? !!pairs [a: 1]\n: 2\n"
     if choice == 4:
@@ -202,7 +205,9 @@ def hostile_jobs(rng: random.Random) -> str:
         return (FIXTURES / "trainer_state.json").read_text()
     if choice == 11:
         payload = rng.choice(PAYLOADS)
-        return base.replace("lr_scheduler_type", json.dumps(payload)[1:-1].replace(":", "") or "x", 1)
+        return base.replace(
+            "lr_scheduler_type", json.dumps(payload)[1:-1].replace(":", "") or "x", 1
+        )
     if choice == 12:
         payload = json.dumps(rng.choice(PAYLOADS))
         return base.replace('"linear"', payload, 1).replace('"p1-stall', payload[:-1] + "p1", 1)
@@ -249,8 +254,10 @@ def mlflow_db(path: Path, rng: random.Random, name: str = "run") -> None:
             if rng.random() < 0.05:
                 s = rng.choice(odd)
             con.execute("INSERT INTO metrics VALUES (?, ?, ?, ?, 0, 'r1')", (k, v, step, s))
-    con.execute("INSERT INTO params VALUES ('actor_rollout_ref.actor.optim.lr', ?, 'r1')",
-                (rng.choice(["1e-6", "9" * 500, "[" * 1000, "x"]),))
+    con.execute(
+        "INSERT INTO params VALUES ('actor_rollout_ref.actor.optim.lr', ?, 'r1')",
+        (rng.choice(["1e-6", "9" * 500, "[" * 1000, "x"]),),
+    )
     con.commit()
     con.close()
 
@@ -268,22 +275,48 @@ def trackio_db(path: Path, rng: random.Random, name: str = "run") -> None:
         blob: Any = json.dumps({"train/reward": 0.01 * step, "train/entropy": 0.5})
         s: Any = step
         if rng.random() < 0.08:
-            blob = rng.choice([None, 5, "[" * 5000, '{"a":' * 2000, "9" * 5000, b"\xff", "[]",
-                               '{"train/reward": 1e999}', '{"train/global_step": 1e20}'])
+            blob = rng.choice(
+                [
+                    None,
+                    5,
+                    "[" * 5000,
+                    '{"a":' * 2000,
+                    "9" * 5000,
+                    b"\xff",
+                    "[]",
+                    '{"train/reward": 1e999}',
+                    '{"train/global_step": 1e20}',
+                ]
+            )
         if rng.random() < 0.05:
             s = rng.choice([None, "x", 1e20, 2**62])
-        con.execute("INSERT INTO metrics (timestamp, run_name, step, metrics) VALUES (?,?,?,?)",
-                    (str(step), rng.choice([name, name, None]), s, blob))
-    con.execute("INSERT INTO configs (run_name, config) VALUES (?, ?)",
-                (name, rng.choice(['{"learning_rate": 1e-6}', "[" * 3000, "null", '"x"'])))
+        con.execute(
+            "INSERT INTO metrics (timestamp, run_name, step, metrics) VALUES (?,?,?,?)",
+            (str(step), rng.choice([name, name, None]), s, blob),
+        )
+    con.execute(
+        "INSERT INTO configs (run_name, config) VALUES (?, ?)",
+        (name, rng.choice(['{"learning_rate": 1e-6}', "[" * 3000, "null", '"x"'])),
+    )
     con.commit()
     con.close()
 
 
 # ----------------------------------------------------------------------------- cases
 def _hostile_name(rng: random.Random, suffix: str) -> str:
-    names = ["run`x`", "a|b", "<b>ZQX</b>", "[ZQX](x)", "**ZQX**", "# ZQX", "sp ace", "ünï",
-             "ZQX_\u202e", "ZQX\\", "``ZQX``"]
+    names = [
+        "run`x`",
+        "a|b",
+        "<b>ZQX</b>",
+        "[ZQX](x)",
+        "**ZQX**",
+        "# ZQX",
+        "sp ace",
+        "ünï",
+        "ZQX_\u202e",
+        "ZQX\\",
+        "``ZQX``",
+    ]
     return rng.choice(names).replace("/", "_") + suffix
 
 
@@ -313,13 +346,15 @@ def _metrics_case(rng: random.Random, root: Path) -> tuple[Path, bool]:
         return p, True
     if kind == 8:  # deep / big JSON documents
         p = root / rng.choice(["m.jsonl", "trainer_state.json", "m.json"])
-        body = rng.choice([
-            '{"step": 1, "x": ' + _deep(rng) + "}\n",
-            '{"step": ' + "9" * 5000 + ', "reward": 1}\n{"step": 2, "reward": 2}\n',
-            '{"log_history": [{"step": 1e400, "reward": 1}]}',
-            '{"log_history": ' + "[" * 3000 + "]" * 3000 + "}",
-            '{"step": 1, "reward": 0.1, "k\\ud800": 1}\n{"step": 2, "reward": 0.2}\n',
-        ])
+        body = rng.choice(
+            [
+                '{"step": 1, "x": ' + _deep(rng) + "}\n",
+                '{"step": ' + "9" * 5000 + ', "reward": 1}\n{"step": 2, "reward": 2}\n',
+                '{"log_history": [{"step": 1e400, "reward": 1}]}',
+                '{"log_history": ' + "[" * 3000 + "]" * 3000 + "}",
+                '{"step": 1, "reward": 0.1, "k\\ud800": 1}\n{"step": 2, "reward": 0.2}\n',
+            ]
+        )
         p.write_text(body)
         return p, False
     if kind == 9:  # steps that restart often, or jump far
@@ -371,8 +406,14 @@ def make_case(rng: random.Random, base: Path) -> Case:
         sets = _sets(rng)
         fmt = rng.choice(["markdown", "json"])
         argv = ["validate", str(job), "--format", fmt, *[a for s in sets for a in ("--set", s)]]
-        return Case("job", argv, ["validate", str(job), sets], [str(job)],
-                    markup=fmt == "markdown", report="-" if fmt == "markdown" else None)
+        return Case(
+            "job",
+            argv,
+            ["validate", str(job), sets],
+            [str(job)],
+            markup=fmt == "markdown",
+            report="-" if fmt == "markdown" else None,
+        )
     if pick < 0.35:  # hostile outputs
         return _output_case(rng, root, base / "out")
     metrics, marked = _metrics_case(rng, root)
@@ -400,24 +441,34 @@ def make_case(rng: random.Random, base: Path) -> Case:
     inputs = [str(metrics)] + ([str(config)] if config else [])
     cfg = str(config) if config else None
     report = (str(out) if str(out) in outputs else "-") if fmt == "markdown" else None
-    return Case("metrics", argv, ["diagnose", str(metrics), cfg, sets], inputs, outputs,
-                report=report, markup=marked or config is not None)
+    return Case(
+        "metrics",
+        argv,
+        ["diagnose", str(metrics), cfg, sets],
+        inputs,
+        outputs,
+        report=report,
+        markup=marked or config is not None,
+    )
 
 
 def _sets(rng: random.Random) -> list[str]:
-    return rng.sample([
-        "learning_rate=1e-6",
-        "learning_rate=" + "[" * 2000,
-        "max_length=" + "9" * 400,
-        "n_rollouts=a\nb",
-        "x\ny=1",
-        "kl_loss_coef={a: {b: {c: 1}}}",
-        "eval_steps=1e400",
-        "save_steps=0",
-        "job_name=<b>ZQX</b>",
-        "=1",
-        "learning_rate",
-    ], rng.randint(1, 2))
+    return rng.sample(
+        [
+            "learning_rate=1e-6",
+            "learning_rate=" + "[" * 2000,
+            "max_length=" + "9" * 400,
+            "n_rollouts=a\nb",
+            "x\ny=1",
+            "kl_loss_coef={a: {b: {c: 1}}}",
+            "eval_steps=1e400",
+            "save_steps=0",
+            "job_name=<b>ZQX</b>",
+            "=1",
+            "learning_rate",
+        ],
+        rng.randint(1, 2),
+    )
 
 
 def _output_case(rng: random.Random, root: Path, out: Path) -> Case:
@@ -463,8 +514,15 @@ def _output_case(rng: random.Random, root: Path, out: Path) -> Case:
         argv += ["-o", str(good), "--patched-config", str(bad)]
     else:
         argv += ["--plots-dir", str(bad), "-o", str(good)]
-    return Case("output", argv, None, [str(metrics), str(config), str(bad)],
-                [str(good), str(good.with_suffix(".yaml"))], report=None)
+    kept = [str(bad)] if os.path.lexists(bad) and what != 3 else []  # (root may write there)
+    return Case(
+        "output",
+        argv,
+        None,
+        [str(metrics), str(config), *kept],
+        [str(good), str(good.with_suffix(".yaml"))],
+        report=None,
+    )
 
 
 # ----------------------------------------------------------------------------- checks
@@ -483,10 +541,8 @@ def snapshot(paths: list[str]) -> dict[str, Any]:
             if stat.S_ISREG(st.st_mode):
                 entry += [st.st_size, _digest(q)]
             elif stat.S_ISDIR(st.st_mode):
-                try:
+                with contextlib.suppress(OSError):
                     entry.append(sorted(os.listdir(q)))
-                except OSError:
-                    pass
             elif stat.S_ISCHR(st.st_mode):
                 entry.append(st.st_rdev)
             out[str(q)] = entry
@@ -536,10 +592,10 @@ def injected(text: str) -> list[str]:
                 c.type == "text" and MARK in c.content for c in t.children or []
             ):
                 found.append(f"heading {t.content[:40]!r}")
-            if "bullet_list_open" in open_ or "ordered_list_open" in open_:
-                # a list item is fine; one that starts with the payload is not
-                if t.content.lstrip().startswith(MARK) and len(t.content.strip()) < 10:
-                    found.append(f"list item {t.content[:40]!r}")
+            # a list item is fine; one that is the payload alone is not
+            in_list = "bullet_list_open" in open_ or "ordered_list_open" in open_
+            if in_list and t.content.strip().startswith(MARK) and len(t.content.strip()) < 10:
+                found.append(f"list item {t.content[:40]!r}")
             inline: list[str] = []
             for child in t.children or []:
                 if child.type.startswith("html"):
@@ -553,8 +609,9 @@ def injected(text: str) -> list[str]:
                 elif child.type.endswith("_close") and inline:
                     inline.pop()
                 elif child.type == "text" and MARK in child.content:
-                    live = [o for o in inline if o in ("strong_open", "em_open", "s_open",
-                                                       "link_open")]
+                    live = [
+                        o for o in inline if o in ("strong_open", "em_open", "s_open", "link_open")
+                    ]
                     if live:
                         found.append(f"{live[-1]} around {child.content[:40]!r}")
     return found

@@ -80,18 +80,20 @@ def execute(case: Case) -> dict[str, Any]:
         lines = [ln for ln in stderr.splitlines() if ln.strip()]
         if len(lines) != 1 and case.argv[0] != "watch":
             found["contract breaches"] = f"exit 2 with {len(lines)} stderr lines: {stderr[:300]!r}"
-    if "--format" in case.argv and case.argv[case.argv.index("--format") + 1] == "json":
-        if code in (0, 1) and "-o" not in case.argv:
-            try:
-                json.loads(stdout)
-            except ValueError:
-                found["contract breaches"] = f"--format json stdout is not JSON: {stdout[:200]!r}"
+    json_out = "--format" in case.argv and case.argv[case.argv.index("--format") + 1] == "json"
+    if json_out and code in (0, 1) and "-o" not in case.argv:
+        try:
+            json.loads(stdout)
+        except ValueError:
+            found["contract breaches"] = f"--format json stdout is not JSON: {stdout[:200]!r}"
     if case.kind == "job" and code == 0 and _not_a_job(case):
         found["contract breaches"] = "validate exit 0 on a file that is not a job"
     after = snapshot(case.inputs)
     changed = [k for k in before if before[k] != after.get(k)]
     if changed:
-        found["changed inputs"] = f"{changed[:2]}: {before[changed[0]]!r} -> {after.get(changed[0])!r}"[:300]
+        found["changed inputs"] = (
+            f"{changed[:2]}: {before[changed[0]]!r} -> {after.get(changed[0])!r}"[:300]
+        )
     for o in case.outputs:
         p = Path(o)
         if code == 2 and p.exists():
