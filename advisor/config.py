@@ -206,7 +206,7 @@ def _joined_surrogates(obj: Any) -> Any:
 
 def read_document(path: Path) -> Any:
     """Parse a YAML or JSON job file (ruamel, YAML 1.2: `1e-6` is a float) keeping line info."""
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.error import MarkedYAMLError
 
     if not path.exists():
         raise InputError(f"{path}: no such file")
@@ -229,6 +229,7 @@ def read_document(path: Path) -> Any:
     if path.suffix.lower() == ".py" and (pydoc := _python_job(text)) is not None:
         return pydoc
     source_text, text = text, _strip_assignment(text)
+    _check_nesting(path, text)
     try:
         doc = _yaml().load(text)
     except MarkedYAMLError as err:
@@ -241,14 +242,88 @@ def read_document(path: Path) -> Any:
         if "another document" in what:  # ruamel's "but found another document"
             what = "a second YAML document (---) starts here; a job file holds one"
         raise InputError(f"{where}: not valid YAML/JSON: {what}") from None
-    except (YAMLError, ValueError, TypeError) as err:
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply for a job file") from None
+    except Exception as err:
+        # ruamel's own errors, and what its constructor raises on shapes it does not expect
+        # (a sequence as a mapping key, `!!pairs` as a key): the file is no usable job
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"{path}: not valid YAML/JSON: {first}") from None
+        raise InputError(f"{path}: not valid YAML/JSON: {first[:200]}") from None
+    _check_expansion(path, doc)
     if doc is None:
         raise InputError(f"{path}:1: empty file, expected a mapping of job config keys")
     if not isinstance(doc, Mapping):
         raise InputError(f"{path}:1: expected a mapping of job config keys, got a {_kind(doc)}")
     return doc
+
+
+# A job file is a few levels deep; YAML nested past this (by indentation or brackets) is
+# refused before the recursive parser meets it, and aliases may not expand past _MAX_NODES.
+_MAX_NESTING = 64
+_CONTENT_LINE = re.compile(r"^[ \t-]*[^\s#]", re.MULTILINE)
+_MAX_NODES = 200_000
+
+
+_MAX_LINES = 5_000  # a job file is a few dozen lines; ruamel reads ~4,000 lines a second
+
+
+def _check_nesting(path: Path | str, text: str) -> None:
+    from advisor.ingest import json_depth
+
+    lines = text.count("\n") + text.count("\r") + 1
+    if lines > _MAX_LINES and len(_CONTENT_LINE.findall(text)) > _MAX_LINES:
+        raise InputError(
+            f"{path}: {lines:,} lines; expected a job file (at most {_MAX_LINES:,} lines of "
+            "keys and values)"
+        )
+
+    depth = json_depth(text.encode("utf-8", "surrogatepass"), per_line=False)
+    indents: list[int] = []
+    if depth <= _MAX_NESTING:
+        for line in text.splitlines():
+            body = line.lstrip(" \t-")
+            if not body or body.startswith("#"):
+                continue
+            indent = len(line) - len(body)
+            while indents and indents[-1] >= indent:
+                indents.pop()
+            indents.append(indent)
+            depth = max(depth, len(indents))
+            if depth > _MAX_NESTING:
+                break
+    if depth > _MAX_NESTING:
+        raise InputError(
+            f"{path}: nested {depth}+ levels deep; expected a job file (at most "
+            f"{_MAX_NESTING} levels)"
+        )
+
+
+def _check_expansion(path: Path | str, doc: Any) -> None:
+    """Refuse a document whose aliases expand to more values than any job holds (the
+    "billion laughs"): every later step that walks the values would walk them all. Counted
+    once per distinct node, so the count costs as much as the file."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any, depth: int = 0) -> int:
+        if not isinstance(node, Mapping | list):
+            return 1
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        if depth > _MAX_NESTING:
+            raise InputError(f"{path}: nested too deeply for a job file")
+        sizes[id(node)] = 0  # a recursive alias counts as nothing more
+        items = node.values() if isinstance(node, Mapping) else node
+        total = 1 + sum(size(v, depth + 1) for v in items)
+        sizes[id(node)] = total
+        if total > _MAX_NODES:
+            raise InputError(
+                f"{path}: YAML aliases expand to over {_MAX_NODES:,} values; expected a job "
+                "file (each alias is copied where it is used)"
+            )
+        return total
+
+    size(doc)
 
 
 _ASSIGNMENT = re.compile(
@@ -357,6 +432,7 @@ class _Pass:
         # params / paths given with an invalid value: rules reading them are skipped, so no
         # finding rests on the default that replaced the user's value
         self.invalid: set[str] = set()
+        self.unknown_keys = 0
 
     # -- findings
     def add(
@@ -385,7 +461,12 @@ class _Pass:
         )
 
     def unknown(self, path: str, key: str, candidates: Mapping[str, str], line: int | None) -> None:
-        """C001 with the nearest valid name; candidates: plain name -> full suggested path."""
+        """C001 with the nearest valid name; candidates: plain name -> full suggested path.
+        Past _SAID_UNKNOWN keys they are only counted (a file of 20,000 made-up keys would
+        cost seconds of name matching and a report nobody reads)."""
+        self.unknown_keys += 1
+        if self.unknown_keys > _SAID_UNKNOWN:
+            return
         near = difflib.get_close_matches(key, list(candidates), n=1, cutoff=0.6)
         alias = self.book.hp_aliases.get(key.lower())
         if alias and alias.param in candidates:  # another framework's name: lr, beta, rollout_n
@@ -444,16 +525,66 @@ class _Pass:
         return value
 
 
+_SAID_UNKNOWN = 50
+
+
 class _Bad(Exception):
     """A value of the wrong type; the message says what was expected."""
 
 
-def _show(raw: Any) -> str:
+def _show(raw: Any, limit: int = 80) -> str:
+    """A value as a message quotes it: at most `limit` characters, whatever its size."""
     from advisor.static import fmt
 
     if raw is None:
         return "null (no value)"
-    return repr(raw) if isinstance(raw, str) else fmt(raw)
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw.bit_length() > 64:
+        return f"an integer of about {int(raw.bit_length() * 0.30103) + 1} digits"
+    if isinstance(raw, str):
+        text = repr(raw[:limit])
+    elif isinstance(raw, Mapping | list | tuple):
+        text = _short(raw, limit)
+    else:
+        text = fmt(raw)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _short(raw: Any, limit: int) -> str:
+    """A container's repr cut short: walks only as many values as fit in `limit` characters
+    (an alias-expanded structure is never walked whole)."""
+    out: list[str] = []
+    budget = [limit]
+
+    def put(text: str) -> bool:
+        out.append(text)
+        budget[0] -= len(text)
+        return budget[0] > 0
+
+    def walk(node: Any, depth: int) -> bool:
+        if depth > 8:
+            return put("...")
+        if isinstance(node, Mapping):
+            if not put("{"):
+                return False
+            for i, (k, v) in enumerate(node.items()):
+                if (
+                    (i and not put(", "))
+                    or not put(f"{str(k)[:limit]!r}: ")
+                    or not walk(v, depth + 1)
+                ):
+                    return False
+            return put("}")
+        if isinstance(node, list | tuple):
+            if not put("["):
+                return False
+            for i, v in enumerate(node):
+                if (i and not put(", ")) or not walk(v, depth + 1):
+                    return False
+            return put("]")
+        return put(_show(node, limit))
+
+    walk(raw, 0)
+    return "".join(out)
 
 
 def _coerce(raw: Any, spec: Any) -> Any:
@@ -468,6 +599,8 @@ def _coerce(raw: Any, spec: Any) -> Any:
                 raise _Bad(f"a{'n integer' if kind == 'int' else ' number'}") from None
         if not isinstance(raw, int | float):
             raise _Bad(f"a{'n integer' if kind == 'int' else ' number'}, not a {_kind(raw)}")
+        if isinstance(raw, int) and abs(raw) >= 2**63:
+            raise _Bad(f"a{'n integer' if kind == 'int' else ' number'} of a sensible size")
         if not math.isfinite(raw):
             raise _Bad("a finite number")
         if kind == "int":
@@ -905,14 +1038,16 @@ def parse_set(item: str) -> tuple[str, Any]:
     key = key.strip()
     if not eq or not key:
         raise InputError(f"--set {item}: expected KEY=VALUE (e.g. --set learning_rate=1e-5)")
-    from ruamel.yaml.error import YAMLError
-
+    where = f"--set {item}"
+    _check_nesting(where, text)
     try:
         value = _yaml("safe").load(text) if text.strip() else ""
-    except (YAMLError, ValueError) as err:
-        raise InputError(
-            f"--set {item}: value is not a YAML scalar ({str(err).splitlines()[0]})"
-        ) from None
+    except RecursionError:
+        raise InputError(f"{where}: nested too deeply for a value") from None
+    except Exception as err:  # ruamel's errors, and its constructor's on odd shapes
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise InputError(f"{where}: value is not a YAML scalar ({first[:200]})") from None
+    _check_expansion(where, value)
     return key, value
 
 
@@ -1025,6 +1160,7 @@ def load_config(
             layout = detect_layout(doc)
             walker = _Walker(str(source), lines, layout)
             walker.walk(doc)
+            _not_a_job(walker, source, doc, layout)
     origin: dict[str, Origin] = {k: "file" for k in walker.hp}
     extras: dict[str, Any] = {}
     _layer_hints(walker, hints or {}, origin, source is not None, extras)
@@ -1102,6 +1238,36 @@ def _framework_lines(doc: Mapping[str, Any], framework: str) -> dict[str, int]:
             if line:
                 out[param] = line
     return out
+
+
+def _not_a_job(walker: _Walker, source: Path, doc: Mapping[str, Any], layout: Layout) -> None:
+    """Errors for a document that is no job at all (a trainer_state.json, `{"a": 1}`: none of
+    its keys is a job field or a hyperparameter), and the count of unknown keys not listed."""
+    extra = walker.unknown_keys - _SAID_UNKNOWN
+    if extra > 0:
+        walker.add("C001", [], f"... and {extra:,} more unknown keys (the first "
+                   f"{_SAID_UNKNOWN} are listed)", line=None)  # fmt: skip
+    known = set(_hp_names()) | set(_YAML_TOP) | set(_KEYWORD_TOP) | set(walker.book.hp_aliases)
+    keys = [str(k) for k in doc]
+    if layout == "flat" and "log_history" in keys:
+        walker.add(
+            "C001",
+            ["log_history"],
+            f"{source} is a trainer state (metrics: log_history), not a job file; expected a "
+            "job config (`rl-advisor diagnose` reads this file)",
+            severity=Severity.error,
+            line=_line(doc, "log_history"),
+        )
+    elif layout == "flat" and not any(k in known for k in keys):
+        shown = ", ".join(_show(k, 30) for k in keys[:3]) + (", ..." if len(keys) > 3 else "")
+        walker.add(
+            "C001",
+            [],
+            f"{source} is not a job file: none of its {len(keys)} top-level keys ({shown}) is "
+            "a job field or a hyperparameter",
+            severity=Severity.error,
+            line=1,
+        )
 
 
 def _layer_hints(
@@ -1354,6 +1520,11 @@ def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -
     dest = Path(dest)
     if source is not None and Path(source).resolve() == dest.resolve():
         raise InputError(f"{dest}: the patched config must not overwrite its source")
+    write_text_atomic(dest, patched_text(source, changes))
+
+
+def patched_text(source: Path | None, changes: Mapping[str, Any]) -> str:
+    """The text `write_patched` writes: `source` with `changes` applied (nothing written)."""
     clean = {str(k): _plain(_scalar(v)) for k, v in changes.items()}
     if source is None:
         doc: Any = {"training": {"hyper_parameters": dict(clean)}}
@@ -1366,7 +1537,7 @@ def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -
         _apply_changes(doc, clean, detect_layout(doc))
         if not hasattr(doc, "ca"):  # read from Python source: written as the YAML keyword form
             doc, text, is_json = _plain(doc), None, False
-    write_text_atomic(dest, _dump(doc, text, is_json))
+    return _dump(doc, text, is_json)
 
 
 def _scalar(value: Any) -> Any:

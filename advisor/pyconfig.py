@@ -110,6 +110,8 @@ def _value(node: ast.expr, names: dict[str, ast.expr], depth: int) -> Any:
                         out.lc.keys.update(spread.lc.keys)
                     continue
                 key = _value(k, names, depth + 1)
+                if not isinstance(key, str | int | float | bool) and key is not None:
+                    key = ast.unparse(k)  # a tuple or a call as a key: its source text
                 out[key] = _value(v, names, depth + 1)
                 out.lc.keys[key] = (k.lineno - 1, k.col_offset)
             return out

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import hashlib
 import json
 import os
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, TypeVar
+
+from advisor.types import InputError
 
 T = TypeVar("T")
 
@@ -133,6 +138,97 @@ def write_atomic(dest: Path, fill: Callable[[IO[Any]], object], binary: bool = F
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def destination(flag: str, path: Path, want_dir: bool = False) -> Path:
+    """Where an output of `flag` goes, checked before any work: the path itself, or the file
+    a symbolic link points to. Refused (InputError): a directory (a file when `want_dir`), a
+    device, a pipe or a socket, a link to one of them or to nothing, a link loop, a parent
+    that is not a folder, a name too long for the file system. Never renamed over: a device
+    node replaced by a regular file is a broken /dev/null for everyone on the machine."""
+    p = Path(path)
+    what = "expected a folder for the pictures" if want_dir else "expected a file path"
+    try:
+        st: os.stat_result | None = os.stat(p)
+    except FileNotFoundError:
+        st = None
+        if os.path.islink(p):
+            raise InputError(f"{flag} {p}: a symbolic link to nothing; {what}") from None
+    except OSError as err:
+        why = {errno.ELOOP: "a symbolic link loop", errno.ENOTDIR: "a parent is not a folder",
+               errno.ENAMETOOLONG: "the name is too long"}.get(err.errno or 0)  # fmt: skip
+        raise InputError(f"{flag} {p}: {why or err.strerror}; {what}") from None
+    if st is not None:
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), None)
+        if want_dir and kind != "a directory":
+            raise InputError(f"{flag} {p}: {kind or 'a file'}; {what}")
+        if not want_dir and kind is not None:
+            raise InputError(f"{flag} {p}: {kind}; {what}")
+    real = Path(os.path.realpath(p)) if os.path.islink(p) else p
+    folder = real if want_dir else real.parent
+    for up in [folder, *folder.parents]:  # the nearest existing ancestor must be a folder
+        try:
+            if not stat.S_ISDIR(os.stat(up).st_mode):
+                raise InputError(f"{flag} {p}: {up} is not a folder; {what}")
+            break
+        except FileNotFoundError:
+            continue
+        except OSError as err:
+            raise InputError(f"{flag} {p}: {err.strerror}; {what}") from None
+    if not want_dir and len(os.fsencode(real.name)) > 200:
+        raise InputError(f"{flag} {p}: the file name is too long; {what}")
+    return real
+
+
+def write_all(items: list[tuple[str, Path, bytes]]) -> None:
+    """Write every (flag, dest, content) or none: each goes to a temp file beside its
+    destination, and only when all are written in full are they renamed into place. A
+    failure (a full disk, a folder that refuses writing) removes the temp files, the files
+    this call already put in place that did not exist before and the folders it made, and is
+    an InputError naming the output."""
+    import tempfile
+
+    staged: list[tuple[str, Path, str, bool]] = []
+    made: list[Path] = []
+    placed: list[Path] = []
+    flag, dest = "", Path()
+    try:
+        for flag, dest, data in items:
+            missing = [d for d in [dest.parent, *dest.parent.parents] if not d.exists()]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            made += reversed(missing)
+            fd, tmp = tempfile.mkstemp(prefix=f".{dest.name[:80]}.", suffix=".tmp",
+                                       dir=dest.parent)  # fmt: skip
+            existed = os.path.lexists(dest)
+            staged.append((flag, dest, tmp, existed))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp, _mode_for(dest))
+        for flag, dest, tmp, _existed in staged:  # noqa: B007 (named in the error below)
+            if os.path.lexists(dest) and not stat.S_ISREG(os.stat(dest).st_mode):
+                raise IsADirectoryError(errno.EISDIR, "no longer a regular file")
+            os.replace(tmp, dest)
+            placed.append(dest)
+    except OSError as err:
+        for _flag, d, tmp, existed in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if d in placed and not existed:
+                with contextlib.suppress(OSError):
+                    os.unlink(d)
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise InputError(f"{flag} {dest}: cannot write ({err.strerror or err})") from None
 
 
 def _mode_for(dest: Path) -> int:

@@ -6,6 +6,7 @@ Pydantic models here are also the JSON contract (`--format json`, schema_version
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -51,8 +52,31 @@ CANONICAL_METRICS: tuple[str, ...] = (
 class InputError(Exception):
     """Unusable input or call: the CLI prints `str(err)` as one line and exits 2.
 
-    The message must name the file, the place (line, field, key) and what was expected.
+    The message must name the file, the place (line, field, key) and what was expected. It is
+    kept on one printable line whatever it quotes: line breaks (of any kind) become spaces,
+    other control characters `?`, and lone surrogates U+FFFD (they cannot be written out).
     """
+
+    def __init__(self, *args: object) -> None:
+        if len(args) == 1 and isinstance(args[0], str):
+            args = (_printable_line(args[0]),)
+        super().__init__(*args)
+
+
+_UNPRINTABLE = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(text: str) -> str:
+    """`text` with each lone surrogate (an escape like \\ud800 read from JSON or YAML) as
+    U+FFFD: such a string cannot be written out as UTF-8."""
+    return _SURROGATES.sub("\ufffd", text) if _SURROGATES.search(text) else text
+
+
+def _printable_line(text: str) -> str:
+    text = " ".join(text.splitlines()) if len(text.splitlines()) > 1 else text
+    text = _UNPRINTABLE.sub("?", text.replace("\t", " ").replace("\n", " ").replace("\r", " "))
+    return _SURROGATES.sub("\ufffd", text)
 
 
 class Severity(StrEnum):

@@ -19,8 +19,9 @@ from typing import Annotated
 import typer
 
 from advisor.cli import Exit, FailOn, OutputFormat, app
-from advisor.resources import write_text_atomic as write_atomic
-from advisor.types import Diagnosis, InputError, Severity
+from advisor.resources import destination, write_all
+from advisor.resources import write_text_atomic as write_atomic  # noqa: F401 (cli.harness)
+from advisor.types import Diagnosis, InputError, Severity, without_surrogates
 
 _FAIL_RANK = {FailOn.error: 2, FailOn.warning: 1, FailOn.info: 0}
 
@@ -60,7 +61,7 @@ def _without_cyclic_gc() -> Iterator[None]:
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve() or (b.exists() and os.path.samefile(a, b))
-    except OSError:
+    except (OSError, RuntimeError):  # a link loop (RuntimeError before Python 3.13)
         return False
 
 
@@ -70,22 +71,46 @@ def _check_outputs(
     previous: Path | None,
     output: Path | None,
     patched: Path | None,
-) -> None:
-    """Refuse, before any work, an output that would overwrite an input."""
+    plots_dir: Path | None = None,
+) -> dict[str, Path]:
+    """Refuse, before any work, an output that would overwrite an input or that is no place
+    for a file (see resources.destination); the checked destinations by flag."""
     inputs = [p for p in (metrics, config, previous) if p is not None]
-    for flag, out in (("--output", output), ("--patched-config", patched)):
-        if out is None:
+    out: dict[str, Path] = {}
+    for flag, path in (("--output", output), ("--patched-config", patched)):
+        if path is None:
             continue
-        if out.is_dir():
-            raise InputError(f"{flag} {out}: is a directory; expected a file path")
         for src in inputs:
-            if _same_file(out, src):
+            if _same_file(path, src):
                 raise InputError(
-                    f"{flag} {out}: resolves to the input {src}; "
+                    f"{flag} {path}: resolves to the input {src}; "
                     "expected a new path (inputs are never overwritten)"
                 )
+        out[flag] = destination(flag, path)
+    if output is not None and patched is not None and out["--output"] == out["--patched-config"]:
+        raise InputError(f"--patched-config {patched}: the same file as --output")
+    if plots_dir is not None:
+        out["--plots-dir"] = destination("--plots-dir", plots_dir, want_dir=True)
     if patched is not None and config is None:
         raise InputError("--patched-config: needs --config JOB.yaml (the file to patch)")
+    return out
+
+
+def staged_report(
+    d: Diagnosis, fmt: str, stem: str, out_dir: Path | None, flag: str
+) -> tuple[str, list[tuple[str, Path, bytes]]]:
+    """The report's text and its pictures as (flag, destination, bytes), drawn into a private
+    folder first: nothing lands beside the report until every output of the call is ready."""
+    import tempfile
+
+    from advisor.report import render
+
+    if out_dir is None:
+        return render(d, fmt, stem=stem), []
+    with tempfile.TemporaryDirectory(prefix="rl-advisor-plots-") as tmp:
+        text = render(d, fmt, out_dir=Path(tmp), stem=stem)
+        pictures = [(flag, out_dir / f.name, f.read_bytes()) for f in sorted(Path(tmp).iterdir())]
+    return text, pictures
 
 
 @app.command("diagnose")
@@ -122,31 +147,58 @@ def diagnose(
     Exit 0: nothing at or above --fail-on; 1: findings at or above it; 2: unusable input.
     """
     from advisor.api import diagnose as run_diagnose
-    from advisor.report import render
 
     if training_samples is not None and training_samples < 1:
         raise InputError(f"--training-samples: expected a positive integer, got {training_samples}")
-    _check_outputs(metrics, config, previous, output, patched_config)
+    dests = _check_outputs(metrics, config, previous, output, patched_config, plots_dir)
     out_dir = None
     if not no_plots and format == OutputFormat.markdown:
-        out_dir = plots_dir or (output.parent if output is not None else None)
+        out_dir = dests.get("--plots-dir") or (
+            dests["--output"].parent if output is not None else None
+        )
     stem = output.stem if output is not None else "report"
     with _without_cyclic_gc():
         d = run_diagnose(
             metrics, config, sets or (), previous, training_samples, ignore=ignore or ()
         )
-        text = render(d, format.value, stem=stem) if out_dir is None else None
-    if text is None:  # pictures: matplotlib's figures are reference cycles, left to the collector
-        text = render(d, format.value, out_dir=out_dir, stem=stem)
+        # Everything is computed before anything is written: a failure leaves nothing behind.
+        if out_dir is None:
+            text, items = staged_report(d, format.value, stem, None, "")
+    if out_dir is not None:  # pictures: matplotlib's figures are reference cycles, left to gc
+        text, items = staged_report(
+            d, format.value, stem, out_dir, "--plots-dir" if plots_dir else "--output"
+        )
     if patched_config is not None:
         from advisor.api import file_changes
-        from advisor.config import write_patched
 
         # Written even when nothing changes, so a CI step can always resubmit PATH.
         changes = file_changes(d.patch)
-        write_patched(config, changes, patched_config)
+        items.append(("--patched-config", dests["--patched-config"], _patched(config, changes)))
     if output is not None:
-        write_atomic(output, text)
-    else:
+        items.append(("--output", dests["--output"], text.encode("utf-8")))
+    write_all(items)
+    if output is None:
         typer.echo(text, nl=False)
+    said = [f"report written to {output}"] if output is not None else []
+    if patched_config is not None:
+        said.append(f"patched job written to {patched_config}")
+    if said:
+        # one line for the person at the terminal; stdout stays the report's (or empty)
+        from advisor.report.markdown import verdict
+
+        typer.echo(f"rl-advisor: {verdict(d)} {'; '.join(said).capitalize()}.", err=True)
     raise typer.Exit(int(exit_code(d, fail_on)))
+
+
+def _patched(config: Path | None, changes: dict[str, object]) -> bytes:
+    from advisor.config import patched_text
+
+    try:
+        return without_surrogates(patched_text(config, changes)).encode("utf-8")
+    except InputError:
+        raise
+    except Exception as err:  # a job shape the patcher cannot place the change in
+        raise InputError(
+            f"--patched-config: cannot apply {', '.join(changes)} to {config} "
+            f"({type(err).__name__}: {err}); expected hyper_parameters as a mapping"
+        ) from None

@@ -136,14 +136,19 @@ def watch(
     """Follow a growing log, alert on each finding as it fires, end with the full report."""
     from rich.markup import escape
 
-    from advisor.cli.diagnose import _check_outputs, exit_code, write_atomic
+    from advisor.cli.diagnose import _check_outputs, exit_code, staged_report, write_all
+    from advisor.ingest import is_regular
     from advisor.integrations.follow import Sidecar, resolve_log
     from advisor.online import Advisor
 
     path = resolve_log(metrics)
+    if os.path.lexists(path) and not is_regular(path):  # a pipe or a device never ends
+        from advisor.ingest import load_run
+
+        load_run(path)  # raises the reader's one-line refusal
     if output is not None and output.resolve() == path.resolve():
         raise InputError(f"--output {output}: is the log being watched; expected a new path")
-    _check_outputs(path, config, None, output, None)  # never overwrite an input
+    dests = _check_outputs(path, config, None, output, None)  # never overwrite an input
     kwargs: dict[str, Any] = {
         "sets": sets or (),
         "source": str(path),
@@ -162,13 +167,21 @@ def watch(
             f"{path}: the log never appeared (watched until {why}); expected a training log "
             "being written"
         )
-    d = adv.diagnosis()
-    from advisor.report import render
+    if adv.steps == 0:
+        # nothing followed: a file diagnose would refuse is refused here too (exit 2)
+        from advisor.ingest import load_run
 
-    out_dir = output.parent if output is not None and format == OutputFormat.markdown else None
-    text = render(d, format.value, out_dir=out_dir, stem=output.stem if output else "report")
+        load_run(path)
+    d = adv.diagnosis()
+    out_dir = (
+        dests["--output"].parent if output is not None and format == OutputFormat.markdown else None
+    )
+    text, items = staged_report(
+        d, format.value, output.stem if output else "report", out_dir, "--output"
+    )
     if output is not None:
-        write_atomic(output, text)
+        write_all([*items, ("--output", dests["--output"], text.encode("utf-8"))])
+        typer.echo(f"rl-advisor: report written to {output}", err=True)
     else:
         typer.echo(text, nl=False)
     # SystemExit, not typer.Exit: in non-standalone mode click returns typer.Exit's code

@@ -28,8 +28,12 @@ runs, then files by kind (JSONL, Parquet, CSV, JSON, text logs), four levels dow
 from __future__ import annotations
 
 import dataclasses
+import errno
+import os
 import re
+import stat
 from pathlib import Path
+from typing import Any
 
 from advisor.ingest.names import canonical_name, canonicalize
 from advisor.types import InputError, PathLike, Run
@@ -45,22 +49,107 @@ _DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")  # MLflow's SQL store, trackio's p
 def load_run(path: PathLike) -> Run:
     """Read the metrics at `path` (a file or a run directory) into a Run."""
     p = Path(path).expanduser()
-    if not p.exists():
-        raise InputError(f"{p}: no such file or directory; expected a metrics file or run folder")
     try:
-        return _load_dir(p) if p.is_dir() else _load_file(p)
+        kind = _kind_of(p)
+        return _load_dir(p) if kind == "dir" else _load_file(p)
     except InputError as err:
         raise InputError(_one_line(str(err))) from None
+    except RecursionError:
+        raise InputError(_one_line(f"{p}: nested too deeply to read as metrics")) from None
+    except MemoryError:
+        raise InputError(_one_line(f"{p}: too large to read into memory")) from None
     except (OSError, ValueError, ArithmeticError) as err:
         # I/O trouble, or a table polars could not make sense of (its errors are ValueErrors
         # or ComputeErrors): still one line that names the file
         raise InputError(_one_line(f"{p}: could not read the metrics ({err})")) from None
     except Exception as err:
-        from polars.exceptions import PolarsError
+        # A value of a shape no reader expects (a cell of the wrong type, a step polars cannot
+        # hold): the input is unusable, said on one line, never a traceback.
+        what = f"{type(err).__name__}: {err}"
+        raise InputError(_one_line(f"{p}: could not read the metrics ({what})")) from None
 
-        if isinstance(err, PolarsError):
-            raise InputError(_one_line(f"{p}: could not read the metrics ({err})")) from None
-        raise
+
+_NOT_REGULAR = (
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind_of(p: Path) -> str:
+    """ "dir" or "file"; anything else (a pipe, a device, a link loop) is refused by name
+    before it is opened: reading one would block or never end."""
+    try:
+        st = os.stat(p)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise InputError(
+                f"{p}: a symbolic link loop; expected a metrics file or run folder"
+            ) from None
+        if os.path.islink(p):
+            raise InputError(f"{p}: a symbolic link to nothing; expected a metrics file") from None
+        if err.errno == errno.ENOENT:
+            raise InputError(
+                f"{p}: no such file or directory; expected a metrics file or run folder"
+            ) from None
+        raise InputError(f"{p}: cannot read ({err.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        return "dir"
+    if stat.S_ISREG(st.st_mode):
+        return "file"
+    what = next((name for test, name in _NOT_REGULAR if test(st.st_mode)), "not a regular file")
+    raise InputError(f"{p}: {what}, not a regular file; expected a metrics file or run folder")
+
+
+def is_regular(p: Path) -> bool:
+    """A regular file (a link to one counts); pipes, devices and broken links do not."""
+    try:
+        return stat.S_ISREG(os.stat(p).st_mode)
+    except OSError:
+        return False
+
+
+# JSON nested deeper than this is no metrics file: refused before a parser recurses into it.
+MAX_JSON_DEPTH = 100
+
+
+def json_depth(data: Any, per_line: bool, chunk: int = 1 << 24) -> int:
+    """The deepest bracket nesting of a JSON text (per line for JSONL), counted over the bytes
+    in one linear pass (brackets inside strings count too: an over-estimate, never less)."""
+    import numpy as np
+
+    raw = np.frombuffer(data, dtype=np.uint8)
+    carry, deepest = 0, 0
+    for at in range(0, len(raw), chunk):
+        b = raw[at : at + chunk]
+        step = ((b == 91) | (b == 123)).astype(np.int32) - ((b == 93) | (b == 125))
+        depth = np.cumsum(step, dtype=np.int64) + carry
+        if per_line:
+            nl = b == 10
+            if nl.any():
+                last = np.maximum.accumulate(np.where(nl, np.arange(len(b)), -1))
+                base = np.where(last >= 0, depth[np.maximum(last, 0)], 0)
+                depth = depth - base
+        if len(depth):
+            deepest = max(deepest, int(depth.max()))
+            carry = int(depth[-1])
+    return deepest
+
+
+def _check_depth(p: Path, per_line: bool) -> None:
+    import mmap
+
+    with p.open("rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            depth = json_depth(mm, per_line)
+    if depth > MAX_JSON_DEPTH:
+        raise InputError(
+            f"{p}: JSON nested {depth} levels deep; expected metric records (at most "
+            f"{MAX_JSON_DEPTH} levels)"
+        )
 
 
 def _one_line(message: str, limit: int = 400) -> str:
@@ -114,6 +203,7 @@ def _looks_csv(line: str) -> bool:
 
 def _load_file(p: Path) -> Run:
     source = str(p)
+    _kind_of(p)  # a folder's candidates too: only regular files are opened
     try:
         with p.open("rb") as fh:
             head = fh.read(_HEAD)
@@ -140,6 +230,8 @@ def _load_file(p: Path) -> Run:
         from advisor.ingest.tables import read_csv
 
         return read_csv(p, source)
+    if fmt in ("jsonl", "json"):
+        _check_depth(p, per_line=fmt == "jsonl")
     if fmt == "jsonl":
         from advisor.ingest.jsonfiles import read_jsonl
 
@@ -208,10 +300,15 @@ def _candidates(d: Path) -> list[Path]:
         return [d.parent]
     out: list[Path] = []
     # a TRL output dir: its own trainer_state.json is written last, else the newest checkpoint
-    states = [d / "trainer_state.json"] if (d / "trainer_state.json").is_file() else []
-    states += sorted(d.glob("checkpoint-*/trainer_state.json"), key=_checkpoint_no, reverse=True)
+    states = [d / "trainer_state.json"] if is_regular(d / "trainer_state.json") else []
+    states += sorted(
+        (f for f in d.glob("checkpoint-*/trainer_state.json") if is_regular(f)),
+        key=_checkpoint_no,
+        reverse=True,
+    )
     out += states
-    events = sorted(d.rglob("*tfevents*"))
+    # (a bounded walk, not rglob: a link to / or a loop in the folder would make that endless)
+    events = sorted(f for f in _walk(d, 5, 5000) if "tfevents" in f.name and is_regular(f))
     if events:
         out.append(events[0].parent)
     out += find_mlflow_runs(d)
@@ -222,8 +319,14 @@ def _candidates(d: Path) -> list[Path]:
     def by_size(fs: list[Path]) -> list[Path]:
         return sorted(fs, key=lambda f: f.stat().st_size, reverse=True)
 
-    classes = ((".jsonl", ".ndjson"), (".parquet",), _DB_SUFFIXES, (".csv",), (".json",),
-               _TEXT_SUFFIXES)
+    classes = (
+        (".jsonl", ".ndjson"),
+        (".parquet",),
+        _DB_SUFFIXES,
+        (".csv",),
+        (".json",),
+        _TEXT_SUFFIXES,
+    )
     for suffixes in classes:
         out += by_size([f for f in files if f.suffix.lower() in suffixes and f not in out])
     out += by_size([f for f in files if f not in out and f.suffix == ""])
@@ -278,7 +381,7 @@ def _load_dir(d: Path) -> Run:
 def _tb_csvs(d: Path) -> list[Path]:
     from advisor.ingest.tables import TB_CSV_NAME
 
-    return sorted(f for f in d.glob("*.csv") if TB_CSV_NAME.match(f.name))
+    return sorted(f for f in d.glob("*.csv") if TB_CSV_NAME.match(f.name) and is_regular(f))
 
 
 def _load_store(d: Path) -> Run:
@@ -287,13 +390,14 @@ def _load_store(d: Path) -> Run:
     if is_mlflow_run(d):
         return read_mlflow(d, str(d))
     tb_csvs = _tb_csvs(d)
-    if len(tb_csvs) >= 2 and not any(d.glob("*tfevents*")):
+    events = sorted(f for f in d.glob("*tfevents*") if is_regular(f))
+    if len(tb_csvs) >= 2 and not events:
         from advisor.ingest.tables import read_tensorboard_csvs
 
         return read_tensorboard_csvs(tb_csvs, str(d))
     from advisor.ingest.tensorboard import read_tensorboard
 
-    return read_tensorboard(sorted(d.glob("*tfevents*")), str(d))
+    return read_tensorboard(events, str(d))
 
 
 def _with_warning(run: Run, note: str) -> Run:

@@ -114,31 +114,44 @@ def _restarts(df: pl.DataFrame) -> tuple[np.ndarray, list[str]]:
 
     steps = df["step"].to_numpy()
     train = _train_mask(df)
-    keep = np.ones(len(steps), dtype=bool)
-    restarts: list[tuple[int, int, int]] = []  # (step restarted at, rows dropped, first step)
+    rows = np.flatnonzero(train)
+    # A training row restarts when its step is not above the best since the last restart
+    # (one pass); every earlier row at or above a later restart's step is dropped, so a row is
+    # kept when no later restart is at or below its step (one pass from the end): linear.
+    restart = np.zeros(len(steps), dtype=bool)
     best = None
-    first = None
-    for i in np.flatnonzero(train).tolist():
-        s = int(steps[i])
-        first = s if first is None else first
+    for i, s in zip(rows.tolist(), steps[rows].tolist(), strict=True):
         if best is not None and s <= best:
-            earlier = (np.arange(len(steps)) < i) & (steps >= s) & keep
-            restarts.append((s, int(earlier.sum()), first))
-            keep &= ~earlier
+            restart[i] = True
             best = s
         else:
             best = s if best is None else max(best, s)
+    later = np.where(restart, steps, np.inf)[::-1]
+    after = np.minimum.accumulate(later)[::-1]  # min restart step at or after each row
+    after = np.append(after[1:], np.inf)  # ... strictly after it
+    keep = ~(steps >= after)
+    first = int(steps[rows[0]]) if len(rows) else 0
+    at = np.flatnonzero(restart)
     warnings = []
-    for s, _dropped, first_step in restarts:
-        twice = sorted(set(steps[(steps >= s)].tolist()) & set(steps[~keep].tolist()))
+    dropped = set(steps[~keep].tolist())
+    for i in at[:_SAID].tolist():
+        s = int(steps[i])
+        twice = sorted(set(steps[(steps >= s)].tolist()) & dropped)
         span = _ranges(twice) if twice else str(s)
         cause = (
-            "the step counter restarted"
-            if s <= first_step
-            else f"the run was resumed at step {s - 1}"
+            "the step counter restarted" if s <= first else f"the run was resumed at step {s - 1}"
         )
         warnings.append(f"steps {span} appear twice: {cause}; kept the later values")
+    if len(at) > _SAID:
+        warnings.append(f"... and {len(at) - _SAID} more restarts of the step counter")
     return keep, warnings
+
+
+_SAID = 5  # restarts described one by one; more are counted
+
+
+# The largest step a run is taken to have: beyond any RL fine-tuning run by far.
+MAX_STEP = 1_000_000
 
 
 def dedupe(df: pl.DataFrame, sequential: bool = True) -> tuple[pl.DataFrame, list[str]]:
@@ -149,21 +162,31 @@ def dedupe(df: pl.DataFrame, sequential: bool = True) -> tuple[pl.DataFrame, lis
 
     if df["step"].null_count():
         df = df.filter(pl.col("step").is_not_null())
+    warnings: list[str] = []
+    far = df.filter(pl.col("step").abs() > MAX_STEP)["step"] if df.height else None
+    if far is not None and len(far):
+        # a step no training run reaches (a corrupt line, a counter of something else): every
+        # step-indexed computation downstream (saved checkpoints, cadences) would be that long
+        df = df.filter(pl.col("step").abs() <= MAX_STEP)
+        warnings.append(
+            f"{len(far)} row(s) with a step beyond {MAX_STEP:,} (e.g. {far[0]}) dropped: "
+            "expected training steps"
+        )
     steps = df["step"].to_numpy()
     if df.height == 0 or bool((steps[1:] > steps[:-1]).all()):  # strictly increasing
-        return df, []
+        return df, warnings
     if sequential:
-        keep, warnings = _restarts(df)
+        keep, said = _restarts(df)
+        warnings += said
         if not keep.all():
             df = df.filter(pl.Series(keep))
     else:
         train = df.filter(pl.Series(_train_mask(df)))["step"]
         repeated = sorted(train.filter(train.is_duplicated()).unique().to_list())
-        warnings = (
-            [f"steps {_ranges(repeated)} appear more than once; kept the last row of each"]
-            if repeated
-            else []
-        )
+        if repeated:
+            warnings.append(
+                f"steps {_ranges(repeated)} appear more than once; kept the last row of each"
+            )
     metric_cols = [c for c in df.columns if c != "step"]
     # last non-null value per column in file order: merges a validation row into its step
     out = df.group_by("step", maintain_order=True).agg(

@@ -129,37 +129,50 @@ _FLOAT_MAX = 1.7976931348623157e308  # MLflow's SQL store writes +-inf as +-floa
 
 def read_sqlite(path: Path, source: str) -> Run:
     """An MLflow SQL store or a trackio project database, told apart by their tables."""
-    con = _open_read_only(path, source)
-    try:
-        cols = _sqlite_columns(con, "metrics")
-        if {"key", "value", "step", "run_uuid"} <= cols:
-            return _read_mlflow_sql(con, source, cols)
-        if {"run_name", "step", "metrics"} <= cols:
-            return _read_trackio(con, source)
-        raise InputError(
-            f"{source}: a SQLite database without MLflow's or trackio's `metrics` table"
-        )
-    except sqlite3.Error as err:
-        raise InputError(f"{source}: could not read the SQLite database ({err})") from None
-    finally:
-        con.close()
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rl-advisor-db-") as tmp:
+        con = _open_read_only(path, source, Path(tmp))
+        try:
+            cols = _sqlite_columns(con, "metrics")
+            if {"key", "value", "step", "run_uuid"} <= cols:
+                return _read_mlflow_sql(con, source, cols)
+            if {"run_name", "step", "metrics"} <= cols:
+                return _read_trackio(con, source)
+            raise InputError(
+                f"{source}: a SQLite database without MLflow's or trackio's `metrics` table"
+            )
+        except sqlite3.Error as err:
+            raise InputError(f"{source}: could not read the SQLite database ({err})") from None
+        finally:
+            con.close()
 
 
-def _open_read_only(path: Path, source: str) -> sqlite3.Connection:
-    """Read-only, so nothing is written next to the user's file; a WAL database in a folder
-    we may not write to cannot be opened so (no -shm file): then as immutable (the last
-    checkpointed state, without what the WAL still holds)."""
-    uri = path.resolve().as_uri()
-    con = None
+def _open_read_only(path: Path, source: str, tmp: Path) -> sqlite3.Connection:
+    """A connection that changes nothing beside the user's file. SQLite's read-only mode
+    still creates `-shm` (and may leave `-wal`) beside a WAL database; `immutable=1` touches
+    nothing but ignores what the WAL holds. So a database with a live WAL is read from a copy
+    of both files in `tmp` (a training run's trackio file is small), any other immutable."""
+    wal = path.with_name(path.name + "-wal")
     try:
-        con = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+        live = wal.is_file() and wal.stat().st_size > 0
+    except OSError:
+        live = False
+    target, query = path.resolve(), "?mode=ro&immutable=1"
+    if live:
+        import shutil
+
+        try:
+            copy = tmp / "metrics.db"
+            shutil.copyfile(path, copy)
+            shutil.copyfile(wal, tmp / "metrics.db-wal")
+            target, query = copy, ""
+        except OSError:
+            pass  # no room for a copy: the checkpointed state, immutable
+    try:
+        con = sqlite3.connect(f"{target.as_uri()}{query}", uri=True)
         con.execute("SELECT 1 FROM sqlite_master LIMIT 1")
         return con
-    except sqlite3.Error:
-        if con is not None:
-            con.close()
-    try:
-        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
     except sqlite3.Error as err:
         raise InputError(f"{source}: cannot open the SQLite database ({err})") from None
 
@@ -182,30 +195,40 @@ def _read_mlflow_sql(con: sqlite3.Connection, source: str, cols: set[str]) -> Ru
     run_id, name, status = run
     nan = "is_nan" if "is_nan" in cols else "0"
     rows = con.execute(
-        f"SELECT key, value, step, {nan} FROM metrics WHERE run_uuid = ? "
-        "ORDER BY timestamp, rowid",
+        f"SELECT key, value, step, {nan} FROM metrics WHERE run_uuid = ? ORDER BY timestamp, rowid",
         (run_id,),
     ).fetchall()
     if not rows:
         raise InputError(f"{source}: MLflow run {run_id} ({name}) logged no metric")
     keys, values, steps = [], [], []
+    odd = 0
     for key, value, step, is_nan in rows:
+        # SQLite keeps any type in any column: a cell of the wrong type is skipped and counted
+        s = _int_step(step)
+        if not isinstance(key, str) or s is None or not (is_nan or _is_number(value)):
+            odd += 1
+            continue
         keys.append(key.replace("_at_", "@"))  # MLflow keys cannot hold '@' (verl maps it)
-        steps.append(step)
-        values.append(math.nan if is_nan else _unclamp(value))
-    long = pl.DataFrame({"step": steps, "key": keys, "value": values},
-                        schema={"step": pl.Int64, "key": pl.String, "value": pl.Float64})
+        steps.append(s)
+        values.append(math.nan if is_nan else _unclamp(float(value)))
+    if not keys:
+        raise InputError(f"{source}: MLflow run {run_id} logged no usable metric row")
+    long = pl.DataFrame(
+        {"step": steps, "key": keys, "value": values},
+        schema={"step": pl.Int64, "key": pl.String, "value": pl.Float64},
+    )
     wide = long.pivot(on="key", index="step", values="value", aggregate_function="last")
-    warnings = []
+    warnings = [f"{source}: {odd} metric row(s) of the wrong type skipped"] if odd else []
     runs = con.execute("SELECT COUNT(*) FROM runs WHERE lifecycle_stage IS NOT 'deleted'")
     if (count := runs.fetchone()[0]) > 1:
         warnings.append(f"{source}: {count} MLflow runs; read the newest, {name} ({run_id})")
     params = con.execute("SELECT key, value FROM params WHERE run_uuid = ?", (run_id,))
+    texts = [(str(k), str(v)) for k, v in params.fetchall() if k is not None and v is not None]
     return build_run(
         wide.sort("step"),
         source=source,
         fmt="mlflow",
-        hints=hint_map.verl_hints(_nest_params(params.fetchall())),
+        hints=hint_map.verl_hints(_nest_params(texts)),
         ending=_status_ending(str(status)),
         warnings=warnings,
     )
@@ -222,18 +245,23 @@ def _read_trackio(con: sqlite3.Connection, source: str) -> Run:
     import polars as pl
 
     run = con.execute(
-        "SELECT run_name FROM metrics GROUP BY run_name ORDER BY MAX(timestamp) DESC LIMIT 1"
+        "SELECT run_name FROM metrics WHERE run_name IS NOT NULL GROUP BY run_name "
+        "ORDER BY MAX(timestamp) DESC LIMIT 1"
     ).fetchone()
     if run is None:
         raise InputError(f"{source}: a trackio database whose runs logged no metric")
     records = []
     for step, blob in con.execute(
-        "SELECT step, metrics FROM metrics WHERE run_name = ? ORDER BY id", (run[0],)
+        "SELECT step, metrics FROM metrics WHERE run_name IS ? ORDER BY id", (run[0],)
     ):
         rec = _json_object(blob)
         numbers = {k: float(v) for k, v in rec.items() if _is_number(v)}
-        own = numbers.get("train/global_step")
-        records.append({"step": int(own) if own is not None else int(step), **numbers})
+        own = _int_step(numbers.get("train/global_step"))
+        at = own if own is not None else _int_step(step)
+        if at is not None:
+            records.append({"step": at, **numbers})
+    if not records:
+        raise InputError(f"{source}: trackio run {run[0]} logged no metric row with a step")
     warnings = []
     names = con.execute("SELECT COUNT(DISTINCT run_name) FROM metrics").fetchone()[0]
     if names > 1:
@@ -247,11 +275,30 @@ def _read_trackio(con: sqlite3.Connection, source: str) -> Run:
     )
 
 
-def _json_object(blob: str | bytes) -> dict[str, Any]:
-    """A metrics cell: JSON text (or bytes, as orjson writes), nested objects flattened."""
+def _int_step(value: Any) -> int | None:
+    """A step cell as an int: an integer, or a float with an integral value in int64's range."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if abs(value) < 2**63 else None
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return None
+
+
+def _json_object(blob: Any) -> dict[str, Any]:
+    """A metrics cell: JSON text (or bytes, as orjson writes), nested objects flattened; a
+    cell of another type, or nested past any metrics record, holds nothing."""
+    if not isinstance(blob, str | bytes) or len(blob) > 1 << 24:
+        return {}
+    from advisor.ingest import MAX_JSON_DEPTH, json_depth
+
+    raw = blob.encode("utf-8", "surrogatepass") if isinstance(blob, str) else blob
+    if json_depth(raw, per_line=False) > MAX_JSON_DEPTH:
+        return {}
     try:
         rec = json.loads(blob)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return flatten_keys(rec) if isinstance(rec, dict) else {}
 
@@ -264,7 +311,7 @@ def _trackio_hints(con: sqlite3.Connection, run: str) -> dict[str, Any]:
     """The run's config (TrainingArguments for a TRL run) -> TRL hints."""
     if "config" not in _sqlite_columns(con, "configs"):
         return {}
-    row = con.execute("SELECT config FROM configs WHERE run_name = ?", (run,)).fetchone()
+    row = con.execute("SELECT config FROM configs WHERE run_name IS ?", (run,)).fetchone()
     cfg = _json_object(row[0]) if row else {}
     return hint_map.trl_arg_hints(
         {k: str(v) for k, v in cfg.items() if k in hint_map.TRL_ARGS and v is not None}

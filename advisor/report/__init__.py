@@ -9,13 +9,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from advisor.types import Diagnosis, InputError
+from advisor.types import Diagnosis, InputError, without_surrogates
 
 
 def _json(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
     # pydantic writes NaN/inf as null, so the output is strict JSON; `from`, not `from_`.
-    return diagnosis.model_dump_json(by_alias=True, indent=2) + "\n"
+    try:
+        return diagnosis.model_dump_json(by_alias=True, indent=2) + "\n"
+    except ValueError:  # a lone surrogate from the input (pydantic refuses to encode it)
+        import json
+
+        data = _no_surrogates(diagnosis.model_dump(mode="json", by_alias=True))
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _no_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return without_surrogates(value)
+    if isinstance(value, dict):
+        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_surrogates(v) for v in value]
+    return value
 
 
 def _markdown(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
@@ -43,7 +60,7 @@ def render(
         raise InputError(
             f"--format: expected one of {', '.join(RENDERERS)}, got {format!r}"
         ) from None
-    return renderer(diagnosis, out_dir, stem)
+    return without_surrogates(renderer(diagnosis, out_dir, stem))
 
 
 __all__ = ["RENDERERS", "render"]

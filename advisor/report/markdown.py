@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from advisor.report.escape import FILTERS, Md, code, finalize, prose
 from advisor.types import Change, Diagnosis, Finding
 
 TICKS = "▁▂▃▄▅▆▇█"
@@ -71,9 +72,13 @@ def clause(text: Any) -> str:
     return str(text).strip().rstrip(".")
 
 
-def cell(text: Any) -> str:
-    """Safe inside a Markdown table cell."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def steps_text(steps: Sequence[int], most: int = 12) -> str:
+    """Steps as a list a cell can hold: a long one as its first and last few."""
+    if len(steps) <= most:
+        return ", ".join(map(str, steps))
+    half = most // 2
+    head, tail = ", ".join(map(str, steps[:half])), ", ".join(map(str, steps[-half:]))
+    return f"{head}, ... ({len(steps) - most:,} more), {tail}"
 
 
 def yaml_value(value: Any) -> str:
@@ -106,24 +111,26 @@ def _old(value: Any, assumed: bool) -> str:
     return fmt(value) + (" (assumed)" if assumed else "")
 
 
-def change_text(c: Change) -> str:
+def change_text(c: Change) -> Md:
     """A change in the run's framework's names where it has them (`beta` 0 → 0.04), the
-    guide's otherwise; an assumed old value says so."""
+    guide's otherwise; an assumed old value says so. Escaped: names as code, the rest as
+    text."""
     how = ""
     if c.factor is not None:
         how = f" (x{fmt(c.factor)})" if c.op == "multiply" else f" ({c.factor:+g})"
     notes = [c.note] if c.note else []
     if c.framework_keys:
         said = ", ".join(
-            f"`{k.key}` {_old(k.from_, k.assumed)} → {fmt(k.to)}" for k in c.framework_keys
+            f"{code(k.key)} {prose(f'{_old(k.from_, k.assumed)} → {fmt(k.to)}')}"
+            for k in c.framework_keys
         )
         notes += [k.note for k in c.framework_keys if k.note]
         known = c.framework_keys[0].from_ is not None
-        text = f"{said}{how if known else ''}"
+        text = said + (prose(how) if known and how else "")
     else:
-        text = f"`{c.param}` {_old(c.from_, c.assumed)} → {fmt(c.to)}{how}"
+        text = f"{code(c.param)} {prose(f'{_old(c.from_, c.assumed)} → {fmt(c.to)}{how}')}"
     note = "".join(f" - {n}" for n in notes)
-    return f"{text}{note}"
+    return Md(text + (prose(note) if note else ""))
 
 
 def verdict(d: Diagnosis) -> str:
@@ -248,7 +255,8 @@ def _env() -> Any:
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
-        autoescape=False,  # Markdown, not HTML
+        autoescape=False,  # Markdown, not HTML: escaped by `finalize` (advisor.report.escape)
+        finalize=finalize,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
@@ -257,7 +265,8 @@ def _env() -> Any:
         # jinja2's per-user temp cache (keyed by the template's checksum, so never stale).
         bytecode_cache=_bytecode_cache(jinja2),
     )
-    env.filters.update(fmt=fmt, cell=cell, change=change_text, clause=clause)
+    env.filters.update(FILTERS)
+    env.filters.update(fmt=fmt, change=change_text, clause=clause, steps=steps_text)
     return env
 
 

@@ -12,14 +12,19 @@ from typing import Any
 def _env() -> Any:
     import jinja2
 
-    return jinja2.Environment(
+    from advisor.report.escape import FILTERS, finalize
+
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
-        autoescape=False,  # Markdown, not HTML
+        autoescape=False,  # Markdown, not HTML: escaped by `finalize` (advisor.report.escape)
+        finalize=finalize,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
     )
+    env.filters.update(FILTERS)
+    return env
 
 
 def render(name: str, **context: Any) -> str:

@@ -49,11 +49,11 @@ def test_validate_json_is_the_contract_shape(capsys: pytest.CaptureFixture[str])
         "--set", "learning_rate=5e-5", "--show-config",
     )  # fmt: skip
     data = json.loads(out)
-    assert code == 0
+    assert code == 1  # an SFT-level learning rate diverges: an error (knowledge.md:81)
     assert data["schema_version"] == 1 and data["tool"]["name"] == "rl-advisor"
     assert data["run"] is None and data["findings"] == []
     c201 = [f for f in data["config_findings"] if f["id"] == "C201"]
-    assert c201 and c201[0]["params"] == ["learning_rate"] and c201[0]["severity"] == "warning"
+    assert c201 and c201[0]["params"] == ["learning_rate"] and c201[0]["severity"] == "error"
     assert set(c201[0]) >= {"id", "severity", "params", "message"}
     assert data["config"]["hyper_parameters"]["learning_rate"] == {"value": 5e-5, "origin": "set"}
 
@@ -121,7 +121,7 @@ def test_validate_never_changes_the_input(
 def test_rules_lists_config_and_symptom_rules(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "rules")
     assert code == 0
-    assert "| C201 | sft-level-learning-rate | config | warning |" in out
+    assert "| C201 | sft-level-learning-rate | config | error |" in out
 
 
 def test_rules_explains_one_in_the_ruff_shape(capsys: pytest.CaptureFixture[str]) -> None:

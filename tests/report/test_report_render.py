@@ -60,7 +60,7 @@ def test_patch_is_a_diff_block() -> None:
 
 
 def test_table_cells_are_escaped_and_config_findings_listed() -> None:
-    assert "| C1 | warning | save_steps | a \\| b |" in render(diag(), "markdown")
+    assert "| C1 | warning | save_steps | a &#124; b |" in render(diag(), "markdown")
 
 
 def test_checkpoint_section_says_the_best_was_not_kept() -> None:
