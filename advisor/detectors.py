@@ -1783,14 +1783,15 @@ def constant(s: Series, p: Params) -> Evidence | None:
 
 @detector("growth")
 def growth(s: Series, p: Params) -> Evidence | None:
-    """Steady multiplication: over the last `window` blocks the level (trimmed block means)
-    grew at least `min_ratio` times, and its second half grew at least `min_late` of the first
-    half's growth in log terms (an explosion at a steady rate; a healthy KL that grows from 0
-    and levels off grows ever more slowly), reaching `min_level`. Held at the latest block and
-    at the `k` - 1 before it (each judged on its own window)."""
-    w = int(p.get("window", 12))
+    """Steady multiplication: over the last `window` blocks (or as many as the run has, at
+    least `min_blocks`) the level (trimmed block means) grew at least `min_ratio` times, and
+    its second half grew at least `min_late` of the first half's growth in log terms (an
+    explosion at a steady rate; a healthy KL that grows from 0 and levels off grows ever more
+    slowly), reaching `min_level`. Held at the latest block and at the `k` - 1 before it (each
+    judged on its own window)."""
     k = int(p.get("k", 3))
-    if len(s) < w + k - 1:
+    w = min(int(p.get("window", 32)), len(s) - (k - 1))
+    if w < int(p.get("min_blocks", 12)):
         return None
     x = _trimmed_means(s) if p.get("trimmed") else s.mean
     floor = float(p.get("min_level", 0.0))

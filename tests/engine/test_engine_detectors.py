@@ -515,7 +515,8 @@ def test_constant_needs_every_point_equal() -> None:
 
 def test_growth_tells_steady_multiplication_from_levelling_off() -> None:
     g = DETECTORS["growth"]
-    p = {"window": 12, "min_ratio": 8.0, "min_late": 0.6, "min_level": 0.05, "k": 3}
+    p = {"window": 12, "min_blocks": 12, "min_ratio": 8.0, "min_late": 0.6, "min_level": 0.05,
+         "k": 3}
     steady = [[0.005 * 1.35**i] * 3 for i in range(16)]  # x1.35 a block: an exponential
     assert g(_pts_series(steady), p) is not None
     # a healthy KL from ~0: linear growth, then levelling off (x8 and more over the window)
