@@ -195,16 +195,14 @@ def sized_response_room(
     a multiple of 256 and never beyond the rule's own addend (its range is the ceiling)."""
     m_t = (facts or {}).get("terminated_length")
     cap = (facts or {}).get("response_cap")
-    prompt = hp.get("max_prompt_length")
-    current = hp.get("max_length")
     if spec.param != "max_length" or spec.op != "add" or spec.range is None:
         return None
     if not isinstance(m_t, int | float) or not math.isfinite(m_t) or m_t <= 0:
         return None
     if not isinstance(cap, int | float) or cap <= 0:
-        if not isinstance(current, int) or not isinstance(prompt, int) or current <= prompt:
-            return None
-        cap = current - prompt
+        # The cap the answers ran into is not in the log: sized from an assumed max_length
+        # the addend would rest on a guess; the rule's own addend stands.
+        return None
     ceiling = max(spec.range)
     room = max(float(m_t), 256.0)
     room = float(min(ceiling, math.ceil(room / 256) * 256))

@@ -46,10 +46,8 @@ def _plain(text: str) -> str:
             after = text[i + 1] if i + 1 < n else " "
             # intraword underscores are no emphasis (reward_mean stays as written)
             out.append("_" if before.isalnum() and after.isalnum() else "\\_")
-        elif ch == "<":
+        elif ch == "<":  # raw HTML and autolinks open with it; a ">" alone is text
             out.append("&lt;")
-        elif ch == ">":
-            out.append("&gt;")
         elif ch == "&":
             out.append("&amp;")
         elif ch == "|":

@@ -129,8 +129,7 @@ def change_text(c: Change) -> Md:
         text = said + (prose(how) if known and how else "")
     else:
         text = f"{code(c.param)} {prose(f'{_old(c.from_, c.assumed)} → {fmt(c.to)}{how}')}"
-    note = "".join(f" - {n}" for n in notes)
-    return Md(text + (prose(note) if note else ""))
+    return Md(text + "".join(f" - {prose(n)}" for n in notes))
 
 
 def verdict(d: Diagnosis) -> str:
