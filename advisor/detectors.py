@@ -524,9 +524,13 @@ def nonfinite(s: Series, p: Params) -> Evidence | None:
         return None
     i = _onset_index(mask, gap=int(p.get("gap", 2)))
     bad = int(s.nonfinite[i:].sum())
-    if bad < int(p.get("min_count", 1)):
-        return None  # one NaN grad_norm is one skipped update, not yet a symptom
     total = bad + int(s.count[i:].sum())
+    # one NaN grad_norm is one skipped update, not yet a symptom; unless it is a large share
+    # of what was logged (`min_frac`: TRL averages logging_steps steps into one entry)
+    share = float(p.get("min_frac", 2.0))
+    logged = int(s.nonfinite.sum() + s.count.sum())
+    if bad < int(p.get("min_count", 1)) and not (logged and bad / logged >= share):
+        return None
     first = int(s.first_bad[i]) if s.nonfinite[i] > 0 else int(s.start[i])
     frac = bad / total if total else 1.0
     ev = _evidence(
@@ -1753,27 +1757,32 @@ def from_start(s: Series, p: Params) -> Evidence | None:
 
 @detector("constant")
 def constant(s: Series, p: Params) -> Evidence | None:
-    """Every logged point of the window is the same number (at least `min_points` of them):
-    a reward function that returns a constant, visible from the first steps whatever the
-    run's age. Exact equality: a printed 0.000 that hides 0.0004 is equal too, which is why
-    the rules pair this with a second sign (a gradient that is tiny as well)."""
-    ok = s.count > 0
-    if not ok.any() or s.nonfinite.any():
+    """The latest logged points are all the same number (at least `min_points` of them, in
+    whole blocks back from the latest): a reward function that returns a constant, visible
+    from the first steps whatever the run's age, and after a first point or two that differed.
+    Exact equality: a printed 0.000 that hides 0.0004 is equal too, which is why the rules
+    pair this with a second sign (a gradient that is tiny as well)."""
+    n = len(s)
+    if n == 0 or s.count[-1] == 0 or s.nonfinite[-1] > 0 or s.lo[-1] != s.hi[-1]:
         return None
-    lo, hi = s.lo[ok], s.hi[ok]
-    if not (np.all(lo == hi) and np.all(lo == lo[0])):
-        return None
-    points = int(s.count[ok].sum())
+    value = float(s.lo[-1])
+    i = n
+    while i > 0 and s.nonfinite[i - 1] == 0 and (
+        s.count[i - 1] == 0 or (s.lo[i - 1] == value and s.hi[i - 1] == value)
+    ):
+        i -= 1
+    while i < n and s.count[i] == 0:  # the run starts at its first logged block
+        i += 1
+    points = int(s.count[i:].sum())
     need = int(p.get("min_points", 3))
     if points < need:
         return None
-    value = float(lo[0])
     return _evidence(
         s,
         "constant",
-        0,
-        f"{s.metric} was exactly {_fmt(value)} at every one of its {points} logged points over "
-        f"steps {_steps(s, 0)}.",
+        i,
+        f"{s.metric} was exactly {_fmt(value)} at every one of its latest {points} logged "
+        f"points, over steps {_steps(s, i)}.",
         effect=float(points),
         excess=points / need,
         value=value,

@@ -6,11 +6,16 @@ online hook give identical findings on the same series by construction.
 
 How a run is judged (knowledge.md §4 "How to judge"):
 - Warm-up: nothing trend-like is judged before eval_steps x 3 steps (never fewer than the
-  rulebook's `min_warmup_steps`); those steps are the baseline each metric is calibrated on.
-  eval_steps unknown: eval_steps = run length / 20 when the length is known (the guide's
-  "total steps / 10 to 20", the short end), else the rulebook's `default_eval_steps`; the
-  assumption is reported. Only rules marked `warmup: false` (NAN) and run endings (OOM) fire
-  earlier: they are events, not trends.
+  rulebook's `min_warmup_steps`); trend detectors are calibrated on those steps' noise, but
+  the steps are not assumed healthy. eval_steps unknown: eval_steps = run length / 20 when the
+  length is known (the guide's "total steps / 10 to 20", the short end), else the rulebook's
+  `default_eval_steps`; the assumption is reported. Rules marked `warmup: false` are judged
+  from the first block: events (NAN), levels with an absolute anchor (P9's truncation, P4's
+  entropy floor, P1's constant reward) and collapses against the run's own best block (DIV);
+  run endings (OOM) fire whenever the run ends.
+- Lifecycle: a finding that cleared and stayed clear for `clear_after` evaluations before the
+  end is recovered: reported at info with `recovered_from`, it sets neither the exit code nor
+  the patch. A finding whose evidence is low-confidence never becomes the one change.
 - Blocks: `push` is O(1): it folds each tracked metric into the current block's accumulators
   (sum, count, non-finite count, min, max). Block length = warm-up / `warmup_blocks` steps (at
   least 1), so the warm-up always gives about the same number of block means to calibrate on,
@@ -209,6 +214,11 @@ class SymptomRule(_M):
     )
     on_ending: list[str] = Field(default_factory=list, description="RunEnding kinds that fire it")
     urgent: Urgent | None = None
+    fallback_first: list[str] = Field(
+        default_factory=list,
+        description="detectors whose evidence makes the fallback the action (the evidence "
+        "says the primary cannot be the cause: a constant reward is no learning-rate problem)",
+    )
     when: Node | None = None
     absent_note: str = Field("", description="said when its metrics were not logged")
     action: ActionSpec

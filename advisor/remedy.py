@@ -68,6 +68,7 @@ class ActionSpec:
 class RuleActions:
     primary: ActionSpec | None
     fallback: ActionSpec | None
+    fallback_first: tuple[str, ...] = ()  # detectors whose evidence rules the primary out
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -117,7 +118,9 @@ def actions_for(finding: Finding, rules: Any = None) -> RuleActions:
         rule = by_id.get(finding.id)
     if rule is not None:
         return RuleActions(
-            to_action_spec(_get(rule, "action")), to_action_spec(_get(rule, "fallback"))
+            to_action_spec(_get(rule, "action")),
+            to_action_spec(_get(rule, "fallback")),
+            tuple(_get(rule, "fallback_first") or ()),
         )
     return RuleActions(to_action_spec(finding.action), to_action_spec(finding.fallback))
 
@@ -556,7 +559,17 @@ def resolve(
     check = check or static_anti_patterns
     before = check(hp) if before is None else before
     ra = actions_for(finding, rules)
-    if ra.primary is not None:
+    # ...as long as that evidence reaches the latest step the finding's evidence does (a
+    # reward constant for a stretch that then moved again rules nothing out)
+    latest = max((e.window[1] for e in finding.evidence), default=0)
+    first = [
+        e.detector
+        for e in finding.evidence
+        if e.detector in ra.fallback_first and e.window[1] >= latest
+    ]
+    if first and ra.fallback is not None:
+        reason = f"its evidence ({first[0]}) rules the primary action out"
+    elif ra.primary is not None:
         changes = _resolve(ra.primary, "primary", hp, finding.strength, caps, facts)
         reason = _why_not(changes, ra.primary, hp, previous, check, before)
         if reason is None:
