@@ -1828,6 +1828,14 @@ def growth(s: Series, p: Params) -> Evidence | None:
         return None
     r = results[0][1]
     i = len(s) - w
+    # The growth began where the blocks leave its line (log level against block, fitted over
+    # the window): walk back while an earlier block lies within x2 of the line's value there.
+    ly = np.log(x[i:])
+    slope, icpt = np.polyfit(np.arange(w, dtype=float), ly, 1)
+    while i > 0 and np.isfinite(x[i - 1]) and x[i - 1] > 0:
+        if abs(math.log(float(x[i - 1])) - (icpt + slope * (i - 1 - (len(s) - w)))) > math.log(2):
+            break
+        i -= 1
     level = float(x[-1])
     return _evidence(
         s,
