@@ -171,8 +171,13 @@ class RealRunScore:
 
 @dataclass
 class HarnessReport:
-    corpus: CorpusScore | None
+    corpus: CorpusScore | None  # the first labelled set
     real: list[RealRunScore] = field(default_factory=list)
+    more: list[CorpusScore] = field(default_factory=list)  # further sets, side by side
+
+    @property
+    def sets(self) -> list[CorpusScore]:
+        return ([self.corpus] if self.corpus is not None else []) + self.more
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=False)
@@ -582,26 +587,28 @@ def _real_score(
 
 
 def run_harness(
-    corpus_dir: Path | None,
+    corpus_dir: Path | Sequence[Path] | None,
     real_dir: Path | None = None,
     real_labels: Path | None = None,
     workers: int = 1,
     predictor: Predictor | None = None,
     use_config: bool = True,
 ) -> HarnessReport:
-    """Score a corpus (and the public runs). `use_config=False` judges every run without its
-    job.yaml, as a user without `--config` would (hyperparameters from the log only)."""
-    corpus = None
-    if corpus_dir is not None:
-        cases = discover(corpus_dir)
+    """Score one or more labelled sets (and the public runs), each on its own, side by side.
+    `use_config=False` judges every run without its job.yaml, as a user without `--config`
+    would (hyperparameters from the log only)."""
+    dirs = [corpus_dir] if isinstance(corpus_dir, Path) else list(corpus_dir or [])
+    scored: list[CorpusScore] = []
+    for d in dirs:
+        cases = discover(d)
         if not use_config:
             cases = [replace(c, config=None) for c in cases]
         preds = predict_all(cases, workers, predictor)
-        corpus = score(cases, preds, corpus=_display_path(corpus_dir))
+        scored.append(score(cases, preds, corpus=_display_path(d)))
     real: list[RealRunScore] = []
     if real_dir is not None:
         real = score_real(real_dir, real_labels or default_real_labels(), predictor)
-    return HarnessReport(corpus=corpus, real=real)
+    return HarnessReport(corpus=scored[0] if scored else None, real=real, more=scored[1:])
 
 
 def _display_path(p: Path) -> str:
@@ -625,11 +632,43 @@ def _num(v: float | None, digits: int = 1) -> str:
 
 def render_markdown(rep: HarnessReport, failures: int = 20) -> str:
     lines: list[str] = []
-    if rep.corpus is not None:
-        lines += _corpus_markdown(rep.corpus, failures)
+    if len(rep.sets) > 1 or (rep.sets and rep.real):
+        lines += ["## Side by side", "", *summary_table(rep), ""]
+    for s in rep.sets:
+        lines += _corpus_markdown(s, failures)
     if rep.real:
         lines += _real_markdown(rep.real)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def summary_table(rep: HarnessReport) -> list[str]:
+    """One row per labelled set (and one for the public runs): healthy runs alarmed, and
+    precision, recall and onsets within 2 x eval_steps over all symptoms."""
+    lines = [
+        "| set | runs | healthy runs alarmed | precision | recall "
+        "| onset within 2 x eval_steps | exactly right |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in rep.sets:
+        tp = sum(p.tp for p in s.per_symptom)
+        fp = sum(p.fp for p in s.per_symptom)
+        support = sum(p.support for p in s.per_symptom)
+        ok = sum(p.onset_ok for p in s.per_symptom)
+        judged = sum(p.onset_judged for p in s.per_symptom)
+        lines.append(
+            f"| {s.corpus} | {s.runs} | {s.healthy_with_alarm}/{s.healthy_runs} "
+            f"| {_pct(_ratio(tp, tp + fp))} | {_pct(_ratio(tp, support))} | {ok}/{judged} "
+            f"| {s.exact_runs}/{s.runs} |"
+        )
+    if rep.real:
+        passed = sum(r.passed for r in rep.real)
+        healthy = [r for r in rep.real if not r.expected and not r.acceptable]
+        alarmed = sum(bool(r.alarms) for r in healthy)
+        lines.append(
+            f"| public runs (real_labels.yaml) | {len(rep.real)} | {alarmed}/{len(healthy)} "
+            f"| | | | {passed}/{len(rep.real)} pass |"
+        )
+    return lines
 
 
 def results_table(s: CorpusScore) -> list[str]:

@@ -18,7 +18,11 @@ from advisor.cli import Exit, OutputFormat, app
 @app.command("harness")
 def harness(
     corpus: Annotated[
-        Path | None, typer.Argument(help="Corpus directory: run dirs each with a label.json.")
+        list[Path] | None,
+        typer.Argument(
+            help="Labelled sets: directories of run dirs each with a label.json (several are "
+            "scored side by side)."
+        ),
     ] = None,
     output_format: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="markdown or json.")
@@ -50,13 +54,15 @@ def harness(
     from advisor import harness as h
     from advisor.types import InputError
 
-    if corpus is None and not real:
+    if not corpus and not real:
         raise InputError("harness: expected a CORPUS_DIR or --real")
     rdir = (real_dir or h.default_real_dir()) if real else None
-    if real and real_dir is None and rdir is None and corpus is None:
+    if real and real_dir is None and rdir is None and not corpus:
         raise InputError("harness --real: ../shared/real_runs not found; pass --real-dir")
     rep = h.run_harness(corpus, rdir, real_labels, workers, use_config=use_config)
-    if table and rep.corpus is not None:
+    if table and len(rep.sets) > 1:
+        text = "\n".join(h.summary_table(rep)) + "\n"
+    elif table and rep.corpus is not None:
         text = "\n".join(h.results_table(rep.corpus)) + "\n"
     elif output_format == OutputFormat.json:
         text = rep.to_json() + "\n"
@@ -68,6 +74,6 @@ def harness(
         write_atomic(output, text)
     else:
         typer.echo(text, nl=False)
-    if check and rep.corpus is not None and not rep.corpus.meets_targets:
+    if check and any(not s.meets_targets for s in rep.sets):
         # SystemExit, not typer.Exit: click swallows Exit's code when not in standalone mode.
         raise SystemExit(int(Exit.FINDINGS))

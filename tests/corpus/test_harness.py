@@ -218,3 +218,33 @@ def test_symptom_found_twice_is_scored_by_its_earliest_onset(corpus: Path) -> No
     p3 = next(p for p in s.per_symptom if p.id == "P3")
     assert (p3.tp, p3.median_onset_error, p3.median_delay) == (1, 5.0, 20.0)
     assert not any("p3a: P3 onset" in f for f in s.failures)
+
+
+def test_sets_side_by_side_and_recovered_episodes(tmp_path: Path) -> None:
+    # Two sets, scored each on its own. A recovered episode (reported at info, the severity it
+    # had while active kept) is a detection of its symptom but no alarm on a healthy run.
+    a, b = tmp_path / "a", tmp_path / "b"
+    _label_dir(a, "p3a", ["P3"], 100)
+    _label_dir(a, "h1", [], None)
+    _label_dir(b, "p2a", ["P2"], 50)
+    _label_dir(b, "h2", [], None)
+
+    def run(metrics: Path, config: Path | None) -> h.Prediction:
+        rows = {
+            "p3a": [h.Alarm("P3", "error", 100, 120, recovered=True)],
+            "h1": [h.Alarm("DIV", "error", 30, 40, recovered=True)],
+            "p2a": [],
+            "h2": [h.Alarm("P2", "warning", 30, 40)],
+        }[metrics.parent.name]
+        return h.Prediction(metrics.parent.name, alarms=rows)
+
+    rep = h.run_harness([a, b], predictor=run)
+    assert [s.corpus for s in rep.sets] == [str(a), str(b)]
+    first, second = rep.sets
+    p3 = next(p for p in first.per_symptom if p.id == "P3")
+    assert p3.tp == 1 and first.healthy_with_alarm == 0
+    p2 = next(p for p in second.per_symptom if p.id == "P2")
+    assert p2.fn == 1 and p2.fp == 1 and second.healthy_with_alarm == 1
+    rows = h.summary_table(rep)
+    assert len(rows) == 4 and "0/1" in rows[2] and "1/1" in rows[3]
+    assert "## Side by side" in h.render_markdown(rep)
