@@ -161,6 +161,7 @@ class Series:
     # and the last step the run has reached (any metric), which may lie past this metric's
     # last block when it stopped being logged.
     first: float = math.nan
+    first_range: tuple[float, float] = (math.nan, math.nan)  # its lowest and highest point
     run_end: int | None = None
 
     @property
@@ -1714,12 +1715,16 @@ def collapse(s: Series, p: Params) -> Evidence | None:
 def from_start(s: Series, p: Params) -> Evidence | None:
     """A persistent move away from the run's first logged block (its level before training
     moved it): `direction` up|down, `min_ratio` (level / first: >= for up, <= for down) and
-    `min_abs` (absolute change), k of the last m blocks. Judged from the second block on."""
-    first = s.first
+    `min_abs` (absolute change), k of the last m blocks. Judged from the second block on. The
+    reference is the first block's lowest point for a rise (its highest for a fall): a
+    blow-up at step 4 of a 5-step first block lifts that block's mean, not its first steps."""
+    up = str(p.get("direction", "up")) == "up"
+    first = s.first_range[0] if up else s.first_range[1]
+    if not math.isfinite(first):
+        first = s.first
     if not math.isfinite(first) or len(s) < 2:
         return None
     k, m = _k_m(p)
-    up = str(p.get("direction", "up")) == "up"
     sign = 1.0 if up else -1.0
 
     def past(x: np.ndarray) -> np.ndarray:

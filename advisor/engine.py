@@ -468,7 +468,7 @@ class _Track:
     peak3_ctx: dict[str, float] = field(default_factory=dict)
     trough: float | None = None
     trough_step: int | None = None
-    first: float = math.nan  # the first finite block mean (whole run)
+    first: tuple[float, float, float] = (math.nan, math.nan, math.nan)  # first block mean, lo, hi
     total: int = 0
     warm: list[tuple[float, float, int]] = field(default_factory=list)  # warm-up, bounded
     wander: list[tuple[int, float]] = field(default_factory=list)  # chunks, bounded
@@ -835,8 +835,8 @@ class Monitor:
                 _add_wander(t)
             logged = True
             if a[1]:
-                if not math.isfinite(t.first):
-                    t.first = mean
+                if not math.isfinite(t.first[0]):
+                    t.first = (mean, lo, hi)
                 if t.peak is None or mean > t.peak:
                     t.peak, t.peak_step = mean, end
                 t.last3 = [*t.last3[-2:], (mean, end, start)]
@@ -962,7 +962,8 @@ class Monitor:
                 blocks_total=t.total,
                 wander=tuple(t.wander),
                 span_wander=tuple(t.span_wander),
-                first=t.first,
+                first=t.first[0],
+                first_range=(t.first[1], t.first[2]),
                 run_end=self._logged_end,
             )
         cache[name] = s

@@ -472,7 +472,8 @@ def _pts_series(points: list[list[float]], metric: str = "m", run_end: int | Non
     return Series(
         metric=metric, raw=arr, baseline=None, peak=float(arr[peak, 2]),
         peak_step=int(arr[peak, 1]), peak3=None, peak3_step=None, trough=None,
-        trough_step=None, blocks_total=len(points), first=float(arr[0, 2]), run_end=run_end,
+        trough_step=None, blocks_total=len(points), first=float(arr[0, 2]),
+        first_range=(float(arr[0, 3]), float(arr[0, 4])), run_end=run_end,
     )
 
 
