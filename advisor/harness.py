@@ -17,6 +17,11 @@ A corpus is any directory tree where each run directory holds a `label.json` (as
 Public runs (shared/real_runs: labelled/, public2/ and unlabelled/) are scored against
 `sample_metrics/real_labels.yaml`: a run passes when every `expected` id is alarmed or
 recovered, one of `expected_any` (when given) is, and no forbidden id is alarmed.
+
+The live-fire range (`tests/livefire/runs`: real TRL GRPOTrainer runs, one cause each) is scored
+the same way, per file the run left (console log, trainer_state.json), with two more checks a
+label may ask for: the one change of the patch coming from one of `primary_any`, and the ending
+the report names (`ending_any`, e.g. a traceback).
 """
 
 from __future__ import annotations
@@ -93,6 +98,8 @@ class Prediction:
     alarms: list[Alarm] = field(default_factory=list)  # every finding; info ones are not alarms
     status: str = ""
     error: str | None = None  # the advisor could not judge the run (counts as no alarm)
+    ending: str | None = None  # how the run ended, as the report says (RunEnding.kind)
+    patch_from: str | None = None  # the finding the one change of the patch comes from
 
     @property
     def alarm_ids(self) -> set[str]:
@@ -170,10 +177,36 @@ class RealRunScore:
 
 
 @dataclass
+class LiveFireScore:
+    """One file of one live-fire run, scored against its case's label."""
+
+    case: str
+    input: str
+    cause: str
+    expected: list[str]
+    expected_any: list[str]
+    acceptable: list[str]
+    forbidden: list[str]
+    primary_any: list[str]
+    ending_any: list[str]
+    alarms: list[str]
+    missing: list[str]  # expected ids not found (and "one of ..." when expected_any failed)
+    forbidden_hits: list[str]
+    patch_from: str | None
+    ending: str | None
+    problems: list[str]  # every reason the file fails its label, in words
+    passed: bool
+    status: str = ""
+    error: str | None = None
+    note: str = ""
+
+
+@dataclass
 class HarnessReport:
     corpus: CorpusScore | None  # the first labelled set
     real: list[RealRunScore] = field(default_factory=list)
     more: list[CorpusScore] = field(default_factory=list)  # further sets, side by side
+    livefire: list[LiveFireScore] = field(default_factory=list)
 
     @property
     def sets(self) -> list[CorpusScore]:
@@ -277,6 +310,10 @@ def predict(metrics: Path, config: Path | None) -> Prediction:
     except Exception as err:  # the harness scores the tool; a crash is a result, not an abort
         return Prediction(run_id, error=f"{type(err).__name__}: {_first_line(err)}")
     pred = Prediction(run_id, status=str(d.status))
+    if d.run is not None and d.run.ending is not None:
+        pred.ending = d.run.ending.kind
+    if d.patch is not None and d.patch.kind != "none":
+        pred.patch_from = (d.patch.from_finding or "").upper() or None
     for f in d.findings:
         was = f.recovered_from if f.recovered_from is not None else f.severity
         sev = str(getattr(was, "value", was))
@@ -583,6 +620,99 @@ def _real_score(
     )
 
 
+# ----------------------------------------------------------------------------- live-fire range
+
+
+def default_livefire_dir() -> Path | None:
+    """`tests/livefire/runs` of a source checkout, when present."""
+    cand = Path(__file__).resolve().parents[1] / "tests" / "livefire" / "runs"
+    return cand if cand.is_dir() else None
+
+
+def livefire_labels(runs_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """(case directory, label) for every case of a live-fire range, sorted by name."""
+    if not runs_dir.is_dir():
+        raise InputError(f"{runs_dir}: not a directory; expected live-fire case directories")
+    out = []
+    for path in sorted(runs_dir.glob("*/label.json")):
+        try:
+            label = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise InputError(f"{path}: unreadable label ({err}); expected a JSON object") from err
+        if not isinstance(label, dict) or not isinstance(label.get("inputs"), dict):
+            raise InputError(f"{path}: expected a JSON object with an 'inputs' mapping")
+        out.append((path.parent, label))
+    if not out:
+        raise InputError(f"{runs_dir}: no <case>/label.json found")
+    return out
+
+
+def score_livefire(runs_dir: Path, predictor: Predictor | None = None) -> list[LiveFireScore]:
+    """Diagnose every file each live-fire case names in its label (no job file: a TRL user has
+    none) and score it against the label."""
+    run_predict = predictor or predict
+    out = []
+    for case_dir, label in livefire_labels(runs_dir):
+        for name, spec in label["inputs"].items():
+            metrics = case_dir / name
+            if not metrics.exists():
+                raise InputError(f"{case_dir / 'label.json'}: inputs.{name}: {metrics} not found")
+            pred = run_predict(metrics, None)
+            out.append(_livefire_score(case_dir.name, name, label, spec or {}, pred))
+    return out
+
+
+def _livefire_score(
+    case: str, name: str, label: Mapping[str, Any], spec: Mapping[str, Any], pred: Prediction
+) -> LiveFireScore:
+    def ids(key: str) -> list[str]:
+        return [str(v).upper() for v in label.get(key) or []]
+
+    expected, any_of, acceptable = ids("expected"), ids("expected_any"), ids("acceptable")
+    forbidden, primary = ids("forbidden"), ids("primary_any")
+    if forbidden == ["ALL"]:
+        allowed = set(expected) | set(any_of) | set(acceptable)
+        forbidden = [s for s in SYMPTOM_IDS if s not in allowed]
+    endings = [str(v) for v in spec.get("ending_any") or []]
+    alarms, found = sorted(pred.alarm_ids), pred.found_ids  # found: alarmed or recovered
+    missing = [e for e in expected if e not in found]
+    if any_of and not set(any_of) & found:
+        missing.append("one of " + "/".join(any_of))
+    hits = [a for a in alarms if a in forbidden]
+    problems = []
+    if pred.error:
+        problems.append(f"advisor error: {pred.error}")
+    if missing:
+        problems.append("missed " + ", ".join(missing))
+    if hits:
+        problems.append("forbidden " + ", ".join(hits))
+    if primary and pred.patch_from not in primary:
+        problems.append(f"patch from {pred.patch_from or 'nothing'}, not {'/'.join(primary)}")
+    if endings and pred.ending not in endings:
+        problems.append(f"ending {pred.ending or 'not named'}, not {'/'.join(endings)}")
+    return LiveFireScore(
+        case=case,
+        input=name,
+        cause=str(label.get("cause", "")),
+        expected=expected,
+        expected_any=any_of,
+        acceptable=acceptable,
+        forbidden=forbidden,
+        primary_any=primary,
+        ending_any=endings,
+        alarms=alarms,
+        missing=missing,
+        forbidden_hits=hits,
+        patch_from=pred.patch_from,
+        ending=pred.ending,
+        problems=problems,
+        passed=not problems,
+        status=pred.status,
+        error=pred.error,
+        note=str(label.get("note", "")),
+    )
+
+
 # ----------------------------------------------------------------------------- entry point
 
 
@@ -593,10 +723,11 @@ def run_harness(
     workers: int = 1,
     predictor: Predictor | None = None,
     use_config: bool = True,
+    livefire_dir: Path | None = None,
 ) -> HarnessReport:
-    """Score one or more labelled sets (and the public runs), each on its own, side by side.
-    `use_config=False` judges every run without its job.yaml, as a user without `--config`
-    would (hyperparameters from the log only)."""
+    """Score one or more labelled sets (and the public runs, and the live-fire range), each on
+    its own, side by side. `use_config=False` judges every run without its job.yaml, as a user
+    without `--config` would (hyperparameters from the log only)."""
     dirs = [corpus_dir] if isinstance(corpus_dir, Path) else list(corpus_dir or [])
     scored: list[CorpusScore] = []
     for d in dirs:
@@ -608,7 +739,10 @@ def run_harness(
     real: list[RealRunScore] = []
     if real_dir is not None:
         real = score_real(real_dir, real_labels or default_real_labels(), predictor)
-    return HarnessReport(corpus=scored[0] if scored else None, real=real, more=scored[1:])
+    livefire = score_livefire(livefire_dir, predictor) if livefire_dir is not None else []
+    return HarnessReport(
+        corpus=scored[0] if scored else None, real=real, more=scored[1:], livefire=livefire
+    )
 
 
 def _display_path(p: Path) -> str:
@@ -638,6 +772,8 @@ def render_markdown(rep: HarnessReport, failures: int = 20) -> str:
         lines += _corpus_markdown(s, failures)
     if rep.real:
         lines += _real_markdown(rep.real)
+    if rep.livefire:
+        lines += livefire_markdown(rep.livefire)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -667,6 +803,14 @@ def summary_table(rep: HarnessReport) -> list[str]:
         lines.append(
             f"| public runs (real_labels.yaml) | {len(rep.real)} | {alarmed}/{len(healthy)} "
             f"| | | | {passed}/{len(rep.real)} pass |"
+        )
+    if rep.livefire:
+        passed = sum(r.passed for r in rep.livefire)
+        healthy = [r for r in rep.livefire if not r.expected and not r.expected_any]
+        alarmed = sum(bool(r.alarms) for r in healthy)
+        lines.append(
+            f"| live-fire range (files) | {len(rep.livefire)} | {alarmed}/{len(healthy)} "
+            f"| | | | {passed}/{len(rep.livefire)} pass |"
         )
     return lines
 
@@ -775,6 +919,27 @@ def _real_markdown(real: Sequence[RealRunScore]) -> list[str]:
         lines.append(
             f"| {r.name} | {', '.join(r.expected) or '(healthy)'} | {', '.join(r.alarms) or '-'} "
             f"| {', '.join(r.missing) or '-'} | {', '.join(r.forbidden_hits) or '-'} "
+            f"| {result.replace('|', '/')} |"
+        )
+    lines.append("")
+    return lines
+
+
+def livefire_markdown(scores: Sequence[LiveFireScore]) -> list[str]:
+    """The live-fire table: one row per case and file, what the cause implies and what was said."""
+    passed = sum(r.passed for r in scores)
+    lines = [
+        f"## Live-fire range ({passed}/{len(scores)} pass)",
+        "",
+        "| case | file | cause | expected | alarms | patch from | ending | result |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in scores:
+        want = list(r.expected) + (["one of " + "/".join(r.expected_any)] if r.expected_any else [])
+        result = "pass" if r.passed else "FAIL: " + "; ".join(r.problems)
+        lines.append(
+            f"| {r.case} | {r.input} | {r.cause} | {', '.join(want) or '(healthy)'} "
+            f"| {', '.join(r.alarms) or '-'} | {r.patch_from or '-'} | {r.ending or '-'} "
             f"| {result.replace('|', '/')} |"
         )
     lines.append("")

@@ -1,8 +1,9 @@
 """`rl-advisor harness CORPUS_DIR`: the advisor's accuracy on a labelled corpus and the public runs.
 
 Prints per-symptom precision and recall, the false-alarm rate on healthy runs, onset error and
-detection delay, the confusion table, and the public runs' pass/fail (see advisor/harness.py for
-every definition). `--check` exits 1 when the corpus misses the targets of the diagnosis issue.
+detection delay, the confusion table, the public runs' pass/fail and, with `--livefire DIR`, the
+live-fire range's (see advisor/harness.py for every definition). `--check` exits 1 when the
+corpus misses the targets of the diagnosis issue.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ def harness(
     table: Annotated[
         bool, typer.Option("--table", help="Print only the README results table (Markdown).")
     ] = False,
+    livefire: Annotated[
+        Path | None,
+        typer.Option("--livefire", help="Also score a live-fire range (tests/livefire/runs)."),
+    ] = None,
     use_config: Annotated[
         bool,
         typer.Option("--config/--no-config", help="Judge runs with their job.yaml (default)."),
@@ -54,13 +59,15 @@ def harness(
     from advisor import harness as h
     from advisor.types import InputError
 
-    if not corpus and not real:
-        raise InputError("harness: expected a CORPUS_DIR or --real")
+    if not corpus and not real and livefire is None:
+        raise InputError("harness: expected a CORPUS_DIR, --real or --livefire DIR")
     rdir = (real_dir or h.default_real_dir()) if real else None
-    if real and real_dir is None and rdir is None and not corpus:
+    if real and real_dir is None and rdir is None and not corpus and livefire is None:
         raise InputError("harness --real: ../shared/real_runs not found; pass --real-dir")
-    rep = h.run_harness(corpus, rdir, real_labels, workers, use_config=use_config)
-    if table and len(rep.sets) > 1:
+    rep = h.run_harness(
+        corpus, rdir, real_labels, workers, use_config=use_config, livefire_dir=livefire
+    )
+    if table and (len(rep.sets) > 1 or rep.livefire):
         text = "\n".join(h.summary_table(rep)) + "\n"
     elif table and rep.corpus is not None:
         text = "\n".join(h.results_table(rep.corpus)) + "\n"

@@ -1,0 +1,274 @@
+"""Live-fire range: real TRL `GRPOTrainer` runs on CPU, each with one cause set in its config.
+
+    .venv/bin/pip install -e '.[livefire]'           # torch (CPU) + trl, not the default install
+    .venv/bin/python scripts/live_fire.py            # every case -> tests/livefire/runs/<case>/
+    .venv/bin/python scripts/live_fire.py --case sane --out /tmp/lf
+
+The model is a 2-layer Qwen2 of hidden size 64 with random weights, its tokenizer a word-level
+`tokenizers` vocabulary of 13 symbols built here: nothing comes from a hub (HF_HUB_OFFLINE=1).
+The task is copying a digit: the prompt is `d =`; a finished completion whose first token is
+`d` earns 1.0, any other finished one 0.1, one cut at the cap 0 (no answer). The tokens after
+the first are free, as a reasoning chain the reward does not read, so a healthy run keeps most
+of its entropy. A random policy scores ~0.16; the sane run climbs to ~0.85 in 200 steps.
+
+Each case runs in its own process (so a crash is a real crash, with TRL's own traceback) with the
+advisor's `AdvisorCallback` attached, and leaves in its directory what such a run leaves: the
+console as TRL prints it (`train.log`, stdout and stderr together), `trainer_state.json` when
+training returned, and the callback's `rl-advisor-report.md` / `.json` when `on_train_end` ran.
+`label.json` (what the cause implies, hand-written) is kept when the directory is rewritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = ROOT / "tests" / "livefire" / "runs"
+KEEP = {"label.json"}  # hand-written: survives a regeneration
+
+DIGITS = [str(d) for d in range(10)]
+VOCAB = ["<pad>", "<eos>", *DIGITS, "="]
+SEED = 1234
+
+# The sane run's settings; every case changes one thing (its `overrides`) or the reward.
+BASE: dict[str, Any] = {
+    "learning_rate": 5e-3,
+    "lr_scheduler_type": "constant",
+    "max_steps": 200,
+    "per_device_train_batch_size": 64,  # completions per step: 8 prompts x 8 generations
+    "num_generations": 8,
+    "max_completion_length": 48,
+    "beta": 0.1,  # holds the free tokens near the reference (0.04, GRPO's usual, lets them drift)
+    "max_grad_norm": 1.0,
+    "temperature": 1.0,
+    "logging_steps": 1,
+    "eval_strategy": "steps",
+    "eval_steps": 20,
+    "per_device_eval_batch_size": 32,
+    "save_strategy": "no",
+    "report_to": "none",
+    "seed": SEED,
+    "bf16": False,
+    "gradient_checkpointing": False,
+    "use_cpu": True,
+    "dataloader_num_workers": 0,
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One cause: the config it changes and the reward it trains on."""
+
+    name: str
+    cause: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    reward: str = "copy"  # copy | nan_from | raise_at
+    reward_step: int | None = None  # the step the broken reward starts at
+
+
+CASES: tuple[Case, ...] = (
+    Case("sane", "healthy settings for this task"),
+    Case("lr-tiny", "learning_rate 5e-7 (1e-4 x sane)", {"learning_rate": 5e-7}),
+    Case(
+        "lr-huge-clip",
+        "learning_rate 0.5 (100 x sane), gradients clipped at norm 1",
+        {"learning_rate": 0.5, "max_grad_norm": 1.0},
+    ),
+    Case(
+        "lr-huge-noclip",
+        "learning_rate 0.5 (100 x sane), no clipping (max_grad_norm 1e9)",
+        {"learning_rate": 0.5, "max_grad_norm": 1e9},
+    ),
+    Case("cap-tiny", "max_completion_length 1: every completion cut", {"max_completion_length": 1}),
+    Case("beta-huge", "beta 10 (100 x sane): the KL penalty outweighs the reward", {"beta": 10.0}),
+    Case("beta-zero", "beta 0: no reference model, no KL term", {"beta": 0.0}),
+    Case("reward-nan", "the reward function returns NaN from step 120", reward="nan_from",
+         reward_step=120),
+    Case("reward-raise", "the reward function raises at step 100", reward="raise_at",
+         reward_step=100),
+)
+BY_NAME = {c.name: c for c in CASES}
+
+
+# ----------------------------------------------------------------------------- the task
+
+
+EOS_ID = VOCAB.index("<eos>")
+
+
+def target_of(prompt: str) -> str:
+    """The digit a prompt `d =` asks for."""
+    return prompt.split()[0]
+
+
+def copy_reward(prompt: str, completion_ids: list[int]) -> float:
+    """0 for a completion cut at the cap (no end token: no answer), 1.0 for one whose first
+    token is the prompt's digit, 0.1 for any other finished, non-empty completion. The tokens
+    after the first are free, like a reasoning chain the reward does not read."""
+    if EOS_ID not in completion_ids or completion_ids[0] == EOS_ID:
+        return 0.0
+    return 1.0 if VOCAB[completion_ids[0]] == target_of(prompt) else 0.1
+
+
+def make_reward(case: Case) -> Callable[..., list[float]]:
+    """The reward function of a case (TRL passes `completion_ids` and `trainer_state`)."""
+
+    def copy_digit(
+        prompts: list[str], completions: list[str], completion_ids: list[list[int]], **kw: Any
+    ) -> list[float]:
+        step = int(getattr(kw.get("trainer_state"), "global_step", 0) or 0)
+        if case.reward_step is not None and step >= case.reward_step:
+            if case.reward == "raise_at":
+                raise ValueError(f"reward service returned HTTP 500 at step {step}")
+            if case.reward == "nan_from":
+                return [float("nan")] * len(prompts)
+        return [copy_reward(p, ids) for p, ids in zip(prompts, completion_ids, strict=True)]
+
+    return copy_digit
+
+
+def build_tokenizer() -> Any:
+    """A word-level tokenizer over the task's 13 symbols, built in memory."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel({s: i for i, s in enumerate(VOCAB)}, unk_token="<pad>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
+    fast.padding_side = "left"
+    return fast
+
+
+def build_model(tokenizer: Any) -> Any:
+    """A 2-layer Qwen2 of hidden size 64 with random weights (seeded)."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(SEED)
+    cfg = Qwen2Config(
+        vocab_size=len(VOCAB),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=64,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    model = Qwen2ForCausalLM(cfg)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    return model
+
+
+def build_datasets(n_train: int, n_eval: int = 32) -> tuple[Any, Any]:
+    import random
+
+    from datasets import Dataset
+
+    rng = random.Random(SEED)
+    train = [{"prompt": f"{rng.choice(DIGITS)} ="} for _ in range(n_train)]
+    evals = [{"prompt": f"{DIGITS[i % 10]} ="} for i in range(n_eval)]
+    return Dataset.from_list(train), Dataset.from_list(evals)
+
+
+# ----------------------------------------------------------------------------- one run
+
+
+def run_case(case: Case, out_dir: Path, sets: dict[str, Any] | None = None) -> None:
+    """Train one case in this process, writing its outputs into `out_dir`."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from trl import GRPOConfig, GRPOTrainer
+
+    from advisor.integrations.transformers import AdvisorCallback
+
+    settings = {**BASE, **(sets or {}), **case.overrides, "output_dir": str(out_dir)}
+    prompts_per_step = settings["per_device_train_batch_size"] // settings["num_generations"]
+    train, evals = build_datasets(settings["max_steps"] * prompts_per_step)
+    tokenizer = build_tokenizer()
+    # TRL builds the reference model from the policy's path: save the random model locally
+    # (outside the output dir: no weights in the fixtures) and hand GRPOTrainer that path.
+    model_dir = Path(tempfile.mkdtemp(prefix="livefire-model-"))
+    build_model(tokenizer).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    trainer = GRPOTrainer(
+        model=str(model_dir),
+        reward_funcs=make_reward(case),
+        args=GRPOConfig(**settings),
+        train_dataset=train,
+        eval_dataset=evals,
+        processing_class=tokenizer,
+        callbacks=[AdvisorCallback()],
+    )
+    trainer.train()
+    trainer.save_state()  # output_dir/trainer_state.json, as a finished run leaves it
+
+
+def _clear(out_dir: Path) -> None:
+    """Empty a case directory but for the hand-written label."""
+    if not out_dir.exists():
+        return
+    for p in sorted(out_dir.rglob("*"), reverse=True):
+        if p.relative_to(out_dir).parts[0] in KEEP:
+            continue
+        p.unlink() if p.is_file() or p.is_symlink() else p.rmdir()
+
+
+def spawn(case: Case, out_dir: Path, sets: list[str] = ()) -> tuple[int, float]:
+    """Run one case in a child process, its console captured as `train.log`."""
+    _clear(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, __file__, "--child", case.name, "--out", str(out_dir)]
+    for kv in sets:
+        cmd += ["--set", kv]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    t0 = time.monotonic()
+    with open(out_dir / "train.log", "wb") as log:
+        rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    return rc, time.monotonic() - t0
+
+
+def _parse_set(kv: str) -> tuple[str, Any]:
+    key, _, raw = kv.partition("=")
+    try:
+        return key, json.loads(raw)
+    except ValueError:
+        return key, raw
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", action="append", choices=sorted(BY_NAME), help="Only these cases.")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Parent of the case dirs.")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="Change a base setting for a look (JSON value); fixtures use none.")
+    ap.add_argument("--child", help=argparse.SUPPRESS)  # internal: train one case here
+    ns = ap.parse_args(argv)
+    if ns.child:
+        run_case(BY_NAME[ns.child], ns.out, dict(_parse_set(kv) for kv in ns.set))
+        return 0
+    for name in ns.case or [c.name for c in CASES]:
+        rc, secs = spawn(BY_NAME[name], ns.out / name, ns.set)
+        print(f"{name}: exit {rc}, {secs:.0f} s -> {ns.out / name}", flush=True)
+        if name != "reward-raise" and rc != 0:
+            print(f"{name}: failed unexpectedly; see {ns.out / name / 'train.log'}")
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
