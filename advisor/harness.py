@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from advisor.types import InputError
+from advisor.types import Diagnosis, InputError
 
 SYMPTOM_IDS: tuple[str, ...] = (
     "P1",
@@ -309,6 +309,11 @@ def predict(metrics: Path, config: Path | None) -> Prediction:
         return Prediction(run_id, error=f"input: {_first_line(err)}")
     except Exception as err:  # the harness scores the tool; a crash is a result, not an abort
         return Prediction(run_id, error=f"{type(err).__name__}: {_first_line(err)}")
+    return prediction_of(d, run_id)
+
+
+def prediction_of(d: Diagnosis, run_id: str) -> Prediction:
+    """What a diagnosis says, as the harness scores it (also for a Diagnosis made online)."""
     pred = Prediction(run_id, status=str(d.status))
     if d.run is not None and d.run.ending is not None:
         pred.ending = d.run.ending.kind

@@ -12,9 +12,10 @@ the first are free, as a reasoning chain the reward does not read, so a healthy 
 of its entropy. A random policy scores ~0.16; the sane run climbs to ~0.85 in 200 steps.
 
 Each case runs in its own process (so a crash is a real crash, with TRL's own traceback) with the
-advisor's `AdvisorCallback` attached, and leaves in its directory what such a run leaves: the
-console as TRL prints it (`train.log`, stdout and stderr together), `trainer_state.json` when
-training returned, and the callback's `rl-advisor-report.md` / `.json` when `on_train_end` ran.
+advisor's `AdvisorCallback` attached (trained inside `reporting`, so a run that raises is
+reported too), and leaves in its directory what such a run leaves: the console as TRL prints it
+(`train.log`, stdout and stderr together), `trainer_state.json` when training returned, and
+what the callback writes (`rl-advisor-run.json`, `rl-advisor-report.md` / `.json`, plots).
 `label.json` (what the cause implies, hand-written) is kept when the directory is rewritten.
 """
 
@@ -193,7 +194,7 @@ def run_case(case: Case, out_dir: Path, sets: dict[str, Any] | None = None) -> N
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from trl import GRPOConfig, GRPOTrainer
 
-    from advisor.integrations.transformers import AdvisorCallback
+    from advisor.integrations.transformers import AdvisorCallback, reporting
 
     settings = {**BASE, **(sets or {}), **case.overrides, "output_dir": str(out_dir)}
     prompts_per_step = settings["per_device_train_batch_size"] // settings["num_generations"]
@@ -213,7 +214,8 @@ def run_case(case: Case, out_dir: Path, sets: dict[str, Any] | None = None) -> N
         processing_class=tokenizer,
         callbacks=[AdvisorCallback()],
     )
-    trainer.train()
+    with reporting(trainer):  # docs/online.md: a run that raises still gets its report
+        trainer.train()
     trainer.save_state()  # output_dir/trainer_state.json, as a finished run leaves it
 
 

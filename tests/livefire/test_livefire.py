@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -24,36 +25,27 @@ from advisor.cli import app
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "tests" / "livefire" / "runs"
 
-# (case, file) -> why the current engine fails the label. Measured, not wished: each entry is
-# a strict xfail, so a fix shows up as XPASS (red) and its entry must go.
+# (case, route) -> why the current engine fails the label; a route is a file diagnosed where
+# the run left it (beside the callback's rl-advisor-run.json, whose hints join the run's), the
+# same file alone ("<file> alone": what a user who pastes the log has), or "callback" (the
+# online route). Measured, not wished: each entry is a strict xfail, so a fix shows up as
+# XPASS (red) and its entry must go.
 _WRONG = {
     "beta-huge": (
-        "KL pinned at ~0.0013 and reward flat at the random policy's 0.15 for 200 steps raise "
-        "nothing: KL0's near_zero needs kl_ref < 1e-4 and P1's signature finds no vanished "
+        "KL held at ~0.0013 and reward flat at the random policy's 0.15 for 200 steps raise "
+        "nothing: KL0's near_zero needs kl_ref < 1e-4, and P1's signature finds no vanished "
         "gradient, no ppo_kl and no zero-std groups"
     ),
-    "lr-huge-clip": (
-        "collapse at step 2 (reward 0, entropy 0, grad_norm 0, every completion at the cap): "
-        "no DIV, only P3 (which leads the patch with kl_loss_coef x5) and P9; issue 14 item 1"
-    ),
-    "lr-huge-noclip": (
-        "collapse by step ~40 onto empty completions (reward 0, entropy 0, grad_norm 0): no "
-        "DIV; P3 leads the patch, P1 and an early P9 beside it"
-    ),
     "lr-tiny": (
-        "P1 and KL0 both fire and KL0 leads the patch (kl_loss_coef x0.1), though KL creeps up "
-        "x200 (policy moving, unopposed, too slowly) at a 5e-7 learning rate with grad_norm at "
-        "its sane size: the cause is the learning rate"
-    ),
-    "reward-nan": (
-        "reward and eval_reward logged as None from step 120 while the step goes on read as "
-        "not logged: no NAN (issue 14 deliverable 3)"
+        "P1 and KL0 both fire and KL0 leads the patch (kl_loss_coef x0.1, the rulebook ranks "
+        "KL0 first), though KL creeps up x200 (the policy drifting, unopposed, too slowly) at "
+        "a 5e-7 learning rate with grad_norm at its sane size: the cause is the learning rate"
     ),
 }
+_ROUTES = ("train.log", "train.log alone", "trainer_state.json", "trainer_state.json alone",
+           "callback")
 KNOWN_WRONG: dict[tuple[str, str], str] = {
-    (case, name): why
-    for case, why in _WRONG.items()
-    for name in ("train.log", "trainer_state.json")
+    (case, route): why for case, why in _WRONG.items() for route in _ROUTES
 }
 
 
@@ -70,13 +62,14 @@ def _inputs() -> list[tuple[str, str]]:
     return [(d.name, name) for d, label in h.livefire_labels(RUNS) for name in label["inputs"]]
 
 
-def _params() -> list[object]:
-    out = []
-    for case, name in _inputs():
-        why = KNOWN_WRONG.get((case, name))
-        marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-        out.append(pytest.param(case, name, marks=marks, id=f"{case}/{name}"))
-    return out
+def _routes() -> list[tuple[str, str]]:
+    return [(case, r) for case, name in _inputs() for r in (name, f"{name} alone")]
+
+
+def _marked(case: str, route: str) -> object:
+    why = KNOWN_WRONG.get((case, route))
+    marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+    return pytest.param(case, route, marks=marks, id=f"{case}/{route}")
 
 
 def test_every_case_of_the_script_is_committed_with_a_label() -> None:
@@ -91,16 +84,28 @@ def test_every_case_of_the_script_is_committed_with_a_label() -> None:
         assert (RUNS / name / "train.log").is_file()
 
 
-def test_known_wrong_names_real_inputs() -> None:
-    assert set(KNOWN_WRONG) <= set(_inputs())
+def test_known_wrong_names_real_routes() -> None:
+    online = [(case, "callback") for case, name in _inputs() if name == "trainer_state.json"]
+    assert set(KNOWN_WRONG) <= set(_routes()) | set(online)
 
 
-@pytest.mark.parametrize(("case", "name"), _params())
-def test_livefire_case_meets_its_label(case: str, name: str) -> None:
+def score_route(case: str, route: str, tmp_path: Path) -> h.LiveFireScore:
+    """Diagnose one case by one route (see KNOWN_WRONG) and score it against its label."""
     label = json.loads((RUNS / case / "label.json").read_text(encoding="utf-8"))
-    pred = h.predict(RUNS / case / name, None)
-    score = h._livefire_score(case, name, label, label["inputs"][name] or {}, pred)
-    assert score.passed, f"{case}/{name}: {'; '.join(score.problems)} (alarms {score.alarms})"
+    name = route.removesuffix(" alone")
+    metrics = RUNS / case / name
+    if route.endswith(" alone"):
+        metrics = tmp_path / case / name
+        metrics.parent.mkdir(parents=True)
+        shutil.copyfile(RUNS / case / name, metrics)
+    pred = h.predict(metrics, None)
+    return h._livefire_score(case, route, label, label["inputs"][name] or {}, pred)
+
+
+@pytest.mark.parametrize(("case", "route"), [_marked(c, r) for c, r in _routes()])
+def test_livefire_case_meets_its_label(case: str, route: str, tmp_path: Path) -> None:
+    score = score_route(case, route, tmp_path)
+    assert score.passed, f"{case}/{route}: {'; '.join(score.problems)} (alarms {score.alarms})"
 
 
 def test_a_crashed_run_is_reported_as_one_through_the_cli() -> None:
@@ -155,19 +160,9 @@ def test_scoring_reads_every_field_of_a_label(tmp_path: Path) -> None:
 
 # The online route: each run's log_history replayed through AdvisorCallback as the Trainer
 # called it, with the arguments the script gave GRPOConfig (the callback takes its hints from
-# them). Same labels; the cases it gets wrong today, measured the same way.
-_ONLINE_WRONG = dict(_WRONG)
-
-
+# them); same labels. A crashed run left no trainer_state.json to replay.
 def _online_params() -> list[object]:
-    out = []
-    for case, name in _inputs():
-        if name != "trainer_state.json":
-            continue  # a crashed run left no state, and its callback never reached on_train_end
-        why = _ONLINE_WRONG.get(case)
-        marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-        out.append(pytest.param(case, marks=marks, id=case))
-    return out
+    return [_marked(c, "callback") for c, n in _inputs() if n == "trainer_state.json"]
 
 
 def _replay(case: str, out_dir: Path) -> h.Prediction:
@@ -197,21 +192,13 @@ def _replay(case: str, out_dir: Path) -> h.Prediction:
             cb.on_evaluate(args, state, control)
     cb.on_train_end(args, state, SimpleNamespace(should_training_stop=False))
     assert (out_dir / "rl-advisor-report.md").is_file()
-    d = cb.advisor.diagnosis()
-    pred = h.Prediction(case, status=str(d.status))
-    pred.ending = d.run.ending.kind if d.run is not None and d.run.ending is not None else None
-    if d.patch is not None and d.patch.kind != "none":
-        pred.patch_from = (d.patch.from_finding or "").upper() or None
-    for f in d.findings:
-        sev = str(getattr(f.severity, "value", f.severity))
-        pred.alarms.append(h.Alarm(f.id.upper(), sev, f.onset_step, f.detected_step))
-    return pred
+    return h.prediction_of(cb.advisor.diagnosis(), case)
 
 
-@pytest.mark.parametrize("case", _online_params())
-def test_livefire_case_meets_its_label_online(case: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("case", "route"), _online_params())
+def test_livefire_case_meets_its_label_online(case: str, route: str, tmp_path: Path) -> None:
     label = json.loads((RUNS / case / "label.json").read_text(encoding="utf-8"))
     pred = _replay(case, tmp_path)
     spec = label["inputs"]["trainer_state.json"] or {}
-    score = h._livefire_score(case, "callback", label, spec, pred)
+    score = h._livefire_score(case, route, label, spec, pred)
     assert score.passed, f"{case} online: {'; '.join(score.problems)} (alarms {score.alarms})"
