@@ -129,6 +129,9 @@ def test_harness_reports_the_range_beside_the_others() -> None:
     assert "## Live-fire range (" in res.output
     for case, name in _inputs():
         assert f"| {case} | {name} |" in res.output
+    table = CliRunner().invoke(app, ["harness", "--no-real", "--livefire", str(RUNS), "--table"])
+    assert table.exit_code == 0, table.output
+    assert f"| live-fire range (files) | {len(_inputs())} |" in table.output
 
 
 def test_scoring_reads_every_field_of_a_label(tmp_path: Path) -> None:
