@@ -36,11 +36,6 @@ _WRONG = {
         "nothing: KL0's near_zero needs kl_ref < 1e-4, and P1's signature finds no vanished "
         "gradient, no ppo_kl and no zero-std groups"
     ),
-    "lr-tiny": (
-        "P1 and KL0 both fire and KL0 leads the patch (kl_loss_coef x0.1, the rulebook ranks "
-        "KL0 first), though KL creeps up x200 (the policy drifting, unopposed, too slowly) at "
-        "a 5e-7 learning rate with grad_norm at its sane size: the cause is the learning rate"
-    ),
 }
 _ROUTES = ("train.log", "train.log alone", "trainer_state.json", "trainer_state.json alone",
            "callback")
