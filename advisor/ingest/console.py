@@ -28,6 +28,10 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # Ray / process prefixes: "(TaskRunner pid=1234) ", "(main_task pid=5, ip=10.0.0.1) "
 _PREFIX = re.compile(r"^\s*\((?:[\w.:-]+)(?: pid=\d+)?(?:, ip=[\w.:]+)?\)\s?")
 _TQDM = re.compile(r"(\d+)/(\d+) \[")
+# a bar's position, total and the text in its brackets (elapsed<left, rate), to the `]` or to
+# a dict glued on; bounded so that a long run of digits costs one pass
+_BAR = re.compile(r"(\d{1,9})/(\d{1,9}) \[([^\]\r\n{]{0,80})")
+_RATE = re.compile(r"(\d+(?:\.\d+)?)\s?(s/it|it/s)")
 _TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
 # The counter before a dict: OpenRLHF "Global step N:", slime "step N:" (training) and, for the
 # same rollout id, "rollout N:" (rewards), "perf N:" (lengths, truncation, timings), "eval N:".
@@ -47,6 +51,7 @@ _TRL_KEYS = ("loss", "reward", "grad_norm", "learning_rate", "train_runtime", "e
 # ms-swift adds its progress to every dict it prints, 'global_step/max_steps': '5/3766' (its
 # Megatron trainer 'iteration': '7/2174'): the step and the planned total
 _SWIFT_PROGRESS = ("global_step/max_steps", "iteration")
+BAR_RATE = "tqdm/s_per_it"  # the bar's rate, in seconds per step
 _FRACTION = re.compile(r"""^\s*['"]?\s*(\d+)\s*/\s*(\d+)\s*['"]?\s*$""")
 # keys that number a record, not measure it: a None there is no NaN evidence
 _COUNTERS = frozenset({"step", "global_step", "epoch"})
@@ -85,6 +90,11 @@ class _State:
     verl_frames: list[Any] = field(default_factory=list)
     low_precision: bool | None = None  # 3-decimal values, judged on the first payloads
     max_steps: int | None = None  # the planned total ms-swift prints with each step
+    # seconds per step the bar showed at (position, total), and how often each total was seen
+    # (the training bar is redrawn most; evaluation and loading bars have their own totals)
+    rates: dict[tuple[int, int], float] = field(default_factory=dict)
+    bar_totals: dict[int, int] = field(default_factory=dict)
+    awaiting: list[dict[str, Any]] = field(default_factory=list)  # dicts before their next bar
 
     @property
     def verl_payloads(self) -> _Payloads:
@@ -389,8 +399,9 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
     if "{" in line:
         prefix, line = _split_prefix(line)
         brace = line.find("{")
-        if "it/s]" in line[:brace] or "s/it]" in line[:brace]:  # a bar glued before a dict
-            _tqdm(st, line[:brace])
+        lead = line[:brace]
+        if "it/s" in lead or "s/it" in lead:  # a bar glued before a dict (its `]` may be lost)
+            _tqdm(st, lead)
         if _dict_line(st, lineno, line, brace, prefix, last):
             return
     elif "': " in line and _bare_dict(st, lineno, line, last):
@@ -496,9 +507,7 @@ def _verl_step(line: str, at: int) -> tuple[int, str] | None:
 def _tqdm(st: _State, line: str) -> None:
     """Track the progress bar; a blank redraw is tqdm clearing the bar to print a log line."""
     if "\r" not in line:
-        found = _TQDM.findall(line)
-        if found:
-            st.tqdm, st.total = int(found[-1][0]), int(found[-1][1])
+        _bars(st, line)
         return
     for seg in line.split("\r"):
         if seg and not seg.strip():  # spaces over the bar (an empty segment is just a \r)
@@ -506,9 +515,27 @@ def _tqdm(st: _State, line: str) -> None:
             if st.tqdm and (not st.marks or st.marks[-1] != mark):
                 st.marks.append(mark)
             continue
-        found = _TQDM.findall(seg)
-        if found:
-            st.tqdm, st.total = int(found[-1][0]), int(found[-1][1])
+        _bars(st, seg)
+
+
+def _bars(st: _State, text: str) -> None:
+    """The bars drawn in `text`: the last one is the bar's state; the first one is the bar next
+    after the dicts printed since the previous bar; each rate shown is kept for its position."""
+    for m in _BAR.finditer(text):
+        pos, total = int(m.group(1)), int(m.group(2))
+        st.tqdm, st.total = pos, total
+        st.bar_totals[total] = st.bar_totals.get(total, 0) + 1
+        if st.awaiting:
+            for row in st.awaiting:
+                row["_after"] = (pos, total)
+            st.awaiting.clear()
+        rate = _RATE.search(m.group(3))
+        if rate:
+            value = float(rate.group(1))
+            if rate.group(2) == "s/it":
+                st.rates[(pos, total)] = value
+            elif value > 0:
+                st.rates[(pos, total)] = 1.0 / value
 
 
 def _trim_cut(payload: str) -> str:
@@ -598,8 +625,11 @@ def _dict_line(st: _State, lineno: int, line: str, brace: int, prefix: str, last
         step = int(numbers["global_step"])
     lead_word = m.group(1).lower() if m else kind
     row = {"_kind": kind, "_step": step, "_tqdm": st.tqdm, "_line": lineno, "_lead": lead_word}
+    row["_bar_total"] = st.total
     row.update(numbers)
     st.dict_rows.append(row)
+    if step is None:
+        st.awaiting.append(row)
     if "train_runtime" not in numbers:
         st.last_metric_line = lineno
     else:
@@ -800,6 +830,7 @@ def _finish_dicts(st: _State) -> Run:
         _number_swift_rows(rows, st, hints)
     elif any(r["_step"] is None for r in rows):
         _derive_trl_steps(st, rows, hints)
+    _add_bar_rates(st, rows)
     df = pl.from_dicts(_merge_parts(rows), infer_schema_length=None)
     last = max((r["_line"] for r in rows if "_line" in r), default=st.last_metric_line)
     return build_run(
@@ -810,6 +841,70 @@ def _finish_dicts(st: _State) -> Run:
         ending=_step_of_ending(st.ending.result(max(last, st.last_metric_line)), rows),
         warnings=st.warnings,
     )
+
+
+def _bar_total(st: _State) -> int | None:
+    """The training bar's total: the total drawn most often (evaluation and checkpoint-loading
+    bars are drawn a few times each)."""
+    if not st.bar_totals:
+        return st.total
+    return max(st.bar_totals.items(), key=lambda kv: kv[1])[0]
+
+
+def _nearest_positions(train: list[dict[str, Any]], total: int | None) -> list[int] | None:
+    """The steps of TRL's dicts from the training bar drawn next to them, when the bar before
+    each dict (`_tqdm`) does not give them all.
+
+    - A copy of the screen: tqdm clears its bar, writes the dict, and draws the bar again under
+      it at the same position, so the bar after each dict is its step (and the first dict may
+      have no bar before it).
+    - A dict printed before the bar had moved, then dicts each after a bar (a loop that prints
+      its own dicts while tqdm draws its bar on the other stream): the first dicts are numbered
+      back from the first position by the cadence; when that falls below step 1 the bar counts
+      the steps done before each dict, so each is one cadence later than its position.
+    """
+    if total is None:
+        return None
+    before = [r["_tqdm"] if r.get("_bar_total") == total else None for r in train]
+    after = [r["_after"][0] if r.get("_after", (0, None))[1] == total else None for r in train]
+    if None not in after and (len(after) == 1 or _rising_from(after)):
+        return [int(a) for a in after]  # type: ignore[arg-type]
+    lead = next((i for i, b in enumerate(before) if b is not None), len(before))
+    known = before[lead:]
+    if not lead or not known or None in known:
+        return None
+    steps = [int(b) for b in known]  # type: ignore[arg-type]
+    if len(steps) > 1 and not _rising_from(steps):
+        return None
+    every = steps[1] - steps[0] if len(steps) > 1 else steps[0]
+    if every <= 0:
+        return None
+    steps = [steps[0] - (lead - i) * every for i in range(lead)] + steps
+    if steps[0] < 1:
+        if steps[0] + every < 1:
+            return None
+        steps = [s + every for s in steps]
+    return steps
+
+
+def _rising_from(marks: list[Any]) -> bool:
+    return _rising_runs(marks) and marks[0] < marks[1]
+
+
+def _add_bar_rates(st: _State, rows: list[dict[str, Any]]) -> None:
+    """The seconds per step the training bar showed at a dict's step, as `tqdm/s_per_it` (its
+    canonical name is step_time). Evaluation dicts share their step's row and get none."""
+    total = _bar_total(st)
+    if not st.rates or total is None:
+        return
+    for r in rows:
+        if r["_step"] is None or r["_kind"] not in ("trl", "swift"):
+            continue
+        if any(k.startswith("eval_") for k in r if k[0] != "_"):
+            continue
+        rate = st.rates.get((int(r["_step"]), total))
+        if rate is not None:
+            r[BAR_RATE] = rate
 
 
 def _number_swift_rows(rows: list[dict[str, Any]], st: _State, hints: dict[str, Any]) -> None:
@@ -890,6 +985,12 @@ def _derive_trl_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, A
             r["_step"] = step
         every = bars[1] - bars[0]
         how = "the progress bar position at each log line"
+    near = _nearest_positions(train, _bar_total(st)) if every is None and n else None
+    if near is not None:
+        for r, step in zip(train, near, strict=True):
+            r["_step"] = step
+        every = near[1] - near[0] if n > 1 else near[0]
+        how = "the progress bar position next to each log line"
     first_bar = train[0]["_tqdm"] if train else None
     if every is None and first_bar and (total is None or first_bar * n <= total):
         every, how = first_bar, f"the progress bar at the first entry ({first_bar}/{total})"
