@@ -1,5 +1,6 @@
 """Console text: verl `step:N - k:v - ...` lines, TRL/transformers dict lines, OpenRLHF and
-slime `step N: {...}` lines, ROLL `metrics_tag: {...}` lines, amid any other output.
+slime `step N: {...}` lines, ROLL `metrics_tag: {...}` lines, `key: value   key: value` pairs,
+amid any other output.
 
 One streaming pass over the file in 32 MB chunks (never read twice, never held whole): lines
 are classified with cheap substring tests before any regex. A plain verl step line is only
@@ -21,6 +22,7 @@ from typing import Any, overload
 from advisor.ingest import hints as hint_map
 from advisor.ingest.ending import EndingScanner
 from advisor.ingest.frame import build_run, flatten_keys
+from advisor.ingest.names import canonical_name
 from advisor.ingest.payloads import WRAPPED_VALUE
 from advisor.types import InputError, Run, RunEnding
 
@@ -56,6 +58,12 @@ _FRACTION = re.compile(r"""^\s*['"]?\s*(\d+)\s*/\s*(\d+)\s*['"]?\s*$""")
 # keys that number a record, not measure it: a None there is no NaN evidence
 _COUNTERS = frozenset({"step", "global_step", "epoch"})
 _BARE_START = re.compile(r"""(['"])[\w./()@-]+\1\s*:""")
+# metrics pasted as `key: value` pairs, several on a line, 3+ spaces (or tabs) between them
+_SPACED_GAP = re.compile(r" {3,}|\t+")
+_SPACED_PAIR = re.compile(r"([A-Za-z_][\w./@()-]{0,200}):\s?(\S{1,40})")
+# a key and a number, quoted or not, after `:` or `=`: how near a line is to a metric line
+_NEAR = re.compile(r"([A-Za-z_][\w./@-]{0,80})['\"]?\s?[:=]\s?['\"]?[-+]?(?:\d|nan\b|inf\b)")
+_NEAR_TEXT = 20_000  # characters of a line scored
 _CHUNK = 32 << 20  # a 2,000-step log is one read: no carry copy
 # payload text read into a frame at a time: a 1 GB log never holds all its step lines as
 # strings (and the several copies parsing makes of them) at once
@@ -90,6 +98,10 @@ class _State:
     verl_frames: list[Any] = field(default_factory=list)
     low_precision: bool | None = None  # 3-decimal values, judged on the first payloads
     max_steps: int | None = None  # the planned total ms-swift prints with each step
+    spaced: dict[str, float] | None = None  # the group of `key: value` lines being read
+    spaced_rows: list[dict[str, float]] = field(default_factory=list)
+    spaced_lines: list[int] = field(default_factory=list)  # the first line of each group
+    near: tuple[int, int, int, int] = (0, 0, 0, 0)  # (score, line, pairs, known names)
     # seconds per step the bar showed at (position, total), and how often each total was seen
     # (the training bar is redrawn most; evaluation and loading bars have their own totals)
     rates: dict[tuple[int, int], float] = field(default_factory=dict)
@@ -285,6 +297,7 @@ def read_console(path: Path, source: str) -> Run:
                 _scan_text(st, before, text)
                 if sum(map(len, st.verl_texts)) >= _PART_TEXT:
                     _flush_verl(st)
+    _end_spaced(st)
     if st.bad_bytes_line is not None:
         st.warnings.append(
             f"{source}:{st.bad_bytes_line}: bytes that are not UTF-8 were replaced (U+FFFD)"
@@ -301,11 +314,20 @@ def read_console(path: Path, source: str) -> Run:
     table = read_notebook_table(path, source)
     if table is not None:
         return table
+    if st.spaced_rows:
+        return _finish_spaced(st)
     if st.dict_rows:
         return _finish_dicts(st)
+    score, near, pairs, known = st.near
+    where = (
+        f"; line {near} is the nearest: {pairs} key/value pair(s), {known} of them metric names"
+        if score >= 2
+        else ""
+    )
     raise InputError(
-        f"{source}:1: expected training metrics (verl 'step:N - key:value' lines, TRL "
-        "{'loss': ...} dicts, 'metrics_tag:' lines ...), found none"
+        f"{source}:{near if score >= 2 else 1}: expected training metrics (verl 'step:N - "
+        "key:value' lines, TRL {'loss': ...} dicts, 'metrics_tag:' lines, 'key: value' pairs "
+        f"3 spaces apart ...), found none{where}"
     )
 
 
@@ -382,6 +404,8 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
         prefix, body = _split_prefix(line)
         if _config_continue(st, prefix, body):
             return
+    if (st.spaced is not None or "   " in line or "\t" in line) and _spaced_line(st, lineno, line):
+        return
     at = line.find("step:")
     if at >= 0:
         hit = _verl_step(line, at)
@@ -418,7 +442,69 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
                 st.overrides.setdefault(key, value)
         for name, value in _TRL_ARG.findall(line):  # TRL's printed arguments
             st.trl_args.setdefault(name, value)
+    if not st.dict_rows and not st.verl_rows and not st.verl_frames and not st.spaced_rows:
+        _score_near(st, lineno, line)
     st.ending.feed(_split_prefix(line)[1], lineno, st.last_step)
+
+
+def _score_near(st: _State, lineno: int, line: str) -> None:
+    """Remember the unread line most like a metric line (key/number pairs, metric names
+    counting thrice), for the error when the file holds none."""
+    if ":" not in line and "=" not in line:
+        return
+    pairs = known = 0
+    for m in _NEAR.finditer(line, 0, _NEAR_TEXT):
+        pairs += 1
+        known += canonical_name(m.group(1)) is not None
+    score = pairs + 2 * known
+    if score > st.near[0]:
+        st.near = (score, lineno, pairs, known)
+
+
+def _spaced_pairs(line: str) -> dict[str, float] | None:
+    """`key: value   key: value ...` (TRL's metrics as pasted from a notebook or a terminal):
+    every piece between runs of 3+ spaces a `key: number` pair, two pairs at least, and most
+    keys metric names (names.py; step and epoch count as such), one at least. Prose with
+    colons has words between its pairs and no metric names."""
+    if line.count(":") < 2:
+        return None
+    body = _split_prefix(line)[1].strip().strip("`|").strip()
+    pieces = _SPACED_GAP.split(body)
+    if len(pieces) < 2:
+        return None
+    out: dict[str, float] = {}
+    for piece in pieces:
+        m = _SPACED_PAIR.fullmatch(piece)
+        value = _number(m.group(2)) if m else None
+        if m is None or value is None:
+            return None
+        out[m.group(1)] = value
+    metrics = sum(canonical_name(k) is not None for k in out)
+    counters = sum(k in _COUNTERS for k in out)
+    return out if metrics and (metrics + counters) * 2 >= len(out) else None
+
+
+def _spaced_line(st: _State, lineno: int, line: str) -> bool:
+    """A line of `key: value` pairs joins the group being read; a key the group has already
+    starts the next one, any other line (a blank one too) ends it."""
+    pairs = _spaced_pairs(line)
+    if pairs is None:
+        _end_spaced(st)
+        return False
+    if st.spaced is not None and any(k in st.spaced for k in pairs):
+        _end_spaced(st)
+    if st.spaced is None:
+        st.spaced = {}
+        st.spaced_lines.append(lineno)
+    st.spaced.update(pairs)
+    st.last_metric_line = lineno
+    return True
+
+
+def _end_spaced(st: _State) -> None:
+    if st.spaced is not None:
+        st.spaced_rows.append(st.spaced)
+        st.spaced = None
 
 
 def _split_prefix(line: str) -> tuple[str, str]:
@@ -905,6 +991,30 @@ def _add_bar_rates(st: _State, rows: list[dict[str, Any]]) -> None:
         rate = st.rates.get((int(r["_step"]), total))
         if rate is not None:
             r[BAR_RATE] = rate
+
+
+def _finish_spaced(st: _State) -> Run:
+    """Groups of `key: value` lines, one step each: numbered by their `step` when each has one,
+    else 1, 2, ... in the order printed (the lines print no step)."""
+    import polars as pl
+
+    rows = st.spaced_rows
+    if all("step" in r for r in rows):
+        data = [{**r, "step": int(r["step"])} for r in rows]
+    else:
+        data = [{**r, "step": k} for k, r in enumerate(rows, 1)]
+        st.warnings.append(
+            f"{st.source}:{st.spaced_lines[0]}: 'key: value' lines print no step: each group "
+            f"of them is one step, numbered 1 to {len(rows)} in the order printed"
+        )
+    return build_run(
+        pl.from_dicts(data, infer_schema_length=None),
+        source=st.source,
+        fmt="pairs-console",
+        hints=hint_map.trl_arg_hints(st.trl_args),
+        ending=st.ending.result(st.last_metric_line),
+        warnings=st.warnings,
+    )
 
 
 def _number_swift_rows(rows: list[dict[str, Any]], st: _State, hints: dict[str, Any]) -> None:
