@@ -11,8 +11,10 @@ Formats (`Run.format`), detected from the first bytes, the name only breaking ti
   full-precision or `np.float64(...)` values, amid any output (also pasted in Markdown or an
   issue); the printed config dump or command-line overrides give the config hints.
 - `trl-console`: transformers/TRL `{'loss': ...}` dict lines amid tqdm bars (the step is derived
-  from the bar, see the warning); `dict-console`: OpenRLHF `Global step N: {...}`, slime
-  `step N: {...}`; `roll-console`: ROLL `metrics_tag: {...}` lines.
+  from the bar, see the warning; the bar's rate is the step's step_time); `pairs-console`:
+  `key: value` pairs 3+ spaces apart, several per line (TRL's metrics pasted from a notebook or
+  a terminal), a group of such lines one step; `dict-console`: OpenRLHF `Global step N: {...}`,
+  slime `step N: {...}`; `roll-console`: ROLL `metrics_tag: {...}` lines.
 - `swift-console`: ms-swift's dicts, numbered by their `'global_step/max_steps': 'N/M'` (also
   pasted without braces); `notebook-table`: transformers' notebook metrics table as pasted
   (Markdown, tab-separated or space-aligned text, HTML), see `advisor.ingest.notebook`.

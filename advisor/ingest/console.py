@@ -1,5 +1,6 @@
 """Console text: verl `step:N - k:v - ...` lines, TRL/transformers dict lines, OpenRLHF and
-slime `step N: {...}` lines, ROLL `metrics_tag: {...}` lines, amid any other output.
+slime `step N: {...}` lines, ROLL `metrics_tag: {...}` lines, `key: value   key: value` pairs,
+amid any other output.
 
 One streaming pass over the file in 32 MB chunks (never read twice, never held whole): lines
 are classified with cheap substring tests before any regex. A plain verl step line is only
@@ -21,6 +22,7 @@ from typing import Any, overload
 from advisor.ingest import hints as hint_map
 from advisor.ingest.ending import EndingScanner
 from advisor.ingest.frame import build_run, flatten_keys
+from advisor.ingest.names import canonical_name
 from advisor.ingest.payloads import WRAPPED_VALUE
 from advisor.types import InputError, Run, RunEnding
 
@@ -28,6 +30,10 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # Ray / process prefixes: "(TaskRunner pid=1234) ", "(main_task pid=5, ip=10.0.0.1) "
 _PREFIX = re.compile(r"^\s*\((?:[\w.:-]+)(?: pid=\d+)?(?:, ip=[\w.:]+)?\)\s?")
 _TQDM = re.compile(r"(\d+)/(\d+) \[")
+# a bar's position, total and the text in its brackets (elapsed<left, rate), to the `]` or to
+# a dict glued on; bounded so that a long run of digits costs one pass
+_BAR = re.compile(r"(\d{1,9})/(\d{1,9}) \[([^\]\r\n{]{0,80})")
+_RATE = re.compile(r"(\d+(?:\.\d+)?)\s?(s/it|it/s)")
 _TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
 # The counter before a dict: OpenRLHF "Global step N:", slime "step N:" (training) and, for the
 # same rollout id, "rollout N:" (rewards), "perf N:" (lengths, truncation, timings), "eval N:".
@@ -47,10 +53,17 @@ _TRL_KEYS = ("loss", "reward", "grad_norm", "learning_rate", "train_runtime", "e
 # ms-swift adds its progress to every dict it prints, 'global_step/max_steps': '5/3766' (its
 # Megatron trainer 'iteration': '7/2174'): the step and the planned total
 _SWIFT_PROGRESS = ("global_step/max_steps", "iteration")
+BAR_RATE = "tqdm/s_per_it"  # the bar's rate, in seconds per step
 _FRACTION = re.compile(r"""^\s*['"]?\s*(\d+)\s*/\s*(\d+)\s*['"]?\s*$""")
 # keys that number a record, not measure it: a None there is no NaN evidence
 _COUNTERS = frozenset({"step", "global_step", "epoch"})
 _BARE_START = re.compile(r"""(['"])[\w./()@-]+\1\s*:""")
+# metrics pasted as `key: value` pairs, several on a line, 3+ spaces (or tabs) between them
+_SPACED_GAP = re.compile(r" {3,}|\t+")
+_SPACED_PAIR = re.compile(r"([A-Za-z_][\w./@()-]{0,200}):\s?(\S{1,40})")
+# a key and a number, quoted or not, after `:` or `=`: how near a line is to a metric line
+_NEAR = re.compile(r"([A-Za-z_][\w./@-]{0,80})['\"]?\s?[:=]\s?['\"]?[-+]?(?:\d|nan\b|inf\b)")
+_NEAR_TEXT = 20_000  # characters of a line scored
 _CHUNK = 32 << 20  # a 2,000-step log is one read: no carry copy
 # payload text read into a frame at a time: a 1 GB log never holds all its step lines as
 # strings (and the several copies parsing makes of them) at once
@@ -85,6 +98,15 @@ class _State:
     verl_frames: list[Any] = field(default_factory=list)
     low_precision: bool | None = None  # 3-decimal values, judged on the first payloads
     max_steps: int | None = None  # the planned total ms-swift prints with each step
+    spaced: dict[str, float] | None = None  # the group of `key: value` lines being read
+    spaced_rows: list[dict[str, float]] = field(default_factory=list)
+    spaced_lines: list[int] = field(default_factory=list)  # the first line of each group
+    near: tuple[int, int, int, int] = (0, 0, 0, 0)  # (score, line, pairs, known names)
+    # seconds per step the bar showed at (position, total), and how often each total was seen
+    # (the training bar is redrawn most; evaluation and loading bars have their own totals)
+    rates: dict[tuple[int, int], float] = field(default_factory=dict)
+    bar_totals: dict[int, int] = field(default_factory=dict)
+    awaiting: list[dict[str, Any]] = field(default_factory=list)  # dicts before their next bar
 
     @property
     def verl_payloads(self) -> _Payloads:
@@ -275,6 +297,7 @@ def read_console(path: Path, source: str) -> Run:
                 _scan_text(st, before, text)
                 if sum(map(len, st.verl_texts)) >= _PART_TEXT:
                     _flush_verl(st)
+    _end_spaced(st)
     if st.bad_bytes_line is not None:
         st.warnings.append(
             f"{source}:{st.bad_bytes_line}: bytes that are not UTF-8 were replaced (U+FFFD)"
@@ -291,11 +314,20 @@ def read_console(path: Path, source: str) -> Run:
     table = read_notebook_table(path, source)
     if table is not None:
         return table
+    if st.spaced_rows:
+        return _finish_spaced(st)
     if st.dict_rows:
         return _finish_dicts(st)
+    score, near, pairs, known = st.near
+    where = (
+        f"; line {near} is the nearest: {pairs} key/value pair(s), {known} of them metric names"
+        if score >= 2
+        else ""
+    )
     raise InputError(
-        f"{source}:1: expected training metrics (verl 'step:N - key:value' lines, TRL "
-        "{'loss': ...} dicts, 'metrics_tag:' lines ...), found none"
+        f"{source}:{near if score >= 2 else 1}: expected training metrics (verl 'step:N - "
+        "key:value' lines, TRL {'loss': ...} dicts, 'metrics_tag:' lines, 'key: value' pairs "
+        f"3 spaces apart ...), found none{where}"
     )
 
 
@@ -372,6 +404,8 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
         prefix, body = _split_prefix(line)
         if _config_continue(st, prefix, body):
             return
+    if (st.spaced is not None or "   " in line or "\t" in line) and _spaced_line(st, lineno, line):
+        return
     at = line.find("step:")
     if at >= 0:
         hit = _verl_step(line, at)
@@ -389,8 +423,9 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
     if "{" in line:
         prefix, line = _split_prefix(line)
         brace = line.find("{")
-        if "it/s]" in line[:brace] or "s/it]" in line[:brace]:  # a bar glued before a dict
-            _tqdm(st, line[:brace])
+        lead = line[:brace]
+        if "it/s" in lead or "s/it" in lead:  # a bar glued before a dict (its `]` may be lost)
+            _tqdm(st, lead)
         if _dict_line(st, lineno, line, brace, prefix, last):
             return
     elif "': " in line and _bare_dict(st, lineno, line, last):
@@ -407,7 +442,69 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
                 st.overrides.setdefault(key, value)
         for name, value in _TRL_ARG.findall(line):  # TRL's printed arguments
             st.trl_args.setdefault(name, value)
+    if not st.dict_rows and not st.verl_rows and not st.verl_frames and not st.spaced_rows:
+        _score_near(st, lineno, line)
     st.ending.feed(_split_prefix(line)[1], lineno, st.last_step)
+
+
+def _score_near(st: _State, lineno: int, line: str) -> None:
+    """Remember the unread line most like a metric line (key/number pairs, metric names
+    counting thrice), for the error when the file holds none."""
+    if ":" not in line and "=" not in line:
+        return
+    pairs = known = 0
+    for m in _NEAR.finditer(line, 0, _NEAR_TEXT):
+        pairs += 1
+        known += canonical_name(m.group(1)) is not None
+    score = pairs + 2 * known
+    if score > st.near[0]:
+        st.near = (score, lineno, pairs, known)
+
+
+def _spaced_pairs(line: str) -> dict[str, float] | None:
+    """`key: value   key: value ...` (TRL's metrics as pasted from a notebook or a terminal):
+    every piece between runs of 3+ spaces a `key: number` pair, two pairs at least, and most
+    keys metric names (names.py; step and epoch count as such), one at least. Prose with
+    colons has words between its pairs and no metric names."""
+    if line.count(":") < 2:
+        return None
+    body = _split_prefix(line)[1].strip().strip("`|").strip()
+    pieces = _SPACED_GAP.split(body)
+    if len(pieces) < 2:
+        return None
+    out: dict[str, float] = {}
+    for piece in pieces:
+        m = _SPACED_PAIR.fullmatch(piece)
+        value = _number(m.group(2)) if m else None
+        if m is None or value is None:
+            return None
+        out[m.group(1)] = value
+    metrics = sum(canonical_name(k) is not None for k in out)
+    counters = sum(k in _COUNTERS for k in out)
+    return out if metrics and (metrics + counters) * 2 >= len(out) else None
+
+
+def _spaced_line(st: _State, lineno: int, line: str) -> bool:
+    """A line of `key: value` pairs joins the group being read; a key the group has already
+    starts the next one, any other line (a blank one too) ends it."""
+    pairs = _spaced_pairs(line)
+    if pairs is None:
+        _end_spaced(st)
+        return False
+    if st.spaced is not None and any(k in st.spaced for k in pairs):
+        _end_spaced(st)
+    if st.spaced is None:
+        st.spaced = {}
+        st.spaced_lines.append(lineno)
+    st.spaced.update(pairs)
+    st.last_metric_line = lineno
+    return True
+
+
+def _end_spaced(st: _State) -> None:
+    if st.spaced is not None:
+        st.spaced_rows.append(st.spaced)
+        st.spaced = None
 
 
 def _split_prefix(line: str) -> tuple[str, str]:
@@ -496,9 +593,7 @@ def _verl_step(line: str, at: int) -> tuple[int, str] | None:
 def _tqdm(st: _State, line: str) -> None:
     """Track the progress bar; a blank redraw is tqdm clearing the bar to print a log line."""
     if "\r" not in line:
-        found = _TQDM.findall(line)
-        if found:
-            st.tqdm, st.total = int(found[-1][0]), int(found[-1][1])
+        _bars(st, line)
         return
     for seg in line.split("\r"):
         if seg and not seg.strip():  # spaces over the bar (an empty segment is just a \r)
@@ -506,9 +601,27 @@ def _tqdm(st: _State, line: str) -> None:
             if st.tqdm and (not st.marks or st.marks[-1] != mark):
                 st.marks.append(mark)
             continue
-        found = _TQDM.findall(seg)
-        if found:
-            st.tqdm, st.total = int(found[-1][0]), int(found[-1][1])
+        _bars(st, seg)
+
+
+def _bars(st: _State, text: str) -> None:
+    """The bars drawn in `text`: the last one is the bar's state; the first one is the bar next
+    after the dicts printed since the previous bar; each rate shown is kept for its position."""
+    for m in _BAR.finditer(text):
+        pos, total = int(m.group(1)), int(m.group(2))
+        st.tqdm, st.total = pos, total
+        st.bar_totals[total] = st.bar_totals.get(total, 0) + 1
+        if st.awaiting:
+            for row in st.awaiting:
+                row["_after"] = (pos, total)
+            st.awaiting.clear()
+        rate = _RATE.search(m.group(3))
+        if rate:
+            value = float(rate.group(1))
+            if rate.group(2) == "s/it":
+                st.rates[(pos, total)] = value
+            elif value > 0:
+                st.rates[(pos, total)] = 1.0 / value
 
 
 def _trim_cut(payload: str) -> str:
@@ -598,8 +711,11 @@ def _dict_line(st: _State, lineno: int, line: str, brace: int, prefix: str, last
         step = int(numbers["global_step"])
     lead_word = m.group(1).lower() if m else kind
     row = {"_kind": kind, "_step": step, "_tqdm": st.tqdm, "_line": lineno, "_lead": lead_word}
+    row["_bar_total"] = st.total
     row.update(numbers)
     st.dict_rows.append(row)
+    if step is None:
+        st.awaiting.append(row)
     if "train_runtime" not in numbers:
         st.last_metric_line = lineno
     else:
@@ -800,6 +916,7 @@ def _finish_dicts(st: _State) -> Run:
         _number_swift_rows(rows, st, hints)
     elif any(r["_step"] is None for r in rows):
         _derive_trl_steps(st, rows, hints)
+    _add_bar_rates(st, rows)
     df = pl.from_dicts(_merge_parts(rows), infer_schema_length=None)
     last = max((r["_line"] for r in rows if "_line" in r), default=st.last_metric_line)
     return build_run(
@@ -808,6 +925,94 @@ def _finish_dicts(st: _State) -> Run:
         fmt=fmt,
         hints=hints,
         ending=_step_of_ending(st.ending.result(max(last, st.last_metric_line)), rows),
+        warnings=st.warnings,
+    )
+
+
+def _bar_total(st: _State) -> int | None:
+    """The training bar's total: the total drawn most often (evaluation and checkpoint-loading
+    bars are drawn a few times each)."""
+    if not st.bar_totals:
+        return st.total
+    return max(st.bar_totals.items(), key=lambda kv: kv[1])[0]
+
+
+def _nearest_positions(train: list[dict[str, Any]], total: int | None) -> list[int] | None:
+    """The steps of TRL's dicts from the training bar drawn next to them, when the bar before
+    each dict (`_tqdm`) does not give them all.
+
+    - A copy of the screen: tqdm clears its bar, writes the dict, and draws the bar again under
+      it at the same position, so the bar after each dict is its step (and the first dict may
+      have no bar before it).
+    - A dict printed before the bar had moved, then dicts each after a bar (a loop that prints
+      its own dicts while tqdm draws its bar on the other stream): the first dicts are numbered
+      back from the first position by the cadence; when that falls below step 1 the bar counts
+      the steps done before each dict, so each is one cadence later than its position.
+    """
+    if total is None:
+        return None
+    before = [r["_tqdm"] if r.get("_bar_total") == total else None for r in train]
+    after = [r["_after"][0] if r.get("_after", (0, None))[1] == total else None for r in train]
+    if None not in after and (len(after) == 1 or _rising_from(after)):
+        return [int(a) for a in after]  # type: ignore[arg-type]
+    lead = next((i for i, b in enumerate(before) if b is not None), len(before))
+    known = before[lead:]
+    if not lead or not known or None in known:
+        return None
+    steps = [int(b) for b in known]  # type: ignore[arg-type]
+    if len(steps) > 1 and not _rising_from(steps):
+        return None
+    every = steps[1] - steps[0] if len(steps) > 1 else steps[0]
+    if every <= 0:
+        return None
+    steps = [steps[0] - (lead - i) * every for i in range(lead)] + steps
+    if steps[0] < 1:
+        if steps[0] + every < 1:
+            return None
+        steps = [s + every for s in steps]
+    return steps
+
+
+def _rising_from(marks: list[Any]) -> bool:
+    return _rising_runs(marks) and marks[0] < marks[1]
+
+
+def _add_bar_rates(st: _State, rows: list[dict[str, Any]]) -> None:
+    """The seconds per step the training bar showed at a dict's step, as `tqdm/s_per_it` (its
+    canonical name is step_time). Evaluation dicts share their step's row and get none."""
+    total = _bar_total(st)
+    if not st.rates or total is None:
+        return
+    for r in rows:
+        if r["_step"] is None or r["_kind"] not in ("trl", "swift"):
+            continue
+        if any(k.startswith("eval_") for k in r if k[0] != "_"):
+            continue
+        rate = st.rates.get((int(r["_step"]), total))
+        if rate is not None:
+            r[BAR_RATE] = rate
+
+
+def _finish_spaced(st: _State) -> Run:
+    """Groups of `key: value` lines, one step each: numbered by their `step` when each has one,
+    else 1, 2, ... in the order printed (the lines print no step)."""
+    import polars as pl
+
+    rows = st.spaced_rows
+    if all("step" in r for r in rows):
+        data = [{**r, "step": int(r["step"])} for r in rows]
+    else:
+        data = [{**r, "step": k} for k, r in enumerate(rows, 1)]
+        st.warnings.append(
+            f"{st.source}:{st.spaced_lines[0]}: 'key: value' lines print no step: each group "
+            f"of them is one step, numbered 1 to {len(rows)} in the order printed"
+        )
+    return build_run(
+        pl.from_dicts(data, infer_schema_length=None),
+        source=st.source,
+        fmt="pairs-console",
+        hints=hint_map.trl_arg_hints(st.trl_args),
+        ending=st.ending.result(st.last_metric_line),
         warnings=st.warnings,
     )
 
@@ -890,6 +1095,12 @@ def _derive_trl_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, A
             r["_step"] = step
         every = bars[1] - bars[0]
         how = "the progress bar position at each log line"
+    near = _nearest_positions(train, _bar_total(st)) if every is None and n else None
+    if near is not None:
+        for r, step in zip(train, near, strict=True):
+            r["_step"] = step
+        every = near[1] - near[0] if n > 1 else near[0]
+        how = "the progress bar position next to each log line"
     first_bar = train[0]["_tqdm"] if train else None
     if every is None and first_bar and (total is None or first_bar * n <= total):
         every, how = first_bar, f"the progress bar at the first entry ({first_bar}/{total})"

@@ -337,11 +337,15 @@ LONGEST = ("response_length/max", "completions/max_length", "train/completions/m
 def response_cap(cut: int, cap: float, at_cap: int) -> int | None:
     """The response cap a run shows without printing its config: at the steps where responses
     were cut (`cut` of them), the longest response is the cap itself. Taken only when that
-    largest value `cap` is the longest response at most of those steps (`at_cap`): one below
-    the cap on a clipped step means the column is not the cap (e.g. a per-device cut). TRL runs
-    print no max_completion_length; without it a truncation patch starts from the platform's
-    default 8192. The online Advisor counts the same three numbers step by step."""
-    if cut < 3 or not (cap >= 1 and float(cap).is_integer()) or at_cap * 2 < cut:
+    largest value `cap` is the longest response at most of those steps (`at_cap`), at every
+    one of them when there are only one or two: one below the cap on a clipped step means the
+    column is not the cap (e.g. a per-device cut). A single step that cut some is enough: a cut
+    response is as long as the cap, so the longest one is the cap. TRL runs print no
+    max_completion_length; without it a truncation patch starts from the platform's default
+    8192. The online Advisor counts the same three numbers step by step."""
+    if cut < 1 or not (cap >= 1 and float(cap).is_integer()) or at_cap * 2 < cut:
+        return None
+    if cut < 3 and at_cap < cut:
         return None
     return int(cap)
 

@@ -158,6 +158,8 @@ def trl_arg_hints(args: Mapping[str, str]) -> dict[str, Any]:
     """TRL arguments seen as text (`num_generations=4`) -> typed hints."""
     out: dict[str, Any] = {}
     for name, raw in args.items():
+        # an argument quoted in Markdown or ending a sentence (`max_steps=500`, **beta=0**:)
+        raw = raw.strip("`*").rstrip(".,;:").strip("`*")
         if raw.strip("'\"") in ("None", "null", ""):
             continue  # an argument left unset says nothing
         key = TRL_ARGS[name]

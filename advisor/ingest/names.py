@@ -97,7 +97,13 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "train/clip_ratio/region_mean",
     ),
     "lr": ("actor/lr", "learning_rate", "lr", "train/lr", "train/learning_rate", "actor_lr"),
-    "step_time": ("timing_s/step", "timing/step", "step_time", "train/step_time"),
+    "step_time": (
+        "timing_s/step",
+        "timing/step",
+        "step_time",
+        "train/step_time",
+        "tqdm/s_per_it",  # transformers' progress bar, read from a console log
+    ),
     "rollout_time": ("timing_s/gen", "timing/gen"),
     "zero_std_frac": ("frac_reward_zero_std", "train/frac_reward_zero_std"),
     "loss": ("loss", "train/loss", "actor/pg_loss", "policy_loss", "train/pg_loss"),

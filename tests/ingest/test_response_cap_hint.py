@@ -77,3 +77,31 @@ def test_truncated_trl_run_patches_from_its_own_cap() -> None:
     (change,) = [c for c in d.patch.changes if c.param == "max_length"]
     assert (change.from_, change.to) == (1024 + 512, 1024 + 512 + 2048)
     assert any("response cap the log shows, 512" in a for a in d.assumptions)
+
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def test_one_step_that_cut_some_shows_the_cap() -> None:
+    """verl, one step, a fifth of the responses cut: the longest is the cap."""
+    assert load_run(FIX / "verl_one_step_cut.log").config_hints["max_response_length"] == 128
+
+
+def test_one_swift_step_cut_whole_shows_the_cap() -> None:
+    run = load_run(FIX / "swift_one_step_cut.txt")
+    assert run.format == "swift-console"
+    assert run.config_hints["max_response_length"] == 2048
+
+
+def test_two_cut_steps_that_disagree_show_no_cap(tmp_path: Path) -> None:
+    run = load_run(_history(tmp_path, [(0.1, 500.0), (0.2, 512.0)]))
+    assert "max_response_length" not in run.config_hints
+
+
+def test_the_patch_starts_from_the_cap_of_one_step() -> None:
+    d = diagnose(FIX / "swift_one_step_cut.txt")
+    assert d.patch is not None
+    (change,) = [c for c in d.patch.changes if c.param == "max_length"]
+    assert not change.assumed
+    assert change.from_ == 1024 + 2048
+    assert any("response cap the log shows, 2048" in a for a in d.assumptions)
