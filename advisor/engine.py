@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 ALGORITHMS = ("gspo", "grpo", "dapo")
 # Facts about the job (from hp) or the run's end (`crashed`: it ended other than "completed").
 Predicate = Literal[
-    "on_policy", "kl_off", "is_dapo", "is_gspo", "is_grpo", "crashed", "late_start"
+    "on_policy", "kl_off", "kl_strong", "is_dapo", "is_gspo", "is_grpo", "crashed", "late_start"
 ]
 Scalar = float | int | bool | str
 
@@ -244,6 +244,12 @@ class Settings(_M):
     settled_blocks: int = Field(4, ge=1, description="see SymptomRule.settles")
     early_break_z: float = Field(8.0, gt=0, description="break: first-half sigmas apart")
     early_break_ratio: float = Field(3.0, gt=1, description="break: x or / this far apart")
+    kl_strong_coef: float = Field(
+        1.0,
+        gt=0,
+        description="a KL coefficient at or above this dominates any reward signal (predicate "
+        "kl_strong): 25 x GRPO's typical 0.04, beyond the guide's advised range",
+    )
 
 
 class SymptomRulebook(_M):
@@ -486,8 +492,9 @@ class Judgement:
     missing_steps: int = 0
 
 
-def _predicates(hp: Mapping[str, Any]) -> dict[str, bool]:
-    """Named facts about the job that change what a metric means (metrics.md traps)."""
+def _predicates(hp: Mapping[str, Any], kl_strong: float = 1.0) -> dict[str, bool]:
+    """Named facts about the job that change what a metric means (metrics.md traps).
+    `kl_strong`: the KL coefficient from which the KL term dominates any reward signal."""
     algo = str(hp.get("algorithm") or "").lower()
     kl = hp.get("kl_loss_coef")
     mini, batch = _num(hp.get("ppo_mini_batch_size")), _num(hp.get("batch_size"))
@@ -506,6 +513,7 @@ def _predicates(hp: Mapping[str, Any]) -> dict[str, bool]:
         "is_grpo": algo == "grpo",
         "crashed": False,  # set by Monitor.close from the run's ending
         "late_start": False,  # set by Monitor._start from the first step pushed
+        "kl_strong": _num(kl) is not None and float(_num(kl) or 0) >= kl_strong,
     }
 
 
@@ -566,7 +574,7 @@ class Monitor:
         self.eval_steps = self._eval_steps(origin or {}, expected_steps)
         self.warmup_steps = max(3 * self.eval_steps, st.min_warmup_steps)
         self.block_steps = max(1, self.warmup_steps // st.warmup_blocks)
-        self._pred = _predicates(self.hp)
+        self._pred = _predicates(self.hp, st.kl_strong_coef)
         self._rules = self._compile()
         self._by_id = {r.id: r for r in self._rules}
         # Per leaf, resolved once: the detector, its metrics, its companion (hot path).
