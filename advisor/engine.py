@@ -1275,11 +1275,18 @@ class Monitor:
         if ending.kind not in ("completed", "unknown") and not any(
             ending.kind in r.on_ending for r in self._rules
         ):
+            what = (
+                "an exception in the training code or a service it calls (a reward function, "
+                "a rollout server), not a numerical symptom: fix it and resume from the last "
+                "checkpoint; no optimizer change is suggested for it."
+                if ending.kind in ("traceback", "failed")
+                else "an infrastructure failure, not a numerical symptom; no optimizer change "
+                "is suggested for it."
+            )
             self._notes["ending"] = (
                 f"The run ended with {ending.kind} at step {step}"
                 + (f" ({ending.message.strip()[:120]})" if ending.message else "")
-                + ": an infrastructure failure, not a numerical symptom; no optimizer change "
-                "is suggested for it."
+                + f": {what}"
             )
         return new
 
