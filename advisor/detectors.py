@@ -1348,17 +1348,7 @@ def _norm_factor(s: Series, comp: Series | None) -> np.ndarray:
     """
     ones = np.ones(len(s))
     if comp is None or comp.baseline is None or len(comp) == 0:
-        # Without the companion (an export without reward_std), the metric's own per-step
-        # spread stands in for it: the step-to-step noise of a batch mean is the samples'
-        # spread over the square root of the batch, so the two grow together.
-        b = s.baseline
-        if b is None or not b.step_sd > 0:
-            return ones
-        own = s.raw[:, 8]
-        level = _trailing_mean(np.where(s.count >= 3, own, np.nan), SPAN)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            f = np.minimum(1.0, b.step_sd / level)
-        return np.where(np.isfinite(f), f, 1.0)
+        return _own_norm(s)
     base = comp.baseline.median
     if not base > 0:
         return ones
@@ -1366,6 +1356,39 @@ def _norm_factor(s: Series, comp: Series | None) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         # Only discount: noise growth the companion explains is forgiven; a shrinking companion
         # (a saturating reward) never inflates a spread.
+        f = np.minimum(1.0, base / level)
+    return np.where(np.isfinite(f), f, 1.0)
+
+
+def _own_norm(s: Series) -> np.ndarray:
+    """`_norm_factor` without its companion (an export without reward_std): what the reward
+    itself says of its samples' spread. A reward within 0..1 is read as a success rate p,
+    whose samples spread as sqrt(p(1 - p)) (exact for a binary reward), from the level over
+    SPAN blocks; another reward (a sum of several functions) by its per-step spread, the
+    step-to-step noise of a batch mean being the samples' spread over sqrt(batch), as a
+    trailing median over 5 blocks (a swing's turn inside a block inflates that block's
+    spread around its own line)."""
+    ones = np.ones(len(s))
+    b = s.baseline
+    if b is None:
+        return ones
+    fin = s.mean[np.isfinite(s.mean)]
+    if len(fin) and fin.min() >= 0.0 and fin.max() <= 1.0 and 0.0 <= b.median <= 1.0:
+        base = math.sqrt(max(b.median * (1.0 - b.median), 1e-6))
+        p = np.clip(_trailing_mean(s.mean, SPAN), 0.0, 1.0)
+        level = np.sqrt(np.maximum(p * (1.0 - p), 1e-6))
+    else:
+        if not b.step_sd > 0:
+            return ones
+        base = b.step_sd
+        own = np.where(s.count >= 3, s.raw[:, 8], np.nan)
+        level = np.full(len(s), np.nan)
+        if len(s) >= 5:
+            win = np.lib.stride_tricks.sliding_window_view(own, 5)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-nan windows stay nan
+                level[4:] = np.nanmedian(win, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
         f = np.minimum(1.0, base / level)
     return np.where(np.isfinite(f), f, 1.0)
 
