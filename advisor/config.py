@@ -225,6 +225,7 @@ def read_document(path: Path) -> Any:
     except OSError as err:
         raise InputError(f"{path}: cannot be read ({err.strerror or err})") from None
     if path.suffix.lower() == ".json":
+        _check_nesting(path, text)  # before json.loads, which recurses once per level
         _json_error(path, text, always=True)  # a .json file must be JSON, not any YAML
     if path.suffix.lower() == ".py" and (pydoc := _python_job(text)) is not None:
         return pydoc
@@ -363,6 +364,8 @@ def _json_error(path: Path, text: str, always: bool = False) -> None:
         json.loads(text)
     except json.JSONDecodeError as err:
         raise InputError(f"{path}:{err.lineno}:{err.colno}: not valid JSON: {err.msg}") from None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply for a job file") from None
 
 
 def _kind(value: Any) -> str:
