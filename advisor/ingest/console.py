@@ -29,7 +29,6 @@ from advisor.types import InputError, Run, RunEnding
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # Ray / process prefixes: "(TaskRunner pid=1234) ", "(main_task pid=5, ip=10.0.0.1) "
 _PREFIX = re.compile(r"^\s*\((?:[\w.:-]+)(?: pid=\d+)?(?:, ip=[\w.:]+)?\)\s?")
-_TQDM = re.compile(r"(\d+)/(\d+) \[")
 # a bar's position, total and the text in its brackets (elapsed<left, rate), to the `]` or to
 # a dict glued on; bounded so that a long run of digits costs one pass
 _BAR = re.compile(r"(\d{1,9})/(\d{1,9}) \[([^\]\r\n{]{0,80})")
@@ -38,7 +37,8 @@ _TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
 # The counter before a dict: OpenRLHF "Global step N:", slime "step N:" (training) and, for the
 # same rollout id, "rollout N:" (rewards), "perf N:" (lengths, truncation, timings), "eval N:".
 _LEAD_STEP = re.compile(
-    r"(Global step|global_step|\bstep|\brollout|\bperf|\beval)[ :=]+(\d+)\s*:?\s*$", re.IGNORECASE
+    r"(Global step|global_step|\bstep|\brollout|\bperf|\beval)[ :=]+(\d{1,19})(?:\s*+:)?\s*+$",
+    re.IGNORECASE,
 )
 _PAIR = re.compile(
     r"""(['"])((?:(?!\1).)+)\1\s*:\s*((?:np\.\w+|tensor|torch\.tensor)\([^)]*\)|[^,{}\[\]]+)"""

@@ -34,8 +34,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "failed",
         re.compile(
-            r"Job '[^']*' failed|Status for job '[^']*': FAILED|\bjob .*\bfailed\b"
-            r"|Training failed|RuntimeError: .*fail",
+            r"Job '[^']*' failed|Status for job '[^']*': FAILED|^(?>.*?\bjob ).*\bfailed\b"
+            r"|Training failed|^(?>.*?RuntimeError: ).*fail",
             re.IGNORECASE,
         ),
     ),
@@ -65,9 +65,10 @@ def _maybe_ending(low: str) -> bool:
 
 
 _TRACEBACK = "Traceback (most recent call last)"
-_EXC_LINE = re.compile(
-    r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Full|Killed)\w*)(?:\([^)]*\))?(?::\s*(.*))?$"
-)
+# `Name(args): message` with the name's last part holding one of _EXC_WORDS (checked apart:
+# one regex holding both backtracks over every split of a long name)
+_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*+)(?:\([^)]*\))?(?::\s*(.*))?$")
+_EXC_WORDS = ("Error", "Exception", "Interrupt", "Exit", "Full", "Killed")
 _PRECEDENCE = ("disk_full", "oom", "nccl", "killed", "traceback", "failed")
 
 
@@ -84,7 +85,8 @@ class EndingScanner:
             return
         if self.in_traceback and text[:1].isalpha():
             m = _EXC_LINE.match(text.strip())
-            if m:
+            last = m[1][1:].rpartition(".")[2] if m else ""
+            if any(w in last for w in _EXC_WORDS):
                 self.events.append(("traceback", lineno, step, text.strip()[:300]))
         if not _maybe_ending(text.lower()):
             return
