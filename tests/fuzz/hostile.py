@@ -514,7 +514,11 @@ def _output_case(rng: random.Random, root: Path, out: Path) -> Case:
         argv += ["-o", str(good), "--patched-config", str(bad)]
     else:
         argv += ["--plots-dir", str(bad), "-o", str(good)]
-    kept = [str(bad)] if os.path.lexists(bad) and what != 3 else []  # (root may write there)
+    # What the call must leave as it was: the bad path, unless it is a place output may go
+    # (a folder as --plots-dir; the 0555 folder, which root may write to; /proc, whose
+    # listing changes with every process started)
+    may_write = what == 3 or (what == 2 and which == 2) or bad.is_relative_to("/proc")
+    kept = [str(bad)] if os.path.lexists(bad) and not may_write else []
     return Case(
         "output",
         argv,

@@ -284,3 +284,38 @@ def test_watch_refuses_what_diagnose_refuses(
     p.write_bytes(bytes(range(256)) * 4)
     code, _, err = cli(capsys, "watch", p, "--idle", "0.2", "--poll", "0.05")
     assert code == 2 and "binary" in err
+
+
+@pytest.mark.parametrize("body", ["[" * 100_000, '{"a": ' * 5000])
+@pytest.mark.parametrize("sets", [[], ["learning_rate=" + "[" * 2000]])
+def test_a_deep_json_job_is_refused_before_json_reads_it(
+    tmp_path: Path, body: str, sets: list[str]
+) -> None:
+    p = tmp_path / "job.json"
+    p.write_text(body)
+    with pytest.raises(InputError, match="levels deep") as err:
+        validate(p, sets)
+    assert "\n" not in str(err.value) and str(p) in str(err.value)
+
+
+def test_console_lines_built_to_backtrack_are_read_in_linear_time(tmp_path: Path) -> None:
+    # each line defeats one pattern that once retried every split of a long run: digits
+    # before a tqdm count, "job " without "failed", spaces after a lead step, an exception
+    # name of repeated words after a traceback
+    src = (FIXTURES / "verl_v05_crlf.log").read_bytes()
+    hostile = [
+        "Training Progress: " + ("9" * 5000 + " ") * 10 + "3/3 [00:01<00:00]",
+        "job " * 20_000,
+        "RuntimeError: " * 8000,
+        "step 1" + " " * 60_000 + "{'loss': 0.1}",
+        "Traceback (most recent call last):",
+        "Error" * 20_000 + "!",
+    ]
+    p = tmp_path / "verl.log"
+    p.write_bytes(src + "\r\n".join(hostile).encode() + b"\r\n" + src)
+    t = time.monotonic()
+    try:
+        load_run(p)
+    except InputError as err:
+        assert "\n" not in str(err)
+    assert time.monotonic() - t < 5
