@@ -250,7 +250,10 @@ def file_changes(patch: Any) -> dict[str, Any]:
 def with_file_diff(diagnosis: Diagnosis, config: Path | str | None) -> Diagnosis:
     """Add the patch as a diff of the user's job file (diagnose and the online Advisor alike)."""
     if config is not None and diagnosis.patch is not None and diagnosis.patch.changes:
-        diagnosis.patch_diff = _file_diff(Path(config), file_changes(diagnosis.patch))
+        try:
+            diagnosis.patch_diff = _file_diff(Path(config), file_changes(diagnosis.patch))
+        except InputError as err:  # a job shape the change has no place in: said, not raised
+            diagnosis.patch.notes.append(f"Not applied to the job file: {err}")
     return diagnosis
 
 

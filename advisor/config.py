@@ -14,13 +14,14 @@ default, so the static rules still run. Only an unreadable file is an InputError
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -1537,7 +1538,7 @@ def patched_text(source: Path | None, changes: Mapping[str, Any]) -> str:
         doc = read_document(source)
         text = _strip_assignment(source.read_text(encoding="utf-8"))
         is_json = text.lstrip().startswith("{")
-        _apply_changes(doc, clean, detect_layout(doc))
+        _apply_changes(doc, clean, detect_layout(doc), source)
         if not hasattr(doc, "ca"):  # read from Python source: written as the YAML keyword form
             doc, text, is_json = _plain(doc), None, False
     return _dump(doc, text, is_json)
@@ -1549,7 +1550,11 @@ def _scalar(value: Any) -> Any:
     return item() if callable(item) and not isinstance(value, list | dict) else value
 
 
-def _apply_changes(doc: Any, changes: Mapping[str, Any], layout: Layout) -> None:
+def _apply_changes(
+    doc: Any, changes: Mapping[str, Any], layout: Layout, source: Path | str = "the job file"
+) -> None:
+    """Put each change where the file keeps it, making the mappings that are absent; a value
+    of another kind on the way (`hyper_parameters: [1, 2]`) is an InputError, not replaced."""
     from advisor.static import rulebook
 
     book = rulebook()
@@ -1567,15 +1572,38 @@ def _apply_changes(doc: Any, changes: Mapping[str, Any], layout: Layout) -> None
         else:
             path = [*hp_path, key]
         node = doc
-        for part in path[:-1]:
-            idx: Any = int(part) if part.isdigit() and isinstance(node, list) else part
+        for depth, part in enumerate(path[:-1]):
             if isinstance(node, list):
-                node = node[idx]
-                continue
-            if not isinstance(node.get(idx), Mapping | list):
-                node[idx] = type(doc)() if isinstance(doc, Mapping) else {}
-            node = node[idx]
-        node[path[-1]] = value
+                if not (part.isdigit() and int(part) < len(node)):
+                    _cannot_patch(source, node, part, path[:depth], node, key)
+                child = node[int(part)]
+            else:
+                child = node.get(part)
+                if child is None:
+                    node[part] = child = type(doc)() if isinstance(doc, Mapping) else {}
+            if not isinstance(child, Mapping | list):
+                _cannot_patch(source, node, part, path[: depth + 1], child, key)
+            node = child
+        last = path[-1]
+        if isinstance(node, list):
+            if not (last.isdigit() and int(last) < len(node)):
+                _cannot_patch(source, node, last, path[:-1], node, key)
+            node[int(last)] = value
+        else:
+            node[last] = value
+
+
+def _cannot_patch(
+    source: Path | str, node: Any, part: str, where: list[str], found: Any, key: str
+) -> NoReturn:
+    line = ""
+    lc = getattr(node, "lc", None)
+    with contextlib.suppress(Exception):  # ruamel's line of the key, when it has one
+        line = f":{lc.key(part)[0] + 1}" if isinstance(node, Mapping) else f":{lc.line + 1}"
+    raise InputError(
+        f"{source}{line}: {'.'.join(where)} is a {_kind(found)}; expected a mapping to put "
+        f"{key} in (the patched config is not written)"
+    )
 
 
 def _dump(doc: Any, text: str | None, is_json: bool) -> str:

@@ -319,3 +319,22 @@ def test_console_lines_built_to_backtrack_are_read_in_linear_time(tmp_path: Path
     except InputError as err:
         assert "\n" not in str(err)
     assert time.monotonic() - t < 5
+
+
+@pytest.mark.parametrize("shape", ["[1, 2]", "5", "'text'"])
+def test_a_job_with_no_place_for_the_change_is_said_not_raised(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], shape: str
+) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(f"training:\n  hyper_parameters: {shape}\n")
+    d = diagnose(RUN / "train.log", job)  # the diagnosis, with the reason the diff is missing
+    assert d.patch is not None and d.patch.changes and d.patch_diff is None
+    assert any(f"{job}:2: training.hyper_parameters is a" in n for n in d.patch.notes)
+    out = tmp_path / "out"
+    out.mkdir()
+    code, _, err = cli(
+        capsys, "diagnose", RUN / "train.log", "--config", job, "--no-plots",
+        "--patched-config", out / "next.yaml", "-o", out / "report.md",
+    )  # fmt: skip
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "expected a mapping" in err
+    assert os.listdir(out) == []
