@@ -4,7 +4,9 @@ Follows a verl console log or a JSONL metrics file as `tail -F` does (partial li
 their newline; rotation and truncation reopen the file from its start), prints each finding as
 it fires (rich: coloured in a terminal, plain text otherwise; on stderr, so stdout carries only
 the report), runs `--on-finding CMD` with the finding as JSON on stdin, and ends with the full
-report when the run ends: its final status line, no growth for `--idle` seconds, or Ctrl-C.
+report when the run ends: its final status line (a clean finish ends it at once, a traceback
+or an OOM within 10-60 s), a silence of 5x the longest gap seen between steps (at least 60 s:
+a crash that printed nothing), no growth for `--idle` seconds, or Ctrl-C.
 Exit codes as diagnose: 0 nothing at or above --fail-on, 1 something is, 2 unusable input.
 """
 
@@ -117,7 +119,13 @@ def watch(
         float, typer.Option("--on-finding-timeout", min=0.1, help="Seconds before CMD is killed.")
     ] = 60.0,
     idle: Annotated[
-        float, typer.Option("--idle", min=0.0, help="End after this many seconds without growth.")
+        float,
+        typer.Option(
+            "--idle",
+            min=0.0,
+            help="End after this many seconds without growth (sooner once the steps' pace "
+            "is known: 5x the longest gap between steps, at least 60 s).",
+        ),
     ] = 900.0,
     poll: Annotated[
         float, typer.Option("--poll", min=0.01, help="Seconds between looks at the file.")

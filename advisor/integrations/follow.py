@@ -355,13 +355,24 @@ class Sidecar:
     poll: float = 0.5
     idle: float = 900.0
     # Quiet time the log must keep after a final status line before the watch ends: short after
-    # a clean finish; long after an error line, since a sample text or an OOM that training
-    # survives can read like one (default: the smaller of --idle and 60 s).
+    # a clean finish; after an error line (a traceback, an OOM, Killed) long enough for a run
+    # that survived it to print its next step: twice the longest gap seen between steps,
+    # within error_floor-error_cap (the floor before two gaps are known); never past --idle.
     settle: float | None = None  # default 2 polls (>= 0.5 s)
-    error_settle: float | None = None
+    error_settle: float | None = None  # a fixed wait instead
+    error_floor: float = 10.0
+    error_cap: float = 60.0
+    # With no final status line (a crash that printed nothing), the watch ends once the log has
+    # been quiet for `gap_multiple` times the longest gap seen between steps, at least
+    # `min_quiet` (a checkpoint save or a validation pass is slower than a step), or --idle.
+    gap_multiple: float = 5.0
+    min_quiet: float = 60.0
     stop: threading.Event = field(default_factory=threading.Event)
     parser: LineParser = field(default_factory=LineParser)
     _hinted: bool = False
+    _last_step_at: float | None = None
+    _gaps: int = 0
+    _longest_gap: float = 0.0
 
     def run(self) -> str:
         follower = Follower(self.path)
@@ -375,21 +386,54 @@ class Sidecar:
 
     def _loop(self, follower: Follower) -> str:
         settle = self.settle if self.settle is not None else max(0.5, 2 * self.poll)
-        error_settle = self.error_settle if self.error_settle is not None else min(self.idle, 60)
         while not self.stop.is_set():
+            steps = self.advisor.steps
             self._feed(follower.poll())
+            self._time_steps(steps)
             quiet = time.monotonic() - follower.grew_at
             ending = self.parser.ending()
-            wait = settle if ending is not None and ending.kind == "completed" else error_settle
-            if ending is not None and quiet >= wait:
-                self._finish(follower, ending)
-                return "ending"
-            if quiet >= self.idle:
+            if ending is not None:
+                wait = settle if ending.kind == "completed" else self._error_settle(settle)
+                if quiet >= wait:
+                    self._finish(follower, ending)
+                    return "ending"
+            limit = self._quiet_limit()
+            if quiet >= limit:
+                if limit < self.idle:
+                    self.advisor.warn(
+                        f"The log stopped growing for {quiet:.0f} s ({self.gap_multiple:g}x the "
+                        f"longest gap between steps, {self._longest_gap:.0f} s) with no final "
+                        "status line: the run may have ended without a message"
+                    )
                 self._finish(follower, None)
                 return "idle"
             self.stop.wait(self.poll)
         self._finish(follower, None)
         return "stopped"
+
+    def _time_steps(self, before: int) -> None:
+        """Note when new steps arrived: the longest gap between two arrivals paces the ends."""
+        if self.advisor.steps <= before:
+            return
+        now = time.monotonic()
+        if self._last_step_at is not None:
+            self._gaps += 1
+            self._longest_gap = max(self._longest_gap, now - self._last_step_at)
+        self._last_step_at = now
+
+    def _error_settle(self, settle: float) -> float:
+        if self.error_settle is not None:
+            wait = self.error_settle
+        elif self._gaps >= 2:
+            wait = min(self.error_cap, max(self.error_floor, 2 * self._longest_gap))
+        else:
+            wait = self.error_floor
+        return max(settle, min(wait, self.idle))
+
+    def _quiet_limit(self) -> float:
+        if self._gaps < 2:  # the first arrival is the file read so far: no pace known yet
+            return self.idle
+        return min(self.idle, max(self.min_quiet, self.gap_multiple * self._longest_gap))
 
     def _finish(self, follower: Follower, ending: RunEnding | None) -> None:
         self._feed(follower.flush_partial(), last=True)

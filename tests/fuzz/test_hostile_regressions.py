@@ -8,6 +8,7 @@ import os
 import sqlite3
 import stat
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -338,3 +339,67 @@ def test_a_job_with_no_place_for_the_change_is_said_not_raised(
     )  # fmt: skip
     assert code == 2 and len(err.strip().splitlines()) == 1 and "expected a mapping" in err
     assert os.listdir(out) == []
+
+
+# ----------------------------------------------------------------------------- watch's end
+def _step_line(step: int) -> str:
+    return f"step:{step} - critic/rewards/mean:{0.1 + step / 100:.3f} - actor/entropy:0.5\n"
+
+
+def _write_steps(log: Path, steps: range, every: float, tail: str = "") -> threading.Thread:
+    def run() -> None:
+        with log.open("a", encoding="utf-8") as fh:
+            for s in steps:
+                fh.write(_step_line(s))
+                fh.flush()
+                time.sleep(every)
+            fh.write(tail)
+            fh.flush()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_watch_ends_on_a_silence_paced_by_the_steps(tmp_path: Path) -> None:
+    from advisor.integrations.follow import Sidecar
+    from advisor.online import Advisor
+
+    log = tmp_path / "train.log"
+    log.write_text("".join(_step_line(s) for s in range(1, 4)))  # read at start: no pace
+    writer = _write_steps(log, range(4, 9), every=0.1)  # then a crash that prints nothing
+    sidecar = Sidecar(log, Advisor(source=str(log)), poll=0.02, idle=60, min_quiet=0.5)
+    t = time.monotonic()
+    assert sidecar.run() == "idle"
+    writer.join(5)
+    assert time.monotonic() - t < 10  # 5x the longest gap (at least 0.5 s), not --idle
+    run = sidecar.advisor.diagnosis().run
+    assert run is not None and any("no final status line" in w for w in run.warnings)
+
+
+def test_watch_ends_soon_after_a_traceback(tmp_path: Path) -> None:
+    from advisor.integrations.follow import Sidecar
+    from advisor.online import Advisor
+
+    log = tmp_path / "train.log"
+    tail = 'Traceback (most recent call last):\n  File "x.py", line 1\nRuntimeError: boom\n'
+    writer = _write_steps(log, range(1, 8), every=0.05, tail=tail)
+    sidecar = Sidecar(log, Advisor(source=str(log)), poll=0.02, idle=60, error_floor=0.3)
+    t = time.monotonic()
+    assert sidecar.run() == "ending"
+    writer.join(5)
+    assert time.monotonic() - t < 5
+
+
+@pytest.mark.slow
+def test_watch_cli_after_a_crash_ends_within_seconds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(
+        "".join(_step_line(s) for s in range(1, 30)) + "Traceback (most recent call last):\n"
+        "torch.OutOfMemoryError: CUDA out of memory\n"
+    )
+    t = time.monotonic()
+    code, _, err = cli(capsys, "watch", log, "--idle", "900", "--poll", "0.2", "--fail-on", "never")
+    assert code == 0 and "ending" in err and time.monotonic() - t < 20
