@@ -42,14 +42,20 @@ def _mtime(p: Path) -> float:
         return 0.0
 
 
+# A run logs a few dozen metrics; a folder of thousands is read only in part: every file of a
+# known metric (names.lookup) first, then the others by name, up to _MLFLOW_MAX_FILES, and the
+# listing itself stops at _MLFLOW_MAX_LISTED entries.
+_MLFLOW_MAX_FILES = 300
+_MLFLOW_MAX_LISTED = 50_000
+
+
 def read_mlflow(run_dir: Path, source: str) -> Run:
     import polars as pl
 
     metrics_dir = run_dir / "metrics"
+    chosen, warnings = _mlflow_metric_files(metrics_dir, source)
     frames = []
-    for f in sorted(p for p in metrics_dir.rglob("*") if p.is_file()):
-        # MLflow sanitises '@' to '_at_' in keys (metrics.md); nested folders are '/' in the key
-        key = f.relative_to(metrics_dir).as_posix().replace("_at_", "@")
+    for key, f in chosen:
         try:
             part = pl.read_csv(
                 f,
@@ -62,19 +68,49 @@ def read_mlflow(run_dir: Path, source: str) -> Run:
             )
         except Exception:  # an empty or unreadable metric file: skip it, say so below
             continue
-        if part.height:
-            frames.append(part.select(pl.col("step"), pl.lit(key).alias("key"), pl.col("value")))
+        part = part.filter(pl.col("step").is_not_null())
+        if part.height:  # one column per file, its last value at each step
+            part = part.unique(subset="step", keep="last", maintain_order=True)
+            frames.append(part.select(pl.col("step"), pl.col("value").alias(key)))
     if not frames:
         raise InputError(f"{source}/metrics: expected MLflow metric files ('ts value step')")
-    long = pl.concat(frames)
-    wide = long.pivot(on="key", index="step", values="value", aggregate_function="last")
+    # aligned on the step (outer joins, sorted): a pivot of a long frame costs seconds for
+    # a few hundred keys
+    wide = frames[0] if len(frames) == 1 else pl.concat(frames, how="align")
     return build_run(
         wide.sort("step"),
         source=source,
         fmt="mlflow",
         hints=hint_map.verl_hints(_mlflow_params(run_dir / "params")),
         ending=_mlflow_ending(run_dir / "meta.yaml"),
+        warnings=warnings,
     )
+
+
+def _mlflow_metric_files(
+    metrics_dir: Path, source: str
+) -> tuple[list[tuple[str, Path]], list[str]]:
+    """(metric key, file) of the files to read, and a warning when some are left unread."""
+    from itertools import islice
+
+    from advisor.ingest.names import lookup
+
+    listed = list(islice(metrics_dir.rglob("*"), _MLFLOW_MAX_LISTED + 1))
+    found: dict[str, Path] = {}
+    for f in listed[:_MLFLOW_MAX_LISTED]:
+        if f.is_file():
+            # MLflow sanitises '@' to '_at_' in keys (metrics.md); nested folders are '/'
+            found.setdefault(f.relative_to(metrics_dir).as_posix().replace("_at_", "@"), f)
+    files = list(found.items())
+    files.sort(key=lambda kf: (lookup(kf[0]) is None, kf[0]))
+    warnings = []
+    if len(files) > _MLFLOW_MAX_FILES or len(listed) > _MLFLOW_MAX_LISTED:
+        more = "+" if len(listed) > _MLFLOW_MAX_LISTED else ""
+        warnings.append(
+            f"{source}/metrics: {len(files):,}{more} metric files; read the known metrics' "
+            f"and then others by name, {_MLFLOW_MAX_FILES} in all (the rest are not kept)"
+        )
+    return sorted(files[:_MLFLOW_MAX_FILES], key=lambda kf: kf[1]), warnings  # columns by path
 
 
 def _mlflow_params(params: Path) -> dict[str, Any]:

@@ -403,3 +403,19 @@ def test_watch_cli_after_a_crash_ends_within_seconds(
     t = time.monotonic()
     code, _, err = cli(capsys, "watch", log, "--idle", "900", "--poll", "0.2", "--fail-on", "never")
     assert code == 0 and "ending" in err and time.monotonic() - t < 20
+
+
+def test_an_mlflow_folder_of_thousands_of_metric_files_is_read_in_part(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    (run / "metrics" / "critic" / "rewards").mkdir(parents=True)
+    (run / "meta.yaml").write_text("status: 3\n")
+    rows = "".join(f"1700000000{s:03d} {0.1 + s / 1000} {s}\n" for s in range(100))
+    (run / "metrics" / "critic" / "rewards" / "mean").write_text(rows)
+    (run / "metrics" / "zzz").mkdir()
+    for i in range(3000):  # the known metric sorts after these by name
+        (run / "metrics" / "zzz" / f"m{i:04d}").write_text(rows)
+    t = time.monotonic()
+    loaded = load_run(run)
+    assert time.monotonic() - t < 10
+    assert "reward_mean" in loaded.frame.columns and loaded.frame.width < 400
+    assert any("3,001 metric files" in w for w in loaded.warnings)
