@@ -309,9 +309,10 @@ class Follower:
         return lines
 
     def _drain(self) -> list[str]:
-        data = b""
+        chunks = []  # joined once: `data += chunk` copies the whole read per chunk
         while chunk := self._fh.read(_CHUNK):
-            data += chunk
+            chunks.append(chunk)
+        data = b"".join(chunks)
         if not data:
             return []
         self.grew_at = time.monotonic()

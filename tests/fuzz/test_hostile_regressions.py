@@ -419,3 +419,13 @@ def test_an_mlflow_folder_of_thousands_of_metric_files_is_read_in_part(tmp_path:
     assert time.monotonic() - t < 10
     assert "reward_mean" in loaded.frame.columns and loaded.frame.width < 400
     assert any("3,001 metric files" in w for w in loaded.warnings)
+
+
+def test_following_a_big_existing_log_is_linear(tmp_path: Path) -> None:
+    from advisor.integrations.follow import Follower
+
+    log = tmp_path / "train.log"
+    log.write_bytes(_step_line(1).encode() * 1_000_000)  # ~60 MB already written
+    t = time.monotonic()
+    lines = Follower(log).poll()
+    assert len(lines) == 1_000_000 and time.monotonic() - t < 10
