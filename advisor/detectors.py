@@ -1930,6 +1930,21 @@ def _best_sine(r: np.ndarray, periods: np.ndarray) -> tuple[float, float, float]
     return float(periods[j]), float(explained[j]) / total, float(math.hypot(a[j], b[j]))
 
 
+def _swing_start(r: np.ndarray, period: float, amp: float) -> int:
+    """The first block from which the residuals swing as far as the fitted sinusoid: their
+    mean |value| over a half period at least half the sinusoid's own (2 / pi x amplitude) for
+    4 in 5 of the half periods from there on. An oscillation that began inside the window is
+    dated there, not at the window's start."""
+    h = max(1, round(period / 2))
+    need = 0.35 * (2.0 / math.pi) * amp
+    env = np.array([float(np.mean(np.abs(r[j : j + h]))) for j in range(len(r) - h + 1)])
+    ok = (env >= need).astype(float)
+    # from there on: 4 in 5 of the later half periods swing that far (noise dips some)
+    tail = np.cumsum(ok[::-1])[::-1] / np.arange(len(ok), 0, -1)
+    starts = np.flatnonzero(tail >= 0.8)
+    return int(starts[0]) if len(starts) else len(r) - 1
+
+
 @detector("swing")
 def swing(s: Series, p: Params) -> Evidence | None:
     """An oscillation judged against the run's own noise around its trend, wherever it starts:
@@ -1957,6 +1972,15 @@ def swing(s: Series, p: Params) -> Evidence | None:
         t = np.arange(w, dtype=float)
         r = y - np.polyval(np.polyfit(t, y, 2), t)
         noise = max(float(np.median(sd / np.sqrt(cnt))), 1e-12)
+        # A sinusoid's amplitude is at most sqrt 2 x the residuals' spread: a window whose
+        # spread cannot carry the thresholds is not fitted (the fit is the costly part).
+        most = 2.0 * math.sqrt(2.0) * float(np.std(r))
+        if (
+            most < float(p.get("min_ratio", 5.0)) * noise
+            or most < float(p.get("min_abs", 0.0))
+            or most < float(p.get("min_rel", 0.2)) * abs(float(np.median(y)))
+        ):
+            return False, {}
         period, share, amp = _best_sine(r, cands)
         p2p = 2.0 * amp
         ratio = p2p / noise
@@ -1966,13 +1990,17 @@ def swing(s: Series, p: Params) -> Evidence | None:
             and p2p >= float(p.get("min_rel", 0.2)) * abs(float(np.median(y)))
             and p2p >= float(p.get("min_abs", 0.0))
         )
-        return ok, {"period": period, "share": share, "p2p": p2p, "ratio": ratio, "noise": noise}
+        return ok, {"period": period, "share": share, "p2p": p2p, "ratio": ratio, "noise": noise,
+                    "onset": _swing_start(r, period, amp)}
 
-    results = [at(n - j) for j in range(k)]
-    if not all(ok for ok, _ in results):
-        return None
-    st = results[0][1]
-    i = n - w
+    results = []
+    for j in range(k):  # the latest window first: most evaluations stop there
+        ok, st_j = at(n - j)
+        if not ok:
+            return None
+        results.append(st_j)
+    st = results[0]
+    i = n - w + int(st["onset"])
     steps = float(np.median(s.end[i:] - s.start[i:] + 1)) * st["period"]
     need = float(p.get("min_ratio", 5.0))
     return _evidence(
