@@ -136,13 +136,13 @@ def diagnose(
         list[str] | None, typer.Option("--ignore", help="Finding ids to silence (P1,SLOW).")
     ] = None,
     plots_dir: Annotated[
-        Path | None, typer.Option("--plots-dir", help="Draw the PNGs here (default: by --output).")
+        Path | None, typer.Option("--plots-dir", help="Draw the charts here (default: by --output)")
     ] = None,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Draw no pictures.")] = False,
 ) -> None:
     """Diagnose a run: what is wrong, the evidence, the one change to make.
 
-    Report on stdout, or in --output with a PNG per finding and metric beside it.
+    Report on stdout, or in --output with an SVG chart per finding and metric beside it.
 
     Exit 0: nothing at or above --fail-on; 1: findings at or above it; 2: unusable input.
     """
@@ -162,9 +162,6 @@ def diagnose(
             metrics, config, sets or (), previous, training_samples, ignore=ignore or ()
         )
         # Everything is computed before anything is written: a failure leaves nothing behind.
-        if out_dir is None:
-            text, items = staged_report(d, format.value, stem, None, "")
-    if out_dir is not None:  # pictures: matplotlib's figures are reference cycles, left to gc
         text, items = staged_report(
             d, format.value, stem, out_dir, "--plots-dir" if plots_dir else "--output"
         )
