@@ -16,7 +16,6 @@ from enum import IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from advisor import __version__
-from advisor.types import InputError
 
 if TYPE_CHECKING:
     import typer
@@ -133,7 +132,18 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["diagnose"]:
-        from advisor.cli.diagnose_core import execute, parse_argv
+        import gc
+
+        # The collector stays off while the types' pydantic models are built, as it does for
+        # the command's own work (diagnose_core._without_cyclic_gc); on again after, for a
+        # caller's process that goes on.
+        was_on = gc.isenabled()
+        gc.disable()
+        try:
+            from advisor.cli.diagnose_core import execute, parse_argv
+        finally:
+            if was_on:
+                gc.enable()
 
         parsed = parse_argv(args[1:])
         if parsed is not None:
@@ -160,6 +170,8 @@ def _guarded(call: Any) -> int:
 
 def _framework(args: list[str]) -> int:
     import typer
+
+    from advisor.types import InputError
 
     _register(args)
     try:
