@@ -1,8 +1,8 @@
 """Small SVG charts of a finding's metrics: the curve, the warm-up shaded, the evidence window
 marked, the onset (and the clearing) as dashed lines, non-finite points as crosses.
 
-Written as SVG text from the standard library: a chart costs well under a millisecond, where
-importing a plotting library costs more than reading the run (issue 18). The charts are
+Written as SVG text (numpy places the points): a chart costs a few milliseconds, where importing
+a plotting library costs more than reading the run (issue 18). The charts are
 vectors (any viewer, browser or Markdown renderer scales them) and their bytes depend on the
 data only, so a report's pictures are as reproducible as its text.
 """
@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from advisor.types import Diagnosis, Evidence, Finding
 
@@ -51,12 +52,17 @@ def draw(d: Diagnosis, out_dir: Path, stem: str = "report") -> dict[str, str]:
 
 def chart(d: Diagnosis, f: Finding, e: Evidence) -> str:
     """The SVG document of finding `f`'s evidence `e` over the run's series of its metric."""
+    import numpy as np
+
     steps, values = d.series[e.metric]
-    finite = [v for v in values if v is not None and math.isfinite(v)]
+    xs = np.asarray(steps, dtype=float)
+    ys = np.array(values, dtype=float)  # (a missing value, None, reads NaN)
+    ok = np.isfinite(ys)
     lo, hi = e.window
-    x0, x1 = _limits([float(s) for s in steps] or [float(lo), float(hi)])
-    y0, y1 = _limits(finite or [0.0, 1.0])
+    x0, x1 = _limits(xs if len(xs) else np.array([lo, hi], dtype=float))
+    y0, y1 = _limits(ys[ok] if ok.any() else np.array([0.0, 1.0]))
     ax = _Axes(x0, x1, y0, y1)
+    px, py = ax.px(xs), ax.py(np.where(ok, ys, y0))
     legend: list[tuple[str, str]] = []  # (swatch markup at the origin, label)
     body: list[str] = []
     if d.warmup_steps and steps:
@@ -66,7 +72,7 @@ def chart(d: Diagnosis, f: Finding, e: Evidence) -> str:
     shade = f'fill="{ONSET}" fill-opacity="0.15"'
     body.append(ax.band(lo, hi, shade))
     legend.append((_box(shade), f"{f.id} window {lo}-{hi}"))
-    body.extend(ax.curve(steps, values))
+    body.extend(ax.curve(px, py, ok))
     dashed = 'stroke-width="1" stroke-dasharray="4 2"'
     if f.onset_step is not None:
         body.append(ax.vline(f.onset_step, f'stroke="{ONSET}" {dashed}'))
@@ -74,9 +80,12 @@ def chart(d: Diagnosis, f: Finding, e: Evidence) -> str:
     if f.cleared_step is not None:
         body.append(ax.vline(f.cleared_step, f'stroke="{CLEARED}" {dashed}'))
         legend.append((_dash(f'stroke="{CLEARED}" {dashed}'), f"cleared {f.cleared_step}"))
-    bad = [s for s, v in zip(steps, values, strict=True) if v is not None and not math.isfinite(v)]
-    if bad:  # NaN / inf points: the curve has gaps there, so mark them along the bottom
-        body.append(ax.crosses(bad, ONSET))
+    # NaN / inf points (a None is a step without the metric): the curve has gaps there, so
+    # they are marked along the bottom, one cross per pixel column
+    logged = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+    bad = logged & ~ok
+    if bad.any():
+        body.append(ax.crosses(np.unique(px[bad].astype(int)), ONSET))
         legend.append((_cross(7, -3, ONSET), "NaN/inf"))
     title = f"{f.id} {f.name}: {e.metric}"
     return "\n".join(
@@ -94,16 +103,16 @@ def chart(d: Diagnosis, f: Finding, e: Evidence) -> str:
             f'<text x="{LEFT}" y="{TOP - 8}" font-size="12">{escape(title)}</text>',
             f'<text x="{LEFT + ax.w / 2:.1f}" y="{HEIGHT - 4}" font-size="11" '
             'text-anchor="middle">step</text>',
-            _legend(ax, legend, steps, values),
+            _legend(ax, legend, px[ok], py[ok]),
             "</svg>",
             "",
         ]
     )
 
 
-def _limits(vs: Sequence[float]) -> tuple[float, float]:
+def _limits(vs: Any) -> tuple[float, float]:
     """The data range with a 5 % margin each side; a constant series gets a range around it."""
-    lo, hi = min(vs), max(vs)
+    lo, hi = float(vs.min()), float(vs.max())
     if hi - lo <= 1e-12 * max(abs(lo), abs(hi), 1e-300):
         pad = abs(lo) * 0.05 if lo else 0.05
         return lo - pad, hi + pad
@@ -147,10 +156,11 @@ class _Axes:
         self.x0, self.x1, self.y0, self.y1 = x0, x1, y0, y1
         self.w, self.h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
-    def px(self, x: float) -> float:
+    def px(self, x: Any) -> Any:
+        """Pixel column of step(s) `x` (a number or an array)."""
         return LEFT + (x - self.x0) / (self.x1 - self.x0) * self.w
 
-    def py(self, y: float) -> float:
+    def py(self, y: Any) -> Any:
         return TOP + (self.y1 - y) / (self.y1 - self.y0) * self.h
 
     def band(self, a: float, b: float, style: str) -> str:
@@ -162,38 +172,43 @@ class _Axes:
         xp = self.px(x)
         return f'<line x1="{xp:.1f}" y1="{TOP}" x2="{xp:.1f}" y2="{TOP + self.h}" {style}/>'
 
-    def curve(self, steps: Sequence[int], values: Sequence[float | None]) -> list[str]:
-        """The series as polylines, broken where a value is missing or not finite. A series
-        longer than the plot is wide keeps each pixel column's first, lowest, highest and last
-        point, so every spike and drop still shows."""
+    def curve(self, px: Any, py: Any, ok: Any) -> list[str]:
+        """The series as polylines, broken where a value is missing or not finite. A run of
+        points denser than the pixels keeps each pixel column's first, lowest, highest and
+        last point, so every spike and drop still shows."""
+        import numpy as np
+
+        idx = np.flatnonzero(ok)
+        if not len(idx):
+            return []
+        cuts = np.flatnonzero(np.diff(idx) > 1) + 1
         out: list[str] = []
-        run: list[tuple[float, float]] = []
-        for s, v in zip(steps, values, strict=True):
-            if v is None or not math.isfinite(v):
-                out.extend(self._polyline(run))
-                run = []
-            else:
-                run.append((self.px(s), self.py(v)))
-        out.extend(self._polyline(run))
+        singles = []
+        for run in np.split(idx, cuts):
+            if len(run) == 1:
+                singles.append(run[0])
+                continue
+            x, y = px[run], py[run]
+            if len(run) > 2 * self.w:
+                keep = _decimated(x, y)
+                x, y = x[keep], y[keep]
+            pairs = zip(x.tolist(), y.tolist(), strict=True)
+            coords = " ".join(f"{a:.1f},{b:.1f}" for a, b in pairs)
+            out.append(
+                f'<polyline points="{coords}" fill="none" stroke="{CURVE}" stroke-width="1" '
+                'stroke-linejoin="round"/>'
+            )
+        if singles:  # isolated points, one dot per pixel
+            dots = {(round(float(px[i]), 1), round(float(py[i]), 1)) for i in singles}
+            out += [
+                f'<circle cx="{a:.1f}" cy="{b:.1f}" r="1.5" fill="{CURVE}"/>'
+                for a, b in sorted(dots)
+            ]
         return out
 
-    def _polyline(self, pts: list[tuple[float, float]]) -> list[str]:
-        if not pts:
-            return []
-        if len(pts) == 1:
-            x, y = pts[0]
-            return [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="1.5" fill="{CURVE}"/>']
-        if len(pts) > 2 * self.w:
-            pts = _decimate(pts)
-        coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
-        return [
-            f'<polyline points="{coords}" fill="none" stroke="{CURVE}" stroke-width="1" '
-            'stroke-linejoin="round"/>'
-        ]
-
-    def crosses(self, xs: Sequence[int], color: str) -> str:
+    def crosses(self, columns: Any, color: str) -> str:
         y = TOP + self.h - 4
-        return "".join(_cross(self.px(x), y, color) for x in xs)
+        return "".join(_cross(float(x), y, color) for x in columns)
 
     def frame(self) -> str:
         parts = [
@@ -222,26 +237,18 @@ class _Axes:
         return "\n".join(parts)
 
 
-def _decimate(pts: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """Per whole pixel column: its first, lowest, highest and last point, in step order."""
-    out: list[tuple[float, float]] = []
-    col: list[tuple[float, float]] = []
-    for p in pts:
-        if col and int(p[0]) != int(col[0][0]):
-            out.extend(_column(col))
-            col = []
-        col.append(p)
-    out.extend(_column(col))
-    return out
+def _decimated(x: Any, y: Any) -> Any:
+    """Indices to keep of points in step order: per whole pixel column its first, lowest,
+    highest and last point."""
+    import numpy as np
 
-
-def _column(col: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    if len(col) <= 4:
-        return col
-    top = min(range(len(col)), key=lambda i: col[i][1])  # (pixel y grows downwards)
-    low = max(range(len(col)), key=lambda i: col[i][1])
-    keep = sorted({0, top, low, len(col) - 1})
-    return [col[i] for i in keep]
+    col = x.astype(np.int64)
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(col)) + 1))
+    ends = np.concatenate((starts[1:], [len(x)])) - 1
+    # sorted by column, then by height: each column's first entry is its extreme
+    top = np.lexsort((y, col))[starts]
+    low = np.lexsort((-y, col))[starts]
+    return np.unique(np.concatenate((starts, ends, top, low)))
 
 
 def _box(style: str) -> str:
@@ -259,13 +266,9 @@ def _cross(x: float, y: float, color: str, r: float = 3.0) -> str:
     )
 
 
-def _legend(
-    ax: _Axes,
-    entries: list[tuple[str, str]],
-    steps: Sequence[int],
-    values: Sequence[float | None],
-) -> str:
-    """The legend where the curve crosses it least: a corner or the middle of the top or bottom."""
+def _legend(ax: _Axes, entries: list[tuple[str, str]], px: Any, py: Any) -> str:
+    """The legend where the curve crosses it least: a corner or the middle of the top or bottom
+    (`px`, `py`: the finite points in pixels)."""
     line, width = 12, 20 + 5.2 * max(len(label) for _, label in entries)
     height = line * len(entries) + 4
     xs = (LEFT + ax.w - width - 4, LEFT + 4, LEFT + (ax.w - width) / 2)
@@ -273,19 +276,10 @@ def _legend(
     # ties go to the top right, then top left, top centre, then the same along the bottom
     order = [(x, y) for y in ys for x in xs]
 
-    every = max(1, len(steps) // 2000)  # a sample is enough to see where the curve runs
-    sample = list(zip(steps[::every], values[::every], strict=True))
-
     def crossed(corner: tuple[float, float]) -> int:
         cx, cy = corner
-        return sum(
-            1
-            for s, v in sample
-            if v is not None
-            and math.isfinite(v)
-            and cx <= ax.px(s) <= cx + width
-            and cy <= ax.py(v) <= cy + height
-        )
+        inside = (px >= cx) & (px <= cx + width) & (py >= cy) & (py <= cy + height)
+        return int(inside.sum())
 
     x, y = min(order, key=crossed)
     rows = [
