@@ -169,11 +169,11 @@ cpu0 = time.process_time()
 def lap(name):
     global t
     now = time.perf_counter(); print(f"    {name:<48}{now - t:7.3f} s"); t = now
-import advisor.cli; lap("import advisor.cli (typer, pydantic, types)")
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # as advisor.cli.main does
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # likewise
-import advisor.cli.diagnose, advisor.api; lap("import cli.diagnose, api")
 import gc; gc.disable()  # as the diagnose command does from here on
+import advisor.cli.diagnose_core; lap("import cli.diagnose_core (pydantic, types)")
+import advisor.api; lap("import api")
 import numpy; lap("import numpy (api.diagnose imports the engine)")
 import advisor.engine, advisor.static; lap("import engine, detectors, static")
 import polars; lap("import polars (in load_run)")

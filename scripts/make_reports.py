@@ -5,8 +5,8 @@
 
 Each report is `rl-advisor diagnose RUN --config job.yaml` rendered with its plots
 (advisor.api.diagnose + advisor.report.render). Paths are repo-relative and nothing carries a
-date, so the text is a pure function of the code, the rulebook and the corpus; the PNGs are
-compared by name only (their bytes vary with matplotlib).
+date, so the text and the SVG charts are a pure function of the code, the rulebook and the
+corpus; other files are compared by name only.
 """
 
 from __future__ import annotations
@@ -104,8 +104,8 @@ def _compare(fresh: Path, reports: Path) -> list[str]:
     problems += [f"missing: reports/{n}" for n in sorted(want - have)]
     problems += [f"stale extra file: reports/{n}" for n in sorted(have - want)]
     for name in sorted(want & have):
-        if not name.endswith(".md"):
-            continue  # PNG bytes vary across matplotlib builds: compare presence only
+        if not name.endswith((".md", ".svg")):
+            continue  # anything else (a binary picture): compare presence only
         a = (reports / name).read_text(encoding="utf-8").splitlines()
         b = (fresh / name).read_text(encoding="utf-8").splitlines()
         if a != b:

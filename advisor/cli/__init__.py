@@ -2,6 +2,10 @@
 
 Exit codes follow linters (contract.md): 0 nothing at or above --fail-on, 1 findings at or above
 it, 2 unusable input or call (one line on stderr, never a traceback).
+
+The framework (typer) is imported only when a call needs it: a plain `diagnose` call is parsed
+and run without it (cli/diagnose_core.py), every other call, `--help` and every usage error go
+through it.
 """
 
 from __future__ import annotations
@@ -9,12 +13,12 @@ from __future__ import annotations
 import os
 import sys
 from enum import IntEnum, StrEnum
-from typing import NoReturn
-
-import typer
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from advisor import __version__
-from advisor.types import InputError
+
+if TYPE_CHECKING:
+    import typer
 
 
 class Exit(IntEnum):
@@ -35,32 +39,55 @@ class FailOn(StrEnum):
     never = "never"
 
 
-app = typer.Typer(
-    name="rl-advisor",
-    help="Diagnose RL fine-tuning runs (GSPO, GRPO, DAPO) and patch their job config.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+def _build_app() -> typer.Typer:
+    import typer
+
+    app = typer.Typer(
+        name="rl-advisor",
+        help="Diagnose RL fine-tuning runs (GSPO, GRPO, DAPO) and patch their job config.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    def _version(value: bool) -> None:
+        if value:
+            typer.echo(f"rl-advisor {__version__}")
+            raise typer.Exit()
+
+    @app.callback()
+    def _root(
+        version: bool = typer.Option(
+            False,
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ) -> None:
+        """Diagnose RL fine-tuning runs and patch their job config."""
+
+    return app
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"rl-advisor {__version__}")
-        raise typer.Exit()
+def _app() -> typer.Typer:
+    got = globals().get("app")
+    if got is None:
+        got = globals()["app"] = _build_app()
+    return got
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
-) -> None:
-    """Diagnose RL fine-tuning runs and patch their job config."""
+def __getattr__(name: str) -> Any:
+    """`advisor.cli.app`, the typer application, built the first time a module asks for it."""
+    if name == "app":
+        return _app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def fail(message: str) -> None:
     """Print one line on stderr and exit 2 (unusable input)."""
+    import typer
+
     typer.echo(f"rl-advisor: error: {message}", err=True)
     raise typer.Exit(Exit.UNUSABLE)
 
@@ -104,10 +131,52 @@ def main(argv: list[str] | None = None) -> int:
     # Set before numpy is first imported (lazily, after this); a user's own setting is kept.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["diagnose"]:
+        import gc
+
+        # The collector stays off while the types' pydantic models are built, as it does for
+        # the command's own work (diagnose_core._without_cyclic_gc); on again after, for a
+        # caller's process that goes on.
+        was_on = gc.isenabled()
+        gc.disable()
+        try:
+            from advisor.cli.diagnose_core import execute, parse_argv
+        finally:
+            if was_on:
+                gc.enable()
+
+        parsed = parse_argv(args[1:])
+        if parsed is not None:
+            return _guarded(lambda: execute(**parsed))
+    return _framework(args)
+
+
+def _guarded(call: Any) -> int:
+    """`call()`'s exit code; what it raises becomes the CLI's one line on stderr (as below)."""
+    from advisor.cli.diagnose_core import echo
+    from advisor.types import InputError
+
+    try:
+        return int(call())
+    except InputError as err:
+        echo(f"rl-advisor: error: {err}\n", err=True)
+        return Exit.UNUSABLE
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:  # last-resort guard
+        echo(f"rl-advisor: internal error: {type(err).__name__}: {err}\n", err=True)
+        return Exit.UNUSABLE
+
+
+def _framework(args: list[str]) -> int:
+    import typer
+
+    from advisor.types import InputError
+
     _register(args)
     try:
         # Without standalone mode click returns a command's exit code instead of exiting.
-        rv = app(args=args, standalone_mode=False)
+        rv = _app()(args=args, standalone_mode=False)
     except InputError as err:
         typer.echo(f"rl-advisor: error: {err}", err=True)
         return Exit.UNUSABLE

@@ -31,13 +31,25 @@ def step_key(keys: Any) -> str | None:
     return next((k for k in STEP_KEYS if k in present), None)
 
 
+# Above this size a JSONL file is read in pieces of about CHUNK bytes (whole lines), each
+# flattened to its metric columns before the next is read: the peak memory is the frame's plus
+# one piece's, not the text's plus a nested frame's. Below it one read of the whole file is the
+# fastest (polars reads it in parallel).
+STREAM_ABOVE = 256 << 20
+CHUNK = 64 << 20
+
+
 def read_jsonl(path: Path, source: str) -> Run:
     """polars first (fast); the Python fallback copes with NaN tokens, junk and a cut last line."""
     import mmap
 
     df, order = None, []
     size = path.stat().st_size
-    if 0 < size < (1 << 30):
+    if size > STREAM_ABOVE:
+        got = _jsonl_chunked(path, source)
+        if got is not None:
+            return got
+    elif size > 0:
         # mapped, not read: polars reads the file itself, the text is only scanned here
         with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             if mm[:3] == b"\xef\xbb\xbf":  # a byte order mark: polars reads the text after it
@@ -53,6 +65,118 @@ def read_jsonl(path: Path, source: str) -> Run:
     else:
         fmt = "jsonl"
     return _records_frame(df, source, warnings, fmt, order)
+
+
+def _pieces(path: Path, chunk: int = CHUNK) -> Any:
+    """(lines before, text) of `path` in pieces of about `chunk` bytes, each ending at a line end
+    (the last one may not); a UTF-8 byte order mark is dropped."""
+    before, carry = 0, b""
+    with path.open("rb") as fh:
+        while True:
+            block = fh.read(chunk)
+            if not block:
+                break
+            if not before and not carry and block.startswith(b"\xef\xbb\xbf"):
+                block = block[3:]
+            cut = block.rfind(b"\n")
+            if cut < 0:
+                carry += block
+                continue
+            piece = carry + block[: cut + 1] if carry else block[: cut + 1]
+            carry = block[cut + 1 :]
+            del block
+            yield before, piece
+            before += piece.count(b"\n")
+    if carry:
+        yield before, carry
+
+
+def _jsonl_chunked(path: Path, source: str) -> Run | None:
+    """A large JSONL file read piece by piece (see STREAM_ABOVE): each piece through polars,
+    or line by line when polars refuses it (NaN tokens, junk, a cut last line), flattened, then
+    the pieces' frames stacked. None when the first piece is not JSON lines at all (another
+    encoding): the whole-file readers decide then."""
+    import polars as pl
+
+    frames: list[Any] = []
+    order: list[str] = []
+    nested = False
+    bad: list[int] = []
+    cut: int | None = None
+    for before, piece in _pieces(path):
+        if not frames and not order:
+            order = _first_keys(piece)
+        df = read_ndjson_complete(piece)
+        if df is not None:
+            flat, was_nested = _unnested(df)
+        else:
+            records, piece_bad, piece_cut, was_nested = _records_of(piece, before)
+            if not frames and not records:
+                return None
+            bad += piece_bad
+            cut = piece_cut if piece_cut is not None else cut
+            if not records:
+                continue
+            flat = pl.from_dicts(records, infer_schema_length=None)
+        del piece
+        nested = nested or was_nested
+        frames.append(_flatten_structs(flat))
+    if not frames:
+        return None
+    df = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+    del frames
+    warnings = []
+    if cut is not None:
+        warnings.append(f"{source}:{cut}: the last line is cut off (not valid JSON); dropped it")
+    if bad:
+        more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+        warnings.append(f"{source}:{bad[0]}: skipped a line that is not JSON{more}")
+    return _records_frame(
+        df.rechunk(), source, warnings, "verl-jsonl" if nested else "jsonl", order
+    )
+
+
+def _unnested(df: Any) -> tuple[Any, bool]:
+    """The verl file logger's `data` object as columns (with its record's step), as
+    `_records_frame` makes them; whether there was one."""
+    import polars as pl
+
+    if "data" not in df.columns or not isinstance(df.schema["data"], pl.Struct):
+        return df, False
+    data = df["data"].struct.unnest()
+    step = df["step"] if "step" in df.columns else None
+    return (data if step is None or "step" in data.columns else data.with_columns(step)), True
+
+
+def _records_of(
+    piece: bytes, before: int
+) -> tuple[list[dict[str, Any]], list[int], int | None, bool]:
+    """The records of a piece polars refused, line by line as `_jsonl_python` reads them:
+    (records, line numbers of junk lines, the line number of a cut last line, nested)."""
+    records: list[dict[str, Any]] = []
+    bad: list[int] = []
+    cut = None
+    nested = False
+    lines = piece.split(b"\n")
+    last_cut = not piece.endswith(b"\n")  # only the file's last piece can end without one
+    if not last_cut:
+        lines.pop()
+    for i, raw in enumerate(lines):
+        text = raw.decode("utf-8", "replace").strip()
+        if not text:
+            continue
+        try:
+            rec = json.loads(text)
+        except ValueError:
+            if last_cut and i == len(lines) - 1:
+                cut = before + i + 1
+            else:
+                bad.append(before + i + 1)
+            continue
+        if isinstance(rec, dict):
+            nested = nested or isinstance(rec.get("data"), dict)
+            records.append(_flat_record(rec))
+    return records, bad, cut, nested
 
 
 def _first_keys(data: Any) -> list[str]:

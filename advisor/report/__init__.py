@@ -1,8 +1,8 @@
 """Renderers: a Diagnosis in, text out. Formats map to renderer functions (no if/elif chain).
 
-`render(diagnosis, "markdown", out_dir=DIR, stem="report")` also draws one PNG per finding and
-metric into DIR (`<stem>-<ID>-<metric>.png`) and links them; without `out_dir` no picture is
-drawn (matplotlib is never imported) and the report keeps its inline sparklines.
+`render(diagnosis, "markdown", out_dir=DIR, stem="report")` also draws one SVG chart per finding
+and metric into DIR (`<stem>-<ID>-<metric>.svg`) and links them; without `out_dir` no picture
+is drawn and the report keeps its inline sparklines.
 """
 
 from __future__ import annotations

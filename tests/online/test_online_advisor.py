@@ -176,7 +176,7 @@ def test_report_is_the_diagnose_report_shape(tmp_path: Path) -> None:
     assert data["patch"]["from_finding"] in ids(adv.findings)
     md = adv.report(format="markdown", out_dir=tmp_path)
     assert "P3" in md
-    assert list(tmp_path.glob("*.png")), "plots drawn from the kept history"
+    assert list(tmp_path.glob("*.svg")), "plots drawn from the kept history"
     with pytest.raises(InputError):
         adv.report(format="html")
 

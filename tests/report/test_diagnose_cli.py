@@ -108,7 +108,7 @@ def test_output_file_with_plots_beside_it(tmp_path, job) -> None:
     )
     assert code == 1
     md = out.read_text()
-    pngs = sorted(p.name for p in out.parent.glob("diag-*.png"))
+    pngs = sorted(p.name for p in out.parent.glob("diag-*.svg"))
     assert pngs and all(f"]({name})" in md for name in pngs)
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]
 
@@ -126,7 +126,7 @@ def test_no_plots(tmp_path, job) -> None:
             "--no-plots",
         ]
     )
-    assert not list(tmp_path.glob("*.png")) and ".png)" not in out.read_text()
+    assert not list(tmp_path.glob("*.svg")) and ".svg)" not in out.read_text()
 
 
 def test_short_run_is_insufficient_data(tmp_path, job, capsys) -> None:

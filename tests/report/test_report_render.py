@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 from report_helpers import HP, Judgement, finding, make_rules, make_run
@@ -77,14 +78,15 @@ def test_healthy_and_insufficient_verdicts() -> None:
 
 def test_plots_written_beside_the_report(tmp_path) -> None:
     md = render(diag(), "markdown", out_dir=tmp_path, stem="job")
-    png = tmp_path / "job-P1-reward_mean.png"
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "](job-P1-reward_mean.png)" in md
+    svg = (tmp_path / "job-P1-reward_mean.svg").read_text()
+    assert svg.startswith("<svg ") and svg.rstrip().endswith("</svg>")
+    assert "<polyline " in svg and "onset " in svg and "P1 window " in svg
+    assert "](job-P1-reward_mean.svg)" in md
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
 
 
 def test_no_out_dir_no_plot_links() -> None:
-    assert ".png)" not in render(diag(), "markdown")
+    assert ".svg)" not in render(diag(), "markdown")
 
 
 def test_json_follows_the_contract() -> None:
@@ -201,7 +203,9 @@ def test_plots_survive_non_finite_and_empty_curves(tmp_path) -> None:
     d2.series["reward_mean"] = ([1, 2], [float("nan"), float("nan")])
     for i, dd in enumerate((d, d2)):
         render(dd, "markdown", out_dir=tmp_path, stem=f"r{i}")
-        assert (tmp_path / f"r{i}-NAN-reward_mean.png").stat().st_size > 1000
+        svg = (tmp_path / f"r{i}-NAN-reward_mean.svg").read_text()
+        coords = re.findall(r'(?:x|y|x1|x2|y1|y2|width|points|d)="([^"]*)"', svg)
+        assert "NaN/inf" in svg and not any("nan" in c or "inf" in c for c in coords)
 
 
 def test_nan_also_says_where_to_restart() -> None:
@@ -210,3 +214,19 @@ def test_nan_also_says_where_to_restart() -> None:
         "Restart from the checkpoint of step 300, the last kept one before the first "
         "non-finite metrics at step 320."
     )
+
+
+def test_charts_are_well_formed_and_keep_spikes_of_long_series(tmp_path) -> None:
+    from xml.etree import ElementTree
+
+    n = 200_000
+    d = diag()
+    d.series["reward_mean"] = (list(range(1, n + 1)), [0.5] * n)
+    d.series["reward_mean"][1][123_456] = 9.0  # one spike among 200k flat points
+    render(d, "markdown", out_dir=tmp_path, stem="long")
+    path = tmp_path / "long-P1-reward_mean.svg"
+    root = ElementTree.parse(path).getroot()
+    assert path.stat().st_size < 100_000  # a few points per pixel column, not 200k
+    (line,) = root.iter("{http://www.w3.org/2000/svg}polyline")
+    ys = [float(p.split(",")[1]) for p in line.get("points", "").split()]
+    assert min(ys) < 40  # the spike reaches the top of the plot

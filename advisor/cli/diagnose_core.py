@@ -1,0 +1,287 @@
+"""`rl-advisor diagnose` without the CLI framework: the command's work, and a parser for the
+plain calls.
+
+The framework (typer over click) costs ~50 ms a start, a quarter of the reading floor of a
+2,000-step run, and gives a one-command call nothing it needs: `parse_argv` reads the command's
+usual spellings itself (`--opt VALUE`, `--opt=VALUE`, `-c VALUE`, `-cVALUE`) and answers None
+for anything else (`--help`, an unknown or repeated option, a value that is not one of the
+choices, a missing argument ...), which the caller hands to the framework: every help text and
+usage error stays the framework's own.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from advisor.cli import Exit, FailOn, OutputFormat
+from advisor.resources import destination, write_all
+from advisor.types import Diagnosis, InputError, Severity, without_surrogates
+
+_FAIL_RANK = {FailOn.error: 2, FailOn.warning: 1, FailOn.info: 0}
+
+# option -> (parameter, kind): "path", "str", "int", "list", "flag" or an enum class
+_OPTIONS: dict[str, tuple[str, Any]] = {
+    "--config": ("config", "path"),
+    "-c": ("config", "path"),
+    "--set": ("sets", "list"),
+    "--format": ("format", OutputFormat),
+    "-f": ("format", OutputFormat),
+    "--output": ("output", "path"),
+    "-o": ("output", "path"),
+    "--patched-config": ("patched_config", "path"),
+    "--previous": ("previous", "path"),
+    "--fail-on": ("fail_on", FailOn),
+    "--training-samples": ("training_samples", "int"),
+    "--ignore": ("ignore", "list"),
+    "--plots-dir": ("plots_dir", "path"),
+    "--no-plots": ("no_plots", "flag"),
+}
+DEFAULTS: dict[str, Any] = {
+    "config": None,
+    "sets": None,
+    "format": OutputFormat.markdown,
+    "output": None,
+    "patched_config": None,
+    "previous": None,
+    "fail_on": FailOn.error,
+    "training_samples": None,
+    "ignore": None,
+    "plots_dir": None,
+    "no_plots": False,
+}
+
+
+def parse_argv(argv: Sequence[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `execute` for `diagnose ARGV...`, or None when the call is not
+    a plain one (the framework then parses it, and says what is wrong with it)."""
+    out: dict[str, Any] = dict(DEFAULTS)
+    seen: set[str] = set()
+    metrics: str | None = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if not arg.startswith("-"):
+            if metrics is not None:
+                return None  # an extra argument: the framework's error
+            metrics = arg
+            continue
+        name, eq, attached = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
+        spec = _OPTIONS.get(name)
+        if spec is None:
+            return None  # --help, --, -, an unknown option
+        param, kind = spec
+        if kind == "flag":
+            if eq or attached or param in seen:
+                return None
+            seen.add(param)
+            out[param] = True
+            continue
+        if eq or attached:
+            value = attached
+        elif i < len(argv):
+            value = argv[i]
+            i += 1
+        else:
+            return None  # the option's value is missing
+        if value == "" or value.startswith("-"):
+            return None  # the framework decides what such a value means
+        if kind == "list":
+            out[param] = [*(out[param] or []), value]
+            continue
+        if param in seen:
+            return None
+        seen.add(param)
+        if kind == "path":
+            out[param] = Path(value)
+        elif kind == "int":
+            try:
+                out[param] = int(value)
+            except ValueError:
+                return None
+        else:
+            try:
+                out[param] = kind(value)
+            except ValueError:
+                return None
+    if metrics is None:
+        return None
+    out["metrics"] = Path(metrics)
+    return out
+
+
+def exit_code(d: Diagnosis, fail_on: FailOn) -> int:
+    """0 nothing at or above --fail-on, 1 something is (run findings and config findings alike)."""
+    if fail_on == FailOn.never:
+        return Exit.OK
+    worst: Severity | None = d.worst()
+    return Exit.FINDINGS if worst is not None and worst.rank >= _FAIL_RANK[fail_on] else Exit.OK
+
+
+@contextmanager
+def _without_cyclic_gc() -> Iterator[None]:
+    """The cyclic garbage collector off while a diagnosis runs, back as it was after.
+
+    A diagnosis leaves few reference cycles (its objects die by reference count; the job
+    file's YAML reader leaves a few hundred objects, whatever the run's length:
+    tests/test_diagnose_gc.py), but the imports of numpy, polars and the engine create ~60k
+    long-lived objects, which the collector scans again and again for nothing: ~30 ms of a cold
+    `rl-advisor diagnose` on a quiet machine, up to ~100 ms on a busy one. A caller's own
+    process (a test) gets the collector back."""
+    was_on, frozen = gc.isenabled(), gc.get_freeze_count()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            if not frozen:  # (objects a caller froze on purpose stay frozen)
+                # What was made meanwhile counts as old (freeze, then unfreeze: into the oldest
+                # generation, still collectable), or the first collection would scan it all.
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (b.exists() and os.path.samefile(a, b))
+    except (OSError, RuntimeError):  # a link loop (RuntimeError before Python 3.13)
+        return False
+
+
+def _check_outputs(
+    metrics: Path,
+    config: Path | None,
+    previous: Path | None,
+    output: Path | None,
+    patched: Path | None,
+    plots_dir: Path | None = None,
+) -> dict[str, Path]:
+    """Refuse, before any work, an output that would overwrite an input or that is no place
+    for a file (see resources.destination); the checked destinations by flag."""
+    inputs = [p for p in (metrics, config, previous) if p is not None]
+    out: dict[str, Path] = {}
+    for flag, path in (("--output", output), ("--patched-config", patched)):
+        if path is None:
+            continue
+        for src in inputs:
+            if _same_file(path, src):
+                raise InputError(
+                    f"{flag} {path}: resolves to the input {src}; "
+                    "expected a new path (inputs are never overwritten)"
+                )
+        out[flag] = destination(flag, path)
+    if output is not None and patched is not None and out["--output"] == out["--patched-config"]:
+        raise InputError(f"--patched-config {patched}: the same file as --output")
+    if plots_dir is not None:
+        out["--plots-dir"] = destination("--plots-dir", plots_dir, want_dir=True)
+    if patched is not None and config is None:
+        raise InputError("--patched-config: needs --config JOB.yaml (the file to patch)")
+    return out
+
+
+def staged_report(
+    d: Diagnosis, fmt: str, stem: str, out_dir: Path | None, flag: str
+) -> tuple[str, list[tuple[str, Path, bytes]]]:
+    """The report's text and its pictures as (flag, destination, bytes), drawn into a private
+    folder first: nothing lands beside the report until every output of the call is ready."""
+    import tempfile
+
+    from advisor.report import render
+
+    if out_dir is None:
+        return render(d, fmt, stem=stem), []
+    with tempfile.TemporaryDirectory(prefix="rl-advisor-plots-") as tmp:
+        text = render(d, fmt, out_dir=Path(tmp), stem=stem)
+        pictures = [(flag, out_dir / f.name, f.read_bytes()) for f in sorted(Path(tmp).iterdir())]
+    return text, pictures
+
+
+_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
+
+
+def echo(text: str, err: bool = False) -> None:
+    """`text` on stdout (stderr) as click.echo writes it: ANSI escapes dropped unless the
+    stream is a terminal."""
+    out = sys.stderr if err else sys.stdout
+    if not (hasattr(out, "isatty") and out.isatty()):
+        text = _ANSI.sub("", text)
+    out.write(text)
+    out.flush()
+
+
+def execute(
+    metrics: Path,
+    config: Path | None = None,
+    sets: list[str] | None = None,
+    format: OutputFormat = OutputFormat.markdown,
+    output: Path | None = None,
+    patched_config: Path | None = None,
+    previous: Path | None = None,
+    fail_on: FailOn = FailOn.error,
+    training_samples: int | None = None,
+    ignore: list[str] | None = None,
+    plots_dir: Path | None = None,
+    no_plots: bool = False,
+) -> int:
+    """Diagnose, write the report (and the charts, and the patched job), return the exit code."""
+    from advisor.api import diagnose as run_diagnose
+
+    if training_samples is not None and training_samples < 1:
+        raise InputError(f"--training-samples: expected a positive integer, got {training_samples}")
+    dests = _check_outputs(metrics, config, previous, output, patched_config, plots_dir)
+    out_dir = None
+    if not no_plots and format == OutputFormat.markdown:
+        out_dir = dests.get("--plots-dir") or (
+            dests["--output"].parent if output is not None else None
+        )
+    stem = output.stem if output is not None else "report"
+    with _without_cyclic_gc():
+        d = run_diagnose(
+            metrics, config, sets or (), previous, training_samples, ignore=ignore or ()
+        )
+        # Everything is computed before anything is written: a failure leaves nothing behind.
+        text, items = staged_report(
+            d, format.value, stem, out_dir, "--plots-dir" if plots_dir else "--output"
+        )
+    if patched_config is not None:
+        from advisor.api import file_changes
+
+        # Written even when nothing changes, so a CI step can always resubmit PATH.
+        changes = file_changes(d.patch)
+        items.append(("--patched-config", dests["--patched-config"], _patched(config, changes)))
+    if output is not None:
+        items.append(("--output", dests["--output"], text.encode("utf-8")))
+    write_all(items)
+    if output is None:
+        echo(text)
+    said = [f"report written to {output}"] if output is not None else []
+    if patched_config is not None:
+        said.append(f"patched job written to {patched_config}")
+    if said:
+        # one line for the person at the terminal; stdout stays the report's (or empty)
+        from advisor.report.markdown import verdict
+
+        echo(f"rl-advisor: {verdict(d)} {'; '.join(said).capitalize()}.\n", err=True)
+    return int(exit_code(d, fail_on))
+
+
+def _patched(config: Path | None, changes: dict[str, object]) -> bytes:
+    from advisor.config import patched_text
+
+    try:
+        return without_surrogates(patched_text(config, changes)).encode("utf-8")
+    except InputError:
+        raise
+    except Exception as err:  # a job shape the patcher cannot place the change in
+        raise InputError(
+            f"--patched-config: cannot apply {', '.join(changes)} to {config} "
+            f"({type(err).__name__}: {err}); expected hyper_parameters as a mapping"
+        ) from None
