@@ -1931,12 +1931,12 @@ def _best_sine(r: np.ndarray, periods: np.ndarray) -> tuple[float, float, float]
 
 
 def _swing_start(r: np.ndarray, period: float, amp: float) -> int:
-    """The first block from which the residuals swing as far as the fitted sinusoid: their
-    mean |value| over a half period at least half the sinusoid's own (2 / pi x amplitude) for
-    4 in 5 of the half periods from there on. An oscillation that began inside the window is
-    dated there, not at the window's start."""
+    """The first block from which the residuals swing about as far as the fitted sinusoid:
+    their mean |value| over a half period at least a third of the sinusoid's own (2 / pi x
+    amplitude) for 4 in 5 of the half periods from there on. An oscillation that began inside
+    the window is dated there, not at the window's start."""
     h = max(1, round(period / 2))
-    need = 0.35 * (2.0 / math.pi) * amp
+    need = 0.35 * (2.0 / math.pi) * amp  # a third: noise and the detrend's edges dip some
     env = np.array([float(np.mean(np.abs(r[j : j + h]))) for j in range(len(r) - h + 1)])
     ok = (env >= need).astype(float)
     # from there on: 4 in 5 of the later half periods swing that far (noise dips some)
@@ -1982,6 +1982,8 @@ def swing(s: Series, p: Params) -> Evidence | None:
         ):
             return False, {}
         period, share, amp = _best_sine(r, cands)
+        if not math.isfinite(period):
+            return False, {}
         p2p = 2.0 * amp
         ratio = p2p / noise
         ok = (

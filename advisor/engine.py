@@ -1059,7 +1059,9 @@ class Monitor:
         self, leaf: Leaf, cache: dict[str, Series | None], missing: set[str], keep: bool = False
     ) -> tuple[int, list[Evidence]]:
         if not all(self._pred[p] for p in leaf.only_if):
-            return NO, []
+            # not applicable to this job: neither evidence nor a missing metric (under an
+            # `any`, the other branches decide, and their absence is still said)
+            return ABSENT, []
         skipped = [p for p in leaf.skip_if if self._pred[p]]
         if skipped:
             if leaf.skip_note:
@@ -1335,6 +1337,8 @@ class Monitor:
             )
         by_id = {r.id: r for r in self._rules}
         for rid, metrics in sorted(self._absent.items(), key=lambda kv: by_id[kv[0]].priority):
+            if not metrics:  # not applicable (only_if, while_active), nothing missing
+                continue
             rule = by_id[rid]
             note = f" {rule.absent_note}" if rule.absent_note else ""
             out.append(
