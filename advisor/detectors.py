@@ -1851,10 +1851,17 @@ def growth(s: Series, p: Params) -> Evidence | None:
         ok = total >= math.log(ratio_need) and g1 > 0 and g2 >= late * g1
         return ok, math.exp(total)
 
-    results = [at(len(x) - j) for j in range(k)]
-    if not all(ok for ok, _ in results):
-        return None
-    r = results[0][1]
+    # the latest window first (most evaluations stop there), after a cheap look at its ends
+    third = max(1, w // 4)
+    if not float(np.max(x[-third:])) >= ratio_need * float(np.min(x[-w : -w + third])):
+        return None  # (a median of the last third cannot pass then either)
+    results = []
+    for j in range(k):
+        ok, ratio_j = at(len(x) - j)
+        if not ok:
+            return None
+        results.append(ratio_j)
+    r = results[0]
     i = len(s) - w
     # The growth began where the blocks leave its line (log level against block, fitted over
     # the window): walk back while an earlier block lies within x2 of the line's value there.
