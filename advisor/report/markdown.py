@@ -126,7 +126,7 @@ def change_text(c: Change) -> Md:
         )
         notes += [k.note for k in c.framework_keys if k.note]
         known = c.framework_keys[0].from_ is not None
-        text = said + (prose(how) if known and how else "")
+        text = said + (" " + prose(how.strip()) if known and how else "")
     else:
         text = f"{code(c.param)} {prose(f'{_old(c.from_, c.assumed)} → {fmt(c.to)}{how}')}"
     return Md(text + "".join(f" - {prose(n)}" for n in notes))
