@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from advisor.ingest.hints import _get
 from advisor.types import Change, FrameworkKey
 
 Framework = Literal["platform", "trl", "verl", "openrlhf"]
@@ -168,13 +169,6 @@ def framework_of_document(doc: Mapping[str, Any]) -> Framework | None:
 
 
 # ----------------------------------------------------------------------------- framework -> guide
-def _get(cfg: Mapping[str, Any], dotted: str) -> Any:
-    node: Any = cfg
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def trl_hints(args: Mapping[str, Any]) -> dict[str, Any]:

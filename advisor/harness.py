@@ -782,6 +782,21 @@ def render_markdown(rep: HarnessReport, failures: int = 20) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _labelled_row(name: str, scores: Sequence[Any]) -> str:
+    """A summary row for runs scored against hand-written labels: healthy ones alarmed (those
+    labelled with nothing expected nor acceptable) and how many pass."""
+    passed = sum(r.passed for r in scores)
+    healthy = [
+        r
+        for r in scores
+        if not (r.expected or getattr(r, "acceptable", []) or getattr(r, "expected_any", []))
+    ]
+    alarmed = sum(bool(r.alarms) for r in healthy)
+    return (
+        f"| {name} | {len(scores)} | {alarmed}/{len(healthy)} | | | | {passed}/{len(scores)} pass |"
+    )
+
+
 def summary_table(rep: HarnessReport) -> list[str]:
     """One row per labelled set (and one for the public runs): healthy runs alarmed, and
     precision, recall and onsets within 2 x eval_steps over all symptoms."""
@@ -802,21 +817,9 @@ def summary_table(rep: HarnessReport) -> list[str]:
             f"| {s.exact_runs}/{s.runs} |"
         )
     if rep.real:
-        passed = sum(r.passed for r in rep.real)
-        healthy = [r for r in rep.real if not r.expected and not r.acceptable]
-        alarmed = sum(bool(r.alarms) for r in healthy)
-        lines.append(
-            f"| public runs (real_labels.yaml) | {len(rep.real)} | {alarmed}/{len(healthy)} "
-            f"| | | | {passed}/{len(rep.real)} pass |"
-        )
+        lines.append(_labelled_row("public runs (real_labels.yaml)", rep.real))
     if rep.livefire:
-        passed = sum(r.passed for r in rep.livefire)
-        healthy = [r for r in rep.livefire if not r.expected and not r.expected_any]
-        alarmed = sum(bool(r.alarms) for r in healthy)
-        lines.append(
-            f"| live-fire range (files) | {len(rep.livefire)} | {alarmed}/{len(healthy)} "
-            f"| | | | {passed}/{len(rep.livefire)} pass |"
-        )
+        lines.append(_labelled_row("live-fire range (files)", rep.livefire))
     return lines
 
 
