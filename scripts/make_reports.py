@@ -3,6 +3,8 @@
     python scripts/make_reports.py            # rewrite reports/
     python scripts/make_reports.py --check    # exit 1 when reports/ is stale (text only)
 
+It also copies one of the P3 report's plots to docs/report-p3-kl_ref.png, the README's picture.
+
 Each report is `rl-advisor diagnose RUN --config job.yaml` rendered with its plots
 (advisor.api.diagnose + advisor.report.render). Paths are repo-relative and nothing carries a
 date, so the text and the SVG charts are a pure function of the code, the rulebook and the
@@ -21,6 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path("sample_metrics") / "corpus"
 REPORTS = ROOT / "reports"
+# The README's picture: one plot of one report, copied beside the docs.
+PICTURE = "P3-P3-kl_ref.png"
+DOCS_PICTURE = ROOT / "docs" / "report-p3-kl_ref.png"
 
 # One run per report, from the committed corpus (a console log wherever the family has one).
 RUNS: dict[str, str] = {
@@ -124,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     if args.check:
         problems = check(REPORTS)
+        if not DOCS_PICTURE.exists():
+            problems.append(f"missing: {DOCS_PICTURE.relative_to(ROOT)}")
         for p in problems:
             print(p)
         print("reports/ is up to date" if not problems else
@@ -134,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         if REPORTS.exists():
             shutil.rmtree(REPORTS)
         shutil.copytree(tmp, REPORTS)
+    shutil.copyfile(REPORTS / PICTURE, DOCS_PICTURE)
     print(f"wrote {len(RUNS)} reports to reports/")
     return 0
 

@@ -59,3 +59,10 @@ def test_reports_are_up_to_date() -> None:
     if problems:
         hint = "reports/ is stale; run `python scripts/make_reports.py`\n"
         pytest.fail(hint + "\n".join(problems))
+
+
+def test_the_readme_picture_is_a_report_plot() -> None:
+    mod = _script()
+    assert (ROOT / "reports" / mod.PICTURE).exists()
+    assert mod.DOCS_PICTURE.exists()
+    assert mod.DOCS_PICTURE.name in (ROOT / "README.md").read_text(encoding="utf-8")
