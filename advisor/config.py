@@ -1283,7 +1283,7 @@ def _layer_hints(
 ) -> None:
     """Values the run's own log reports: they fill what the file leaves out.
 
-    An explicit job file wins over them (issue 3: "an explicit --config wins"): the patch is a diff
+    An explicit job file wins over them: the patch is a diff
     of the file the user will resubmit. A disagreement is reported as C006 so it is never silent.
     """
     from advisor.static import fmt

@@ -25,7 +25,7 @@ most healthy runs. The guards, each cutting the rate:
   autocorrelation and ~100 evaluations per run. Graded (`strong`): the latest block alone (or
   the latest few, fewer than k, holding >= 3 points) suffices when its statistic is 2 x past
   the threshold and every logged point of it passes the plain thresholds: a level, not a spike
-  (issue 6: a KL x200 need not wait for three blocks);
+  (a KL x200 need not wait for three blocks);
 - oscillation needs repeated swings (a zigzag with at least three turns, or 5 of 6 noisy spans)
   larger than the run's own long-run wander (`Series.wander`: a 6-block warm-up cannot show how
   far autocorrelated block means drift),
@@ -316,11 +316,11 @@ def _window_scale(s: Series) -> float:
     """Noise sigma of single points from the whole window, floored at 1 % of the level: the
     larger of the robust (median) and the plain (rms) second differences / sqrt 6, both blind
     to a local linear trend. Validation noise is heavy-tailed; the robust estimate alone read
-    it 1.3-2.6x too small on unseen runs (holdout, issue 4).
+    it 1.3-2.6x too small on runs it was not tuned on.
 
     Differences are not blind to a bend (a learning curve levelling off) nor to a fall: on a
     short series (9-16 evaluations) those fill most second differences, and the fall itself
-    inflated the noise it was tested against 1.6-3.2x (judge sets). The spread around the best
+    inflates the noise it is tested against 1.6-3.2x. The spread around the best
     rise-then-fall fit (_unimodal_sd) is blind to both: a rise, a plateau, a step or a decline
     all lie inside that shape. It is noisier (it spends degrees of freedom on the fit), so it
     replaces the differences only when they exceed it by more than noise alone makes them
@@ -423,7 +423,7 @@ def _k_m(p: Params, k: int = 3, m: int = 4) -> tuple[int, int]:
     return int(p.get("k", k)), int(p.get("m", m))
 
 
-# Graded persistence (issue 6). k of m blocks guard against chance; one block far past the
+# Graded persistence. k of m blocks guard against chance; one block far past the
 # threshold is as strong a guard. Three independent blocks at z pool (Stouffer) to z x sqrt 3
 # = 1.73 z; consecutive blocks of autocorrelated noise are not independent, so the block must
 # be `strong` (2) times past the statistic's threshold. It must also be a level, not a spike:
@@ -1399,8 +1399,7 @@ def _wander(s: Series, window: int, chunks: tuple[tuple[int, float], ...] | None
 
     Autocorrelated noise makes block means wander slowly; six warm-up block means (and second
     differences over the window, which a slow wander barely moves) under-rate it 2-4x, and over
-    hundreds of windows a few such wanders zigzag by chance (issue 4: healthy runs of 5-step
-    blocks). Chunks inside the judged window are left out so that an oscillation does not set
+    hundreds of windows a few such wanders zigzag by chance (healthy runs of 5-step blocks). Chunks inside the judged window are left out so that an oscillation does not set
     its own yardstick; the median keeps a few odd chunks from moving it.
     """
     chunks = s.wander if chunks is None else chunks
@@ -1480,7 +1479,7 @@ def volatility(s: Series, p: Params) -> Evidence | None:
         # ...and `window_ratio` sigmas of the block means' own spread over the whole window
         # (robust second differences): six warm-up block means under-rate that spread 2-2.5x
         # on unseen runs, and with one logged point per block the per-step spread reads ~0
-        # (issue 4). A swing slower than ~6 blocks barely moves second differences.
+        # A swing slower than ~6 blocks barely moves second differences.
         floor = max(0.01 * abs(b.median), 1e-12)
         # (of the block means, or of the trimmed ones where their spread is the larger: the
         # trimmed mean of a few points is the noisier estimate when no outlier is in them)
@@ -1501,7 +1500,7 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     # ...and `span_wander_ratio` times the run's own typical span spread (the median over its
     # earlier chunks, `Series.span_wander`): the warm-up's ~4 spans of heavy-tailed,
     # autocorrelated noise can read 2-3x quieter than the run's usual, and hundreds of spans
-    # later the ordinary spread passes 2.5 of that (issue 4: healthy runs of 5-step blocks).
+    # later the ordinary spread passes 2.5 of that (healthy runs of 5-step blocks).
     typical = _wander(s, w, s.span_wander)
     need = max(min_ratio, float(p.get("span_wander_ratio", 0.0)) * typical / b.sd)
     fast_last = _span_sd_last(s.raw) / b.sd

@@ -1233,8 +1233,8 @@ class Monitor:
             # A last block shorter than half a block is too noisy to compare with full ones:
             # it is judged for events (NaN) only. Unless it holds an evaluation: that is a
             # whole one however short the block (verl validates once more at the last step),
-            # and a decline seen only there is the run's last word (realboot_gen: a 0.37 fall
-            # of validation missed for want of it; no healthy alarm added on eleven sets).
+            # and a decline seen only there is the run's last word (a 0.37 fall of validation
+            # can show only in that evaluation).
             assert self._block_first is not None and self._last is not None
             size = self._last - self._block_first + 1
             partial = size < self.block_steps
@@ -1243,7 +1243,7 @@ class Monitor:
             new = self._close_block(trends=size >= self.block_steps / 2 or final_eval)
         # A symptom whose evidence no longer held at the last judged block is reported as
         # cleared there (validation back near its peak, KL grown after an early ~0), not as
-        # still present (issue 4). A last block cut short by the run's end is noisier than the
+        # still present. A last block cut short by the run's end is noisier than the
         # full ones: its miss alone does not clear a symptom (an oscillation "cleared" at the
         # very last step).
         for rid in [r for r in self._active if self._misses.get(r, 0) > 0]:
