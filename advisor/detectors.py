@@ -1399,8 +1399,9 @@ def _wander(s: Series, window: int, chunks: tuple[tuple[int, float], ...] | None
 
     Autocorrelated noise makes block means wander slowly; six warm-up block means (and second
     differences over the window, which a slow wander barely moves) under-rate it 2-4x, and over
-    hundreds of windows a few such wanders zigzag by chance (healthy runs of 5-step blocks). Chunks inside the judged window are left out so that an oscillation does not set
-    its own yardstick; the median keeps a few odd chunks from moving it.
+    hundreds of windows a few such wanders zigzag by chance (healthy runs of 5-step blocks).
+    Chunks inside the judged window are left out so that an oscillation does not set its own
+    yardstick; the median keeps a few odd chunks from moving it.
     """
     chunks = s.wander if chunks is None else chunks
     ref = [scale for end, scale in chunks if end <= s.blocks_total - window]

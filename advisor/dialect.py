@@ -344,7 +344,8 @@ class Speaker:
             ok = all(isinstance(x, int | float) for x in (old, new, base))
             old, new = (old - base, new - base) if ok else (None, None)
             known = self.facts.get("max_response_length")
-            if isinstance(known, int) and isinstance(old, int) and known != old:
+            numbers = isinstance(old, int) and isinstance(new, int | float)
+            if isinstance(known, int) and numbers and new is not None and known != old:
                 # the run showed its own cap; the guide's difference is kept
                 new, old = known + (new - old), known
         elif entry.divide_by is not None:
@@ -424,9 +425,14 @@ class Speaker:
             if keys:
                 said = ", ".join(f"{k.key}={_v(k.to)}" for k in keys)
                 return f"{said} [{entry.note}]" if entry.note else said
-        absent = entry is not None and entry.key and entry.since_absent
-        if absent and self.speaks == "trl" and entry.key not in trl_fields():  # type: ignore[union-attr]
-            return f"{param} ({entry.since_absent})"  # type: ignore[union-attr]
+        if (
+            entry is not None
+            and entry.key
+            and entry.since_absent
+            and self.speaks == "trl"
+            and entry.key not in trl_fields()
+        ):
+            return f"{param} ({entry.since_absent})"
         if entry is not None and entry.key and (entry.minus or entry.divide_by or entry.scale):
             # the framework's value is not the guide's: the guide's word, with what it is made of
             if entry.minus:

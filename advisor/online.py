@@ -105,7 +105,8 @@ class Advisor:
         self._sets = tuple(sets)
         self._hints: dict[str, Any] = dict(hints or {})
         self._lr_peak = 0.0
-        self._cut = [0, 0.0, 0]  # clipped steps, their longest response, how many reached it
+        # clipped steps, their longest response, how many reached it
+        self._cut: tuple[int, float, int] = (0, 0.0, 0)
         self._trl_keys: set[str] = set()  # TRL's GRPO and kl keys seen (frame.trl_without_kl)
         self._training_samples = training_samples
         self.expected_steps = expected_steps  # run length, when the trainer knows it
@@ -275,11 +276,10 @@ class Advisor:
         longest = _number(raw) if raw is not None else None
         if longest is None or not math.isfinite(longest):
             return
-        c = self._cut
-        if c[0] == 0 or longest > c[1]:
-            c[1], c[2] = longest, 0
-        c[0] += 1
-        c[2] += longest == c[1]
+        cut, cap, at_cap = self._cut
+        if cut == 0 or longest > cap:
+            cap, at_cap = longest, 0
+        self._cut = (cut + 1, cap, at_cap + (longest == cap))
 
     def _derived_hints(self) -> dict[str, Any]:
         """What `load_run` adds when nothing else says it: the peak of the logged lr and the
@@ -642,9 +642,9 @@ class Advisor:
         for point in (self._val_best, *self._val_recent):
             if point is not None:
                 rows.setdefault(point[0], {})["val_reward"] = point[1]
-        for step in (self._first_step, self._last_step):  # the run's span, sampled or not
-            if step is not None:
-                rows.setdefault(step, {})
+        for edge in (self._first_step, self._last_step):  # the run's span, sampled or not
+            if edge is not None:
+                rows.setdefault(edge, {})
         steps = sorted(rows)
         data: dict[str, list[Any]] = {"step": steps}
         schema: dict[str, Any] = {"step": pl.Int64}

@@ -102,9 +102,9 @@ def _value(node: ast.expr, names: dict[str, ast.expr], depth: int) -> Any:
             return -v
         case ast.Dict(keys=keys, values=values):
             out = LinedDict()
-            for k, v in zip(keys, values, strict=True):
+            for k, item in zip(keys, values, strict=True):
                 if k is None:  # {**other}
-                    spread = _value(v, names, depth + 1)
+                    spread = _value(item, names, depth + 1)
                     if isinstance(spread, LinedDict):
                         out.update(spread)
                         out.lc.keys.update(spread.lc.keys)
@@ -112,7 +112,7 @@ def _value(node: ast.expr, names: dict[str, ast.expr], depth: int) -> Any:
                 key = _value(k, names, depth + 1)
                 if not isinstance(key, str | int | float | bool) and key is not None:
                     key = ast.unparse(k)  # a tuple or a call as a key: its source text
-                out[key] = _value(v, names, depth + 1)
+                out[key] = _value(item, names, depth + 1)
                 out.lc.keys[key] = (k.lineno - 1, k.col_offset)
             return out
         case ast.List(elts=elts) | ast.Tuple(elts=elts):

@@ -246,7 +246,7 @@ def apply_change(
         note = sized[1]
     cap = (caps or {}).get(spec.param)
     numeric = isinstance(target, int | float) and isinstance(current, int | float)
-    if cap is not None and numeric and current < cap < target:
+    if numeric and cap is not None and current is not None and current < cap < target:
         target, factor = cap, (cap / current if spec.op == "multiply" and current else factor)
         note = f"capped at {_v(cap)}, the top of the guide's range for this model"
     return _change(spec.param, current, target, spec.op, factor, note)

@@ -54,10 +54,10 @@ def run_facts(run: Run) -> dict[str, Any]:
     if isinstance(cap, int) and not isinstance(cap, bool):
         out["response_cap"] = cap
     funcs: dict[str, dict[str, str]] = {}
-    for col in run.frame.columns:
-        m = _REWARD_FUNC.match(col)
-        if m:
-            funcs.setdefault(m.group(1), {})[m.group(2)] = col
+    for name in run.frame.columns:
+        hit = _REWARD_FUNC.match(name)
+        if hit:
+            funcs.setdefault(hit.group(1), {})[hit.group(2)] = name
     for func, cols in sorted(funcs.items()):
         std = _tail(_column(run, cols["std"]) or []) if "std" in cols else []
         mean = _tail(_column(run, cols["mean"]) or []) if "mean" in cols else []

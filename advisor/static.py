@@ -610,7 +610,9 @@ def _workspace_scope(loaded: LoadedConfig) -> dict[str, Any]:
     return {
         "workspace_local": local,
         "workspace_path": str(workspace) if local else None,
-        "requirements_found": (workspace / "requirements.txt").is_file() if local else None,
+        "requirements_found": (
+            (workspace / "requirements.txt").is_file() if local and workspace is not None else None
+        ),
     }
 
 

@@ -73,6 +73,11 @@ def without_surrogates(text: str) -> str:
     return _SURROGATES.sub("\ufffd", text) if _SURROGATES.search(text) else text
 
 
+def _int(value: object) -> int | None:
+    """A polars aggregate (typed as any literal) as an int, if it is a number."""
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def _printable_line(text: str) -> str:
     text = " ".join(text.splitlines()) if len(text.splitlines()) > 1 else text
     text = _UNPRINTABLE.sub("?", text.replace("\t", " ").replace("\n", " ").replace("\r", " "))
@@ -229,8 +234,8 @@ class Run:
     def info(self) -> RunInfo:
         steps = self.frame["step"] if "step" in self.frame.columns else None
         present = [c for c in CANONICAL_METRICS if c in self.frame.columns]
-        first = int(steps.min()) if steps is not None and self.frame.height else None
-        last = int(steps.max()) if steps is not None and self.frame.height else None
+        first = _int(steps.min()) if steps is not None and self.frame.height else None
+        last = _int(steps.max()) if steps is not None and self.frame.height else None
         if self.training is not None:
             _, first, last = self.training
         return RunInfo(

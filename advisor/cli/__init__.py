@@ -189,7 +189,9 @@ def _framework(args: list[str]) -> int:
     except Exception as err:  # usage errors from click, and last-resort guard
         usage, abort = _click_errors()
         if isinstance(err, usage):
-            message = err.format_message()
+            # click's ClickException (one of two copies, so typed by what it offers)
+            format_message = getattr(err, "format_message", None)
+            message = str(format_message()) if callable(format_message) else str(err)
             if message:  # no_args_is_help has printed the help already
                 typer.echo(f"rl-advisor: error: {message}", err=True)
             return Exit.UNUSABLE

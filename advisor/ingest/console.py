@@ -599,9 +599,8 @@ def _tqdm(st: _State, line: str) -> None:
         return
     for seg in line.split("\r"):
         if seg and not seg.strip():  # spaces over the bar (an empty segment is just a \r)
-            mark = (st.tqdm, st.total)
-            if st.tqdm and (not st.marks or st.marks[-1] != mark):
-                st.marks.append(mark)
+            if st.tqdm and (not st.marks or st.marks[-1] != (st.tqdm, st.total)):
+                st.marks.append((st.tqdm, st.total))
             continue
         _bars(st, seg)
 

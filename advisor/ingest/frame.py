@@ -326,8 +326,9 @@ def _lr_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:
         return
     col = df["lr"].drop_nulls().drop_nans()
     col = col.filter(col.is_finite() & (col > 0))
-    if col.len() > 0:
-        hints["learning_rate"] = peak_lr_hint(float(col.max()))
+    peak = col.max() if col.len() > 0 else None
+    if isinstance(peak, int | float):
+        hints["learning_rate"] = peak_lr_hint(float(peak))
 
 
 # The longest response of each step, as verl and TRL log it.

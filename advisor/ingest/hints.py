@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 _ALGORITHMS = {"grpo": "grpo", "gspo": "gspo", "dapo": "dapo"}
 
@@ -31,7 +31,7 @@ def _first(cfg: Mapping[str, Any], *paths: str) -> Any:
     return None
 
 
-def _positive(v: Any) -> bool:
+def _positive(v: object) -> TypeGuard[int | float]:
     return isinstance(v, int | float) and not isinstance(v, bool) and v > 0
 
 
@@ -47,7 +47,8 @@ def verl_hints(cfg: Mapping[str, Any]) -> dict[str, Any]:
         out["save_steps"] = int(save_freq)
         out["save_strategy"] = "steps"
         keep = _get(cfg, "trainer.max_actor_ckpt_to_keep")
-        trainer = cfg.get("trainer") if isinstance(cfg.get("trainer"), Mapping) else {}
+        trainer = cfg.get("trainer")
+        trainer = trainer if isinstance(trainer, Mapping) else {}
         if _positive(keep):
             out["save_total_limit"] = int(keep)
         elif "max_actor_ckpt_to_keep" in trainer and keep is None:
