@@ -288,6 +288,9 @@ def parse_symptom_rules(path: Path) -> SymptomRulebook:
         where = ".".join(str(x) for x in e["loc"])
         raise InputError(f"{path}: {where}: {e['msg']}") from None
     _check_references(book, path)
+    from advisor.paramspec import check_rulebook  # each leaf against rulebook/detectors.yaml
+
+    check_rulebook(book, path)
     return book
 
 
@@ -322,9 +325,10 @@ def _leaves(node: Node | None) -> Iterable[Leaf]:
 
 @lru_cache(maxsize=4)
 def _load_cached(path: str, mtime: float) -> SymptomRulebook:
+    from advisor.paramspec import spec_path
     from advisor.resources import load_validated
 
-    return load_validated(Path(path), parse_symptom_rules, __name__)
+    return load_validated(Path(path), parse_symptom_rules, __name__, also=(spec_path(),))
 
 
 def load_symptom_rules(path: Path | None = None) -> SymptomRulebook:

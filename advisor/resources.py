@@ -10,7 +10,7 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -68,16 +68,19 @@ def read_yaml_data(path: Path) -> Any:
     return data
 
 
-def load_validated(path: Path, build: Callable[[Path], T], schema_module: str) -> T:
+def load_validated(
+    path: Path, build: Callable[[Path], T], schema_module: str, also: Sequence[Path] = ()
+) -> T:
     """`build(path)` (read and schema-check a shipped rulebook), through a pickle of the result.
 
     Schema-checking a rulebook makes pydantic build the validators of every class in it, which
     costs more at each start than judging a 2,000-step run. The checked object is cached keyed
-    by the file's bytes, the source of the module defining the schema and pydantic's version, so
-    an edited rulebook or schema is checked afresh. The cache is the user's own folder (as for
+    by the file's bytes, the source of the module defining the schema, the files `also` names
+    (other data the check reads) and pydantic's version, so an edited rulebook or schema is
+    checked afresh. The cache is the user's own folder (as for
     the JSON cache); any failure to read or write it only costs time.
     """
-    raw = path.read_bytes()
+    raw = path.read_bytes() + b"".join(p.read_bytes() for p in also)
     source = Path(sys.modules[schema_module].__file__ or "").read_bytes()
     import pydantic
 

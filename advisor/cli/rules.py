@@ -6,6 +6,7 @@ Generated from the rulebooks (rulebook/config.yaml and rulebook/symptoms.yaml), 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any
 
@@ -83,7 +84,7 @@ def _symptom_doc(rule: Any) -> RuleDoc:
     )
     extra = {}
     if get("causes"):
-        extra["Likely causes"] = "\n".join(f"{i}. {c}" for i, c in enumerate(get("causes"), 1))
+        extra["Likely causes"] = _list_md([f"{i}. {c}" for i, c in enumerate(get("causes"), 1)])
     action = get("action")
     if action:
         extra["Action"] = (getattr(action, "advice", None) or str(action)) + "".join(
@@ -96,10 +97,12 @@ def _symptom_doc(rule: Any) -> RuleDoc:
         extra["Fallback"] = getattr(fallback, "advice", None) or str(fallback)
     when = get("when")
     if when:
-        extra["When it fires"] = (
+        extra["When it fires"] = _list_md([
             "Judged on block means after the warm-up (rulebook/symptoms.yaml, rule "
-            f"`{get('id')}`):\n\n" + "\n".join(_when_lines(when, 0))
-        )
+            f"`{get('id')}`):",
+            "",
+            *_when_lines(when, 0),
+        ])
     sev = get("severity")
     return RuleDoc(
         id=str(get("id")),
@@ -115,6 +118,23 @@ def _symptom_doc(rule: Any) -> RuleDoc:
     )
 
 
+_ITEM = re.compile(r"^(\s*)(- |\d+\. )?(.*)$")
+
+
+def _list_md(lines: list[str]) -> str:
+    """Lines of a Markdown list (or a paragraph), each escaped as prose after its marker: the
+    template prints the body as it is, so its line breaks stay."""
+    from advisor.report.escape import Md, prose
+
+    out = []
+    for line in lines:
+        m = _ITEM.match(line)
+        assert m is not None  # the pattern matches any line
+        pad, marker, text = m.group(1), m.group(2) or "", m.group(3)
+        out.append(f"{pad}{marker}{prose(text)}" if text else pad + marker.rstrip())
+    return Md("\n".join(out))
+
+
 def _when_lines(node: Any, depth: int) -> list[str]:
     """A rule's condition tree as nested Markdown bullets a reviewer can check."""
     pad = "  " * depth
@@ -128,9 +148,14 @@ def _when_lines(node: Any, depth: int) -> list[str]:
     inner = getattr(node, "not_", None)
     if inner is not None:
         return [f"{pad}- not:", *_when_lines(inner, depth + 1)]
+    from advisor.paramspec import summary
+
     metric = node.metric if isinstance(node.metric, str) else " or ".join(node.metric)
     text = f"{pad}- `{node.detector}` on `{metric}`"
-    if node.params:
+    said = summary(node.detector)
+    if said:
+        text += f": {said[0].lower()}{said[1:].rstrip('.')}"
+    elif node.params:
         text += f" ({_params(node.params)})"
     if node.only_if:
         text += f"; only if {', '.join(node.only_if)}"
@@ -138,7 +163,29 @@ def _when_lines(node: Any, depth: int) -> list[str]:
         text += f"; not judged if {', '.join(node.skip_if)}"
     if node.keep:
         text += f"; once reported, kept with {_params(node.keep)}"
-    return [text]
+    return [text, *_meaning_lines(node, pad + "  ")]
+
+
+def _meaning_lines(leaf: Any, pad: str) -> list[str]:
+    """Each threshold a leaf sets, said in words (rulebook/detectors.yaml)."""
+    from advisor.paramspec import meanings
+
+    said = meanings(leaf.detector)
+    lines = []
+    for key, value in leaf.params.items():
+        if key not in said:
+            continue
+        meaning, unit = said[key]
+        unit = "" if not unit or unit == "the metric's unit" else f" {unit}"
+        lines.append(f"{pad}- `{key}` = {_value(value)}{unit}: {meaning}")
+    return lines
+
+
+def _value(value: Any) -> str:
+    if hasattr(value, "pick"):  # a value per algorithm
+        per = {a: getattr(value, a) for a in ("default", "gspo", "grpo", "dapo")}
+        return ", ".join(f"{a} {v}" for a, v in per.items() if v is not None)
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _params(params: dict[str, Any]) -> str:

@@ -1,0 +1,252 @@
+"""The detectors' declared parameters (rulebook/detectors.yaml), and the check of every rule
+leaf against them.
+
+A leaf's `params` (and `keep`) are the thresholds a practitioner tunes; the detector reads them
+by name. Declaring each name with its meaning, unit, default and valid values lets the loader
+refuse a misspelt key (which the detector would silently ignore, dropping a guard) or a value
+out of range, and lets `rl-advisor rules ID` say every threshold in words.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from advisor.types import InputError
+
+if TYPE_CHECKING:
+    from advisor.engine import Leaf, Node, SymptomRulebook
+
+Scalar = float | int | bool | str
+Companion = Literal["per", "rounds"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ParamSpec(_Strict):
+    """One parameter of one detector."""
+
+    meaning: str = Field(min_length=1, description="what the value sets, in words")
+    unit: str = Field("", description="the value's unit (blocks, warm-up sigmas, ...)")
+    kind: Literal["number", "integer", "flag", "choice"] = "number"
+    default: Scalar | None = Field(
+        None, description="what the detector uses when a leaf leaves it out (null: test off)"
+    )
+    required: bool = Field(False, description="a leaf must set it")
+    range: tuple[float, float] | None = Field(None, description="[low, high], inclusive")
+    choices: list[str] = Field(
+        default_factory=list, description="the words it accepts (beside numbers in range)"
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ParamSpec:
+        if self.kind == "choice" and not self.choices:
+            raise ValueError("a choice needs its choices")
+        if self.range is not None and self.range[0] > self.range[1]:
+            raise ValueError(f"range {list(self.range)}: low above high")
+        return self
+
+    def problem(self, value: Scalar) -> str | None:
+        """Why `value` is not valid for this parameter, or None."""
+        if isinstance(value, str):
+            if value in self.choices:
+                return None
+            if self.choices:
+                return f"expected one of {self.choices}, found {value!r}"
+            return f"expected a {self.kind}, found {value!r}"
+        if self.kind == "flag":
+            return None if isinstance(value, bool) else f"expected true or false, found {value!r}"
+        if isinstance(value, bool) or self.kind == "choice":
+            return f"expected {self._expected()}, found {value!r}"
+        if self.kind == "integer" and not float(value).is_integer():
+            return f"expected an integer, found {value!r}"
+        if self.range is not None and not (
+            math.isfinite(value) and self.range[0] <= value <= self.range[1]
+        ):
+            return f"expected {self._expected()}, found {value!r}"
+        return None
+
+    def _expected(self) -> str:
+        parts = []
+        if self.range is not None:
+            parts.append(f"a {self.kind} in [{self.range[0]:g}, {self.range[1]:g}]")
+        elif self.kind in ("number", "integer"):
+            parts.append(f"a {self.kind}")
+        if self.choices:
+            parts.append(f"one of {self.choices}")
+        return " or ".join(parts)
+
+
+class DetectorSpec(_Strict):
+    summary: str = Field(min_length=1, description="what the detector detects")
+    shared: dict[str, Scalar | None] = Field(
+        default_factory=dict, description="shared parameters it reads -> its default"
+    )
+    companions: list[Companion] = Field(default_factory=list)
+    params: dict[str, ParamSpec] = Field(default_factory=dict)
+
+
+class DetectorBook(_Strict):
+    version: int
+    shared: dict[str, ParamSpec]
+    companions: dict[str, str]
+    detectors: dict[str, DetectorSpec]
+
+    @model_validator(mode="after")
+    def _shared_declared(self) -> DetectorBook:
+        extra = set(self.companions) - {"per", "rounds"}
+        if extra:
+            raise ValueError(f"companions: {sorted(extra)}; the engine passes only per, rounds")
+        for name, det in self.detectors.items():
+            unknown = set(det.shared) - set(self.shared)
+            if unknown:
+                raise ValueError(f"detector {name}: undeclared shared params {sorted(unknown)}")
+            both = set(det.shared) & set(det.params)
+            if both:
+                raise ValueError(f"detector {name}: {sorted(both)} both shared and its own")
+        return self
+
+    def params_of(self, detector: str) -> dict[str, ParamSpec]:
+        """Every parameter `detector` reads, shared ones with its own default."""
+        det = self.detectors[detector]
+        out = {
+            key: self.shared[key].model_copy(update={"default": default})
+            for key, default in det.shared.items()
+        }
+        out.update(det.params)
+        return out
+
+    def keys_of(self, detector: str) -> set[str]:
+        """The keys a leaf of `detector` may set: its parameters and its companions."""
+        det = self.detectors[detector]
+        return set(det.shared) | set(det.params) | set(det.companions)
+
+
+def spec_path() -> Path:
+    from advisor.resources import rulebook_dir
+
+    return rulebook_dir() / "detectors.yaml"
+
+
+@cache
+def detector_book(path: Path | None = None) -> DetectorBook:
+    """rulebook/detectors.yaml, schema-checked (cached per path)."""
+    from advisor.resources import RulebookYAMLError, read_yaml_data
+
+    p = path or spec_path()
+    try:
+        data = read_yaml_data(p)
+    except OSError as err:
+        raise InputError(f"{p}: cannot read the detector parameters: {err}") from None
+    except RulebookYAMLError as err:
+        raise InputError(f"{p}{err.where}: not valid YAML ({err.what})") from None
+    try:
+        return DetectorBook.model_validate(data)
+    except ValidationError as err:
+        e = err.errors()[0]
+        where = ".".join(str(x) for x in e["loc"])
+        raise InputError(f"{p}: {where}: {e['msg']}") from None
+
+
+def walk(node: Node | None, where: str = "when") -> Iterator[tuple[str, Leaf]]:
+    """Every leaf of a condition tree with its place (`when.any[1].all[0]`)."""
+    from advisor.engine import AllOf, AnyOf, Leaf, NotOf
+
+    if node is None:
+        return
+    if isinstance(node, Leaf):
+        yield where, node
+    elif isinstance(node, AllOf):
+        for i, child in enumerate(node.all):
+            yield from walk(child, f"{where}.all[{i}]")
+    elif isinstance(node, AnyOf):
+        for i, child in enumerate(node.any):
+            yield from walk(child, f"{where}.any[{i}]")
+    elif isinstance(node, NotOf):
+        yield from walk(node.not_, f"{where}.not")
+
+
+def check_rulebook(book: SymptomRulebook, path: Path, spec: DetectorBook | None = None) -> None:
+    """Every leaf's keys and values against its detector's declared parameters.
+
+    Raises InputError naming the file, the rule, the leaf and (for an unknown key) the closest
+    declared one."""
+    spec = spec or detector_book()
+    for rule in book.rules:
+        for where, leaf in walk(rule.when):
+            problem = leaf_problem(leaf, spec)
+            if problem:
+                metric = leaf.metric if isinstance(leaf.metric, str) else "/".join(leaf.metric)
+                raise InputError(
+                    f"{path}: rule {rule.id}: {where} ({leaf.detector} on {metric}): {problem}"
+                )
+
+
+def leaf_problem(leaf: Leaf, spec: DetectorBook) -> str | None:
+    """What is wrong with one leaf's params and keep, or None."""
+    if leaf.detector not in spec.detectors:
+        return f"detector {leaf.detector!r} has no entry in rulebook/detectors.yaml"
+    params = spec.params_of(leaf.detector)
+    allowed = spec.keys_of(leaf.detector)
+    for field, given in (("params", leaf.params), ("keep", leaf.keep)):
+        for key, value in given.items():
+            if key.startswith("_"):
+                return f"{field}.{key}: set by the engine, not a rulebook key"
+            if key not in allowed:
+                close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                return (
+                    f"{field}.{key}: unknown parameter of {leaf.detector}{hint} "
+                    f"(it reads {', '.join(sorted(allowed)) or 'none'})"
+                )
+            if key in spec.companions:
+                if not isinstance(value, str):
+                    return f"{field}.{key}: expected a metric name, found {value!r}"
+                continue
+            for value_ in _values(value):
+                bad = params[key].problem(value_)
+                if bad:
+                    return f"{field}.{key}: {bad}"
+    missing = [k for k, p in params.items() if p.required and k not in leaf.params]
+    if missing:
+        return f"params: {', '.join(missing)} required by {leaf.detector}"
+    return None
+
+
+def _values(value: object) -> list[Scalar]:
+    """A threshold's values: one, or one per algorithm."""
+    if isinstance(value, float | int | bool | str):
+        return [value]
+    picks = (getattr(value, a, None) for a in ("default", "gspo", "grpo", "dapo"))
+    return [v for v in picks if isinstance(v, float | int | bool | str)]
+
+
+def meanings(detector: str) -> dict[str, tuple[str, str]]:
+    """Each key a leaf of `detector` may set -> (its meaning in words, its unit); {} when the
+    detector or the spec is not available (`rules` then shows the values alone)."""
+    try:
+        spec = detector_book()
+    except InputError:
+        return {}
+    if detector not in spec.detectors:
+        return {}
+    out = {key: (p.meaning, p.unit) for key, p in spec.params_of(detector).items()}
+    out.update({c: (spec.companions[c], "") for c in spec.detectors[detector].companions})
+    return out
+
+
+def summary(detector: str) -> str:
+    """One line of what `detector` detects ('' when it is not declared)."""
+    try:
+        det = detector_book().detectors.get(detector)
+    except InputError:
+        return ""
+    return det.summary if det is not None else ""
