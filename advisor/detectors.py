@@ -232,16 +232,24 @@ def span_sd(blocks: np.ndarray, span: int = SPAN, leave_out: bool = False) -> np
 
     cols = (n, sx, sxx, st_a, stt_a, sxt_a)
     sums = [win(x) for x in cols]
-    sd = _resid_sd(*sums, min_n=2 * span)
+    sd = _resid_sd(*_six(sums), min_n=2 * span)
     if leave_out:
         # The least spread of the span without one of its blocks: one wild step (a reward
         # glitch) inflates every span that holds its block, never the span without it.
         q = len(sums[0])
         for j in range(span):
-            sd = np.fmin(sd, _resid_sd(*(t - x[j : j + q] for t, x in zip(sums, cols, strict=True)),
-                                       min_n=2 * (span - 1)))
+            less = [t - x[j : j + q] for t, x in zip(sums, cols, strict=True)]
+            sd = np.fmin(sd, _resid_sd(*_six(less), min_n=2 * (span - 1)))
     out[span - 1 :] = sd
     return out
+
+
+def _six(
+    a: list[np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The six running sums of span_sd, as _resid_sd takes them."""
+    nn, sx, sxx, st, stt, sxt = a
+    return nn, sx, sxx, st, stt, sxt
 
 
 def _resid_sd(
@@ -702,8 +710,8 @@ def shift(s: Series, p: Params) -> Evidence | None:
         mask = z >= min_z
         if "min_ratio" in p and b.median != 0:
             r = float(p["min_ratio"])
-            ratio = s.mean / b.median
-            mask &= (ratio >= r) if up else (ratio <= r)
+            ratios = s.mean / b.median
+            mask &= (ratios >= r) if up else (ratios <= r)
         if "min_abs" in p:
             mask &= sign * (s.mean - b.median) >= float(p["min_abs"])
     mask &= np.isfinite(s.mean)
@@ -1216,7 +1224,8 @@ def drop_from_peak(s: Series, p: Params) -> Evidence | None:
         y = _trailing_mean(s.mean, smooth)
         if not np.isfinite(y).any():
             return None
-        peak, peak_step = _smoothed_peak(s, smooth)
+        peak, best_step = _smoothed_peak(s, smooth)
+        peak_step: int | None = best_step
     else:
         y, peak, peak_step = s.mean, s.peak, s.peak_step
     sigma = b.scale

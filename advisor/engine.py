@@ -697,13 +697,15 @@ class Monitor:
         """The canonical metrics the rules read (others pushed are ignored)."""
         return sorted(self._tracks)
 
-    def _start(self, step: int) -> None:
-        """The first step pushed. A log that begins past 50 steps and two logging intervals is
-        a resumed run's (or a cut-out part): what it shows first is not where the run began."""
+    def _start(self, step: int) -> int:
+        """The first step pushed (returned). A log that begins past 50 steps and two logging
+        intervals is a resumed run's (or a cut-out part): what it shows first is not where the
+        run began."""
         self._first = step
         every = self.hp.get("logging_steps")
         every = every if isinstance(every, int | float) and every > 0 else 1
         self._pred["late_start"] = step > max(50, 2 * every)
+        return step
 
     # -- the hot path --------------------------------------------------------------------
     def push(self, step: int, metrics: Mapping[str, float | None]) -> list[Finding]:
@@ -711,16 +713,16 @@ class Monitor:
         block boundary (every `block_steps` steps), where the rules are evaluated."""
         if self._closed or (self._last is not None and step <= self._last):
             return []  # the engine only moves forward (a replayed step adds nothing)
-        if self._first is None:
-            self._start(step)
+        first = self._first if self._first is not None else self._start(step)
         new: list[Finding] = []
-        block = (step - self._first) // self.block_steps
+        block = (step - first) // self.block_steps
         if block != self._block:
             if self._block >= 0:
                 new = self._close_block()
             self._block, self._block_first = block, step
         tracks = self._tracks
-        dt = float(step - self._block_first)  # position inside the block, for detrending
+        # position inside the block, for detrending
+        dt = float(step - (step if self._block_first is None else self._block_first))
         for name, value in metrics.items():
             t = tracks.get(name)
             if t is None or value is None:
@@ -777,10 +779,9 @@ class Monitor:
     ) -> list[Finding]:
         """Rows that open new blocks: each block's accumulators at once, then the blocks closed
         in turn as push would close them (at the first step of the next)."""
-        if self._first is None:
-            self._start(kept[0])
+        first = self._first if self._first is not None else self._start(kept[0])
         s = np.asarray(kept, dtype=np.int64)
-        blocks = (s - self._first) // self.block_steps
+        blocks = (s - first) // self.block_steps
         starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
         ends = np.r_[starts[1:], len(s)] - 1
         fold = _BlockFold(s, starts)
@@ -823,8 +824,8 @@ class Monitor:
 
     # -- block close ---------------------------------------------------------------------
     def _close_block(self, trends: bool = True) -> list[Finding]:
-        start, end = self._block_first, self._last
-        assert start is not None and end is not None
+        start, end, first = self._block_first, self._last, self._first
+        assert start is not None and end is not None and first is not None
         new_peak3: set[int] = set()
         logged = False
         for t in self._tracks.values():
@@ -868,7 +869,7 @@ class Monitor:
             self._logged_end = end
         self._closed_blocks += 1
         in_warmup = not self._warm_done
-        if in_warmup and end - self._first + 1 >= self.warmup_steps:
+        if in_warmup and end - first + 1 >= self.warmup_steps:
             if self._closed_blocks >= self._st.warmup_blocks:
                 self._warm_done = True
             elif "warmup" not in self._notes:
@@ -878,8 +879,8 @@ class Monitor:
                     f"sparse logging: the warm-up was extended past {self.warmup_steps} steps "
                     f"to collect {self._st.warmup_blocks} logged blocks for the baseline."
                 )
-            if self._warm_done and end - self._first + 1 > self.warmup_steps:
-                self.warmup_steps = end - self._first + 1
+            if self._warm_done and end - first + 1 > self.warmup_steps:
+                self.warmup_steps = end - first + 1
         for name, t in self._tracks.items():
             if self._warm_done and t.baseline is None and len(t.warm) >= 3 - in_warmup:
                 t.baseline = self._baseline(t, end, name)
@@ -1117,6 +1118,7 @@ class Monitor:
         return any(
             f.id in rule.suppressed_by
             and f.cleared_step is not None
+            and f.onset_step is not None
             and f.onset_step <= onset <= f.cleared_step
             for f in self.findings
         )

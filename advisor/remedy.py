@@ -567,6 +567,7 @@ def resolve(
         for e in finding.evidence
         if e.detector in ra.fallback_first and e.window[1] >= latest
     ]
+    reason: str | None
     if first and ra.fallback is not None:
         reason = f"its evidence ({first[0]}) rules the primary action out"
     elif ra.primary is not None:
