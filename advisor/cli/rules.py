@@ -238,10 +238,16 @@ def rules(
 ) -> None:
     """List every rule (config and symptom), or explain one: rl-advisor rules C201."""
     from advisor.templates import render
+    from advisor.types import InputError
 
     docs, note = all_rule_docs()
     if rule_id is not None:
-        doc = find_rule(docs, rule_id)
+        try:
+            doc = find_rule(docs, rule_id)
+        except InputError as err:
+            if note:  # the symptom rulebook did not load: say why, not only "no such rule"
+                raise InputError(f"{err} ({note})") from None
+            raise
         if fmt is OutputFormat.json:
             typer.echo(json.dumps(asdict(doc), indent=2, ensure_ascii=False))
         else:
