@@ -35,7 +35,7 @@ _ALWAYS_DRAWN = ("reward_mean", "val_reward")
 
 @lru_cache(maxsize=1)
 def _rules() -> Any:
-    """The symptom rulebook (helper E); None when it is not available (findings carry actions)."""
+    """The symptom rulebook; None when it is not available (findings carry actions)."""
     try:
         from advisor.engine import load_symptom_rules
     except ImportError:

@@ -1488,7 +1488,8 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     if "window_ratio" in p:
         # ...and `window_ratio` sigmas of the block means' own spread over the whole window
         # (robust second differences): six warm-up block means under-rate that spread 2-2.5x
-        # on unseen runs, and with one logged point per block the per-step spread reads ~0
+        # on runs they were not tuned on, and with one logged point per block the per-step
+        # spread reads ~0
         # A swing slower than ~6 blocks barely moves second differences.
         floor = max(0.01 * abs(b.median), 1e-12)
         # (of the block means, or of the trimmed ones where their spread is the larger: the

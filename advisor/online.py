@@ -1,7 +1,7 @@
 """The library hook: `Advisor.observe(step, metrics)` judges a run while it is still going.
 
 The Advisor does no detection of its own. It maps framework names onto the canonical vocabulary
-(helper I's `advisor.ingest.names`), feeds the one engine (`advisor.engine.Monitor`, the same one
+(`advisor.ingest.names`), feeds the one engine (`advisor.engine.Monitor`, the same one
 `judge_run` replays a whole Run through) and turns what the Monitor holds into the same
 Diagnosis and report `diagnose` writes. So `observe` and `diagnose` judge identically by
 construction, and the Advisor's own state stays bounded: counters, the metric names seen, the
@@ -304,7 +304,7 @@ class Advisor:
     __call__ = observe  # a plain callable for any orchestrator: hook(step, metrics)
 
     def _row(self, metrics: Mapping[str, Any]) -> dict[str, float | None]:
-        """Canonical names as the readers make them (helper I's `canonicalize`: best raw key per
+        """Canonical names as the readers make them (`canonicalize`: best raw key per
         name, val_reward averaged over datasets); other names only where the engine reads them
         (judge_run pushes exactly those columns too)."""
         numeric = {

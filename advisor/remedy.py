@@ -1,6 +1,6 @@
 """Remedy: turn the findings' action specs into one Patch of the job's hyperparameters.
 
-The rules (helper E's `rulebook/symptoms.yaml`) say *what* to change and *by how much at most*
+The rules (`rulebook/symptoms.yaml`) say *what* to change and *by how much at most*
 (`op` multiply/add/set with a `range` [lo, hi] or a `value`). This module decides the exact
 amount, keeps the job valid and follows the guide's "How to judge" (knowledge.md §4):
 
@@ -320,7 +320,7 @@ AntiPatternCheck = Callable[[Mapping[str, Any]], set[str]]
 
 
 def static_anti_patterns(hp: Mapping[str, Any]) -> set[str]:
-    """Static warnings/errors on `hp` as "rule:param" items, from helper C's static rules (the
+    """Static warnings/errors on `hp` as "rule:param" items, from the static rules (the
     one source of truth for anti-patterns)."""
     return {f"{f.id}:{p}" for f in _static_warnings(hp) for p in (f.params or [""])}
 

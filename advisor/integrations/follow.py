@@ -4,7 +4,7 @@
   newline; a rotated file (new inode) is read to its end, then the new one from its start; a
   truncated file (size below the read position) is read again from the start.
 - `LineParser` turns lines into (step, metrics) records. Console text goes line by line
-  through the console reader's own state machine (helper I's `advisor.ingest.console`, what
+  through the console reader's own state machine (`advisor.ingest.console`, what
   `load_run` uses): verl `step:N - key:value` lines behind Ray prefixes and colour codes,
   validation dicts, ROLL / OpenRLHF / slime step dicts, verl's printed config (hints), and the
   ending scanner, so the final status line (`Job ... succeeded`, a traceback, OOM) ends the
@@ -93,7 +93,7 @@ def parse_payload(payload: str) -> dict[str, float | None]:
 class LineParser:
     """Lines in, (step, metrics) records out, plus the run's printed config and its ending.
 
-    Console lines go through helper I's console reader state machine (`advisor.ingest.console`,
+    Console lines go through the console reader's state machine (`advisor.ingest.console`,
     the one `load_run` uses), one line at a time: verl step lines, validation dicts, ROLL /
     OpenRLHF / slime step dicts, verl's printed config, the ending scanner. So `watch` reads a
     log as `diagnose` does. JSONL lines are parsed here.

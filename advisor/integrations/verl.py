@@ -125,7 +125,7 @@ def _get(cfg: Any, dotted: str) -> Any:
 
 def hints_from_verl(cfg: Any) -> dict[str, Any]:
     """Platform hyperparameters verl's config reveals: the mapping the console-log reader
-    applies to the config verl prints (helper I's `verl_hints`), so the hook and diagnose
+    applies to the config verl prints (`advisor.ingest.hints.verl_hints`), so the hook and diagnose
     read one config alike."""
     from advisor.dialect import verl_facts
     from advisor.ingest.hints import verl_hints
