@@ -250,3 +250,17 @@ def summary(detector: str) -> str:
     except InputError:
         return ""
     return det.summary if det is not None else ""
+
+
+def write_schema(dest: Path | None = None) -> Path:
+    """Write detectors.yaml's JSON schema (`python -m advisor.paramspec` regenerates it)."""
+    import json
+
+    path = dest or spec_path().parent / "schema_detectors.json"
+    schema = DetectorBook.model_json_schema()
+    path.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    print(write_schema())

@@ -165,3 +165,14 @@ def test_every_leaf_detector_has_a_summary_and_meanings() -> None:
             for key in leaf.params:
                 if key not in SPEC.companions:
                     assert SPEC.params_of(leaf.detector)[key].meaning
+
+
+def test_exported_schema_is_fresh() -> None:
+    import json
+
+    from advisor.paramspec import DetectorBook, spec_path
+
+    committed = json.loads((spec_path().parent / "schema_detectors.json").read_text())
+    assert committed == json.loads(json.dumps(DetectorBook.model_json_schema())), (
+        "rulebook/schema_detectors.json is stale: run `python -m advisor.paramspec`"
+    )
