@@ -31,9 +31,11 @@ def test_accuracy_figures_are_up_to_date(corpus_score: h.CorpusScore) -> None:
     cwd = Path.cwd()
     try:
         os.chdir(ROOT)  # repo-relative names, as the script writes them
+        mod = _script()
         real = h.score_real(real_dir, h.default_real_labels())
-        rep = h.HarnessReport(corpus=corpus_score, real=real)
-        problems = _script().stale(rep)
+        livefire = h.score_livefire(mod.LIVEFIRE)
+        rep = h.HarnessReport(corpus=corpus_score, real=real, livefire=livefire)
+        problems = mod.stale(rep)
     finally:
         os.chdir(cwd)
     if problems:
