@@ -1597,7 +1597,7 @@ def _cannot_patch(
     source: Path | str, node: Any, part: str, where: list[str], found: Any, key: str
 ) -> NoReturn:
     line = ""
-    lc = getattr(node, "lc", None)
+    lc: Any = getattr(node, "lc", None)  # ruamel's line info, when the node has one
     with contextlib.suppress(Exception):  # ruamel's line of the key, when it has one
         line = f":{lc.key(part)[0] + 1}" if isinstance(node, Mapping) else f":{lc.line + 1}"
     raise InputError(
