@@ -3,7 +3,7 @@
     python scripts/make_reports.py            # rewrite reports/
     python scripts/make_reports.py --check    # exit 1 when reports/ is stale (text only)
 
-It also copies one of the P3 report's plots to docs/report-p3-kl_ref.png, the README's picture.
+It also copies one of the P3 report's charts to docs/report-p3-kl_ref.svg, the README's picture.
 
 Each report is `rl-advisor diagnose RUN --config job.yaml` rendered with its plots
 (advisor.api.diagnose + advisor.report.render). Paths are repo-relative and nothing carries a
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path("sample_metrics") / "corpus"
 REPORTS = ROOT / "reports"
 # The README's picture: one plot of one report, copied beside the docs.
-PICTURE = "P3-P3-kl_ref.png"
-DOCS_PICTURE = ROOT / "docs" / "report-p3-kl_ref.png"
+PICTURE = "P3-P3-kl_ref.svg"
+DOCS_PICTURE = ROOT / "docs" / "report-p3-kl_ref.svg"
 
 # One run per report, from the committed corpus (a console log wherever the family has one).
 RUNS: dict[str, str] = {
@@ -129,8 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     if args.check:
         problems = check(REPORTS)
-        if not DOCS_PICTURE.exists():
-            problems.append(f"missing: {DOCS_PICTURE.relative_to(ROOT)}")
+        copy = REPORTS / PICTURE
+        if not DOCS_PICTURE.exists() or DOCS_PICTURE.read_bytes() != copy.read_bytes():
+            problems.append(f"stale: docs/{DOCS_PICTURE.name} (a copy of reports/{PICTURE})")
         for p in problems:
             print(p)
         print("reports/ is up to date" if not problems else
