@@ -797,6 +797,18 @@ def _labelled_row(name: str, scores: Sequence[Any]) -> str:
     )
 
 
+def _totals(s: CorpusScore) -> tuple[int, int, int, int, int]:
+    """(TP, FP, support, onsets ok, onsets judged) over all symptoms of a set."""
+    ps = s.per_symptom
+    return (
+        sum(p.tp for p in ps),
+        sum(p.fp for p in ps),
+        sum(p.support for p in ps),
+        sum(p.onset_ok for p in ps),
+        sum(p.onset_judged for p in ps),
+    )
+
+
 def summary_table(rep: HarnessReport) -> list[str]:
     """One row per labelled set (and one for the public runs): healthy runs alarmed, and
     precision, recall and onsets within 2 x eval_steps over all symptoms."""
@@ -806,11 +818,7 @@ def summary_table(rep: HarnessReport) -> list[str]:
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for s in rep.sets:
-        tp = sum(p.tp for p in s.per_symptom)
-        fp = sum(p.fp for p in s.per_symptom)
-        support = sum(p.support for p in s.per_symptom)
-        ok = sum(p.onset_ok for p in s.per_symptom)
-        judged = sum(p.onset_judged for p in s.per_symptom)
+        tp, fp, support, ok, judged = _totals(s)
         lines.append(
             f"| {s.corpus} | {s.runs} | {s.healthy_with_alarm}/{s.healthy_runs} "
             f"| {_pct(_ratio(tp, tp + fp))} | {_pct(_ratio(tp, support))} | {ok}/{judged} "
@@ -841,11 +849,7 @@ def results_table(s: CorpusScore) -> list[str]:
         f"| healthy | {s.healthy_runs} | false alarms {s.healthy_with_alarm}/{s.healthy_runs} "
         f"({_pct(s.false_alarm_rate)}) | | | | |"
     )
-    tp = sum(p.tp for p in s.per_symptom)
-    fp = sum(p.fp for p in s.per_symptom)
-    support = sum(p.support for p in s.per_symptom)
-    ok = sum(p.onset_ok for p in s.per_symptom)
-    judged = sum(p.onset_judged for p in s.per_symptom)
+    tp, fp, support, ok, judged = _totals(s)
     lines.append(
         f"| all symptoms | {support} | {_pct(_ratio(tp, tp + fp))} | {_pct(_ratio(tp, support))} "
         f"| {_num(s.median_abs_onset_error_eval, 2)} "
