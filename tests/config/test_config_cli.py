@@ -122,6 +122,10 @@ def test_rules_lists_config_and_symptom_rules(capsys: pytest.CaptureFixture[str]
     code, out, _ = run(capsys, "rules")
     assert code == 0
     assert "| C201 | sft-level-learning-rate | config | error |" in out
+    from markdown_it import MarkdownIt  # the list renders as one GFM table
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(out)
+    assert sum(t.type == "table_open" for t in tokens) == 1
 
 
 def test_rules_explains_one_in_the_ruff_shape(capsys: pytest.CaptureFixture[str]) -> None:
