@@ -154,7 +154,8 @@ def _verdict(d: Diagnosis) -> str:
         )
     if not ordered:
         extra = f"; {len(d.config_findings)} config finding(s) below" if d.config_findings else ""
-        return f"Healthy: no symptom after the warm-up of {d.warmup_steps} steps{extra}."
+        wait = f"trends judged after a warm-up of {d.warmup_steps} steps"
+        return f"Healthy: no symptom ({wait}){extra}."
     ordered = list({f.id: f for f in reversed(ordered)}.values())[::-1]  # episodes: one issue
     counts = {
         s: sum(1 for f in ordered if f.severity.value == s) for s in ("error", "warning", "info")

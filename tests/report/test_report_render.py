@@ -71,7 +71,9 @@ def test_checkpoint_section_says_the_best_was_not_kept() -> None:
 
 
 def test_healthy_and_insufficient_verdicts() -> None:
-    assert "Healthy: no symptom after the warm-up of 150 steps" in render(diag([], "healthy"))
+    assert "Healthy: no symptom (trends judged after a warm-up of 150 steps)" in render(
+        diag([], "healthy")
+    )
     short = render(diag([], "insufficient_data", steps=100))
     assert "Not enough data to judge yet: 100 steps read, the warm-up alone is 150" in short
 
