@@ -187,6 +187,35 @@ class Urgent(_M):
     why: Text = Field(description="why it goes first at that level")
 
 
+class CaseChange(_M):
+    """One declared change to a case's healthy base run, from step `start` on."""
+
+    metric: str = Field(description="canonical metric the change applies to")
+    start: int = Field(1, ge=1, description="first step changed")
+    end: int | None = Field(None, ge=1, description="last step changed (default: the last)")
+    multiply: float | None = Field(None, description="x this (reached over `over` steps)")
+    add: float | None = Field(None, description="+ this (reached over `over` steps)")
+    set: float | None = Field(None, description="this value (NaN allowed: .nan)")
+    over: int = Field(1, ge=1, description="steps over which the change ramps in")
+    period: float | None = Field(None, gt=0, description="a sine of this period in steps...")
+    amplitude: float = Field(0.0, description="...and this half peak-to-peak, added")
+    noise: float = Field(0.0, ge=0, description="seeded normal noise of this sd, added")
+
+
+class RuleCase(_M):
+    """A firing or non-firing case beside its rule: a small healthy base run (400 steps,
+    eval_steps 20, reward rising to a plateau, KL levelling off, entropy easing) plus the
+    declared changes; one test runs every rule's cases (tests/engine/test_rule_cases.py)."""
+
+    name: Text
+    change: list[CaseChange] = Field(default_factory=list)
+    ending: str | None = Field(None, description="how the run ends (RunEnding kind), if not")
+    hp: dict[str, Scalar] = Field(default_factory=dict, description="job values over the base")
+    expect: Literal["fires", "quiet"]
+    onset: int | None = Field(None, description="expected onset step (fires)")
+    within: int = Field(40, ge=0, description="onset tolerance, steps")
+
+
 class SymptomRule(_M):
     """One run-time symptom: its documentation (ruff's sections), conditions and actions."""
 
@@ -223,6 +252,9 @@ class SymptomRule(_M):
     absent_note: str = Field("", description="said when its metrics were not logged")
     action: ActionSpec
     fallback: ActionSpec | None = None
+    cases: list[RuleCase] = Field(
+        default_factory=list, description="firing and non-firing cases of this rule"
+    )
 
 
 class Settings(_M):
