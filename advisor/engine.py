@@ -200,6 +200,7 @@ class CaseChange(_M):
     period: float | None = Field(None, gt=0, description="a sine of this period in steps...")
     amplitude: float = Field(0.0, description="...and this half peak-to-peak, added")
     noise: float = Field(0.0, ge=0, description="seeded normal noise of this sd, added")
+    every: int = Field(1, ge=1, description="set only every this many steps (an evaluation)")
 
 
 class RuleCase(_M):
