@@ -306,14 +306,9 @@ def parse_symptom_rules(path: Path) -> SymptomRulebook:
     """Read and schema-check a symptom rulebook; InputError names the file and the field."""
     from pydantic import ValidationError
 
-    from advisor.resources import RulebookYAMLError, read_yaml_data
+    from advisor.resources import read_rulebook_data
 
-    try:
-        data = read_yaml_data(path)
-    except OSError as err:
-        raise InputError(f"{path}: cannot read the symptom rulebook: {err}") from None
-    except RulebookYAMLError as err:
-        raise InputError(f"{path}{err.where}: not valid YAML ({err.what})") from None
+    data = read_rulebook_data(path, "symptom rulebook")
     try:
         book = SymptomRulebook.model_validate(data)
     except ValidationError as err:

@@ -139,15 +139,10 @@ def spec_path() -> Path:
 @cache
 def detector_book(path: Path | None = None) -> DetectorBook:
     """rulebook/detectors.yaml, schema-checked (cached per path)."""
-    from advisor.resources import RulebookYAMLError, read_yaml_data
+    from advisor.resources import read_rulebook_data
 
     p = path or spec_path()
-    try:
-        data = read_yaml_data(p)
-    except OSError as err:
-        raise InputError(f"{p}: cannot read the detector parameters: {err}") from None
-    except RulebookYAMLError as err:
-        raise InputError(f"{p}{err.where}: not valid YAML ({err.what})") from None
+    data = read_rulebook_data(p, "detector parameters")
     try:
         return DetectorBook.model_validate(data)
     except ValidationError as err:

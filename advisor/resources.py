@@ -68,6 +68,17 @@ def read_yaml_data(path: Path) -> Any:
     return data
 
 
+def read_rulebook_data(path: Path, what: str) -> Any:
+    """`read_yaml_data` for a rulebook file, its failures as one InputError naming the file
+    (and the line of a YAML error); `what` says which rulebook it is."""
+    try:
+        return read_yaml_data(path)
+    except OSError as err:
+        raise InputError(f"{path}: cannot read the {what}: {err}") from None
+    except RulebookYAMLError as err:
+        raise InputError(f"{path}{err.where}: not valid YAML ({err.what})") from None
+
+
 def load_validated(
     path: Path, build: Callable[[Path], T], schema_module: str, also: Sequence[Path] = ()
 ) -> T:
