@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
 
 from advisor.detectors import (
     AT_COMPANION_PEAK,
@@ -86,6 +86,8 @@ Scalar = float | int | bool | str
 class _M(BaseModel):
     # built on first validation: a rulebook read from the cache never needs the validators
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+    # the named condition a node was expanded from (`rules ID` says it), not a rulebook key
+    _condition: str = PrivateAttr("")
 
 
 class PerAlgorithm(_M):
@@ -102,12 +104,34 @@ class PerAlgorithm(_M):
         return self.default if value is None else value
 
 
+Kebab = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
+RuleId = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)*$")]
+Text = Annotated[str, StringConstraints(min_length=1)]
+
+
+def _reason() -> Any:
+    return Field("", description="why the thresholds are what they are (`rules ID` says it)")
+
+
 class Leaf(_M):
     """One detector on one metric (a list of metrics means: any of them)."""
 
     detector: str
     metric: str | list[str]
     params: dict[str, Scalar | PerAlgorithm] = Field(default_factory=dict)
+    reason: str = _reason()
+    per: str | None = Field(
+        None,
+        description="a companion metric the detector reads beside this one (canonical name): "
+        "the spread a swing is measured against, the validation a fall is shared with, the "
+        "length a step time is divided by",
+    )
+    rounds: str | None = Field(
+        None,
+        description="on a DAPO job, the reward whose success rate sets how many generation "
+        "rounds dynamic sampling needs per step (unless the job logs its rounds: "
+        "settings.rounds_metric)",
+    )
     skip_if: list[Predicate] = Field(
         default_factory=list,
         description="hp predicates under which this evidence means nothing (leaf is ABSENT)",
@@ -134,10 +158,12 @@ class Leaf(_M):
 
 class AllOf(_M):
     all: list[Node]
+    reason: str = _reason()
 
 
 class AnyOf(_M):
     any: list[Node]
+    reason: str = _reason()
     hold: bool = Field(
         False,
         description="once the rule's finding is active, these alternatives count as holding: "
@@ -148,9 +174,27 @@ class AnyOf(_M):
 
 class NotOf(_M):
     not_: Node = Field(alias="not")
+    reason: str = _reason()
 
 
-Node = Leaf | AllOf | AnyOf | NotOf
+class Use(_M):
+    """A named condition of the rulebook's `conditions`, used in a rule's tree; on a condition
+    that is one leaf, `params` and `keep` set some of its parameters for this use."""
+
+    use: str = Field(description="the condition's name")
+    params: dict[str, Scalar | PerAlgorithm] = Field(default_factory=dict)
+    keep: dict[str, Scalar | PerAlgorithm] = Field(default_factory=dict)
+    reason: str = _reason()
+
+
+Node = Leaf | AllOf | AnyOf | NotOf | Use
+
+
+class Condition(_M):
+    """A condition named once and used by name in the rules (`- use: low_reward`)."""
+
+    means: Text = Field(description="what it says about the run, in words")
+    when: Node
 
 
 class ChangeSpec(_M):
@@ -171,11 +215,6 @@ class ActionSpec(_M):
     advice: str = Field(min_length=1)
     changes: list[ChangeSpec] = Field(default_factory=list)
     safety: Literal["safe", "unsafe", "display_only"] = "unsafe"
-
-
-Kebab = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
-RuleId = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)*$")]
-Text = Annotated[str, StringConstraints(min_length=1)]
 
 
 class Urgent(_M):
@@ -283,12 +322,25 @@ class Settings(_M):
         description="a KL coefficient at or above this dominates any reward signal (predicate "
         "kl_strong): 25 x GRPO's typical 0.04, beyond the guide's advised range",
     )
+    rounds_metric: str = Field(
+        "gen_batches",
+        description="the metric a DAPO job logs its generation rounds per step under: when it "
+        "is logged, a leaf's `rounds` estimate is not used (the rounds are judged as logged)",
+    )
+    evaluation_metric: str = Field(
+        "val_reward",
+        description="the validation metric: a last block holding an evaluation is judged "
+        "however short it is (the run's last evaluation is its last word)",
+    )
 
 
 class SymptomRulebook(_M):
     version: int
     false_alarm_budget: Text
     settings: Settings = Field(default_factory=Settings)
+    conditions: dict[str, Condition] = Field(
+        default_factory=dict, description="named conditions the rules use by name"
+    )
     rules: list[SymptomRule]
 
     @property
@@ -315,11 +367,67 @@ def parse_symptom_rules(path: Path) -> SymptomRulebook:
         e = err.errors()[0]
         where = ".".join(str(x) for x in e["loc"])
         raise InputError(f"{path}: {where}: {e['msg']}") from None
+    book = _expand_conditions(book, path)
     _check_references(book, path)
     from advisor.paramspec import check_rulebook  # each leaf against rulebook/detectors.yaml
 
     check_rulebook(book, path)
     return book
+
+
+def _expand_conditions(book: SymptomRulebook, path: Path) -> SymptomRulebook:
+    """Each `use` of a named condition replaced by the condition's tree (its own uses too), so
+    the engine sees plain trees. An unknown name or a condition that uses itself is an
+    InputError naming the rule and the place."""
+    import difflib
+
+    conditions = book.conditions
+
+    def expand(node: Node, where: str, using: tuple[str, ...]) -> Node:
+        if isinstance(node, Use):
+            cond = conditions.get(node.use)
+            if cond is None:
+                close = difflib.get_close_matches(node.use, sorted(conditions), n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise InputError(
+                    f"{path}: {where}: unknown condition {node.use!r}{hint} (the conditions: "
+                    f"{', '.join(sorted(conditions)) or 'none'})"
+                )
+            if node.use in using:
+                chain = " -> ".join((*using, node.use))
+                raise InputError(f"{path}: {where}: condition {node.use!r} uses itself ({chain})")
+            target = expand(cond.when, f"conditions.{node.use}.when", (*using, node.use))
+            update: dict[str, Any] = {"reason": node.reason} if node.reason else {}
+            if node.params or node.keep:
+                if not isinstance(target, Leaf):
+                    raise InputError(
+                        f"{path}: {where}: params or keep on a use of {node.use!r}, which is "
+                        "not a single detector leaf"
+                    )
+                update["params"] = {**target.params, **node.params}
+                update["keep"] = {**target.keep, **node.keep}
+            target = target.model_copy(update=update) if update else target
+            target._condition = node.use
+            return target
+        if isinstance(node, AllOf):
+            kids = [expand(n, f"{where}.all[{i}]", using) for i, n in enumerate(node.all)]
+            return node.model_copy(update={"all": kids})
+        if isinstance(node, AnyOf):
+            kids = [expand(n, f"{where}.any[{i}]", using) for i, n in enumerate(node.any)]
+            return node.model_copy(update={"any": kids})
+        if isinstance(node, NotOf):
+            return node.model_copy(update={"not_": expand(node.not_, f"{where}.not", using)})
+        return node
+
+    for name, cond in conditions.items():  # every condition resolves, used or not
+        expand(cond.when, f"conditions.{name}.when", (name,))
+    rules = [
+        r.model_copy(update={"when": expand(r.when, f"rule {r.id}: when", ())})
+        if r.when is not None
+        else r
+        for r in book.rules
+    ]
+    return book.model_copy(update={"rules": rules})
 
 
 def _check_references(book: SymptomRulebook, path: Path) -> None:
@@ -347,7 +455,7 @@ def _leaves(node: Node | None) -> Iterable[Leaf]:
     elif isinstance(node, AnyOf):
         for n in node.any:
             yield from _leaves(n)
-    else:
+    elif isinstance(node, NotOf):
         yield from _leaves(node.not_)
 
 
@@ -614,7 +722,7 @@ class Monitor:
             id(leaf): (
                 DETECTORS[leaf.detector],
                 tuple(leaf.metrics),
-                leaf.params["per"] if isinstance(leaf.params.get("per"), str) else None,
+                leaf.per,
                 self._rounds_of(leaf),
             )
             for r in self._rules
@@ -622,26 +730,27 @@ class Monitor:
         }
         self._leaf_keys = {
             id(leaf): (leaf.detector, repr(leaf.metric), repr(sorted(leaf.params.items())),
-                       repr(leaf.skip_if), repr(leaf.only_if), repr(sorted(leaf.keep.items())))
+                       repr(leaf.skip_if), repr(leaf.only_if), repr(sorted(leaf.keep.items())),
+                       repr((leaf.per, leaf.rounds)))
             for r in self._rules
             for leaf in _leaves(r.when)
         }
         metrics = {m for r in self._rules for leaf in _leaves(r.when) for m in leaf.metrics}
         metrics |= {
-            str(leaf.params[key])
+            companion
             for r in self._rules
             for leaf in _leaves(r.when)
-            for key in ("per", "rounds")
-            if isinstance(leaf.params.get(key), str)
+            for companion in (leaf.per, leaf.rounds)
+            if companion is not None
         }
         self._tracks = {m: _Track(buf=np.empty((st.window_blocks, 14))) for m in metrics}
         # (companion, metric): the metric's level is kept at each new best of the companion
         self._at_peak = sorted(
             {
-                (str(leaf.params["per"]), m)
+                (leaf.per, m)
                 for r in self._rules
                 for leaf in _leaves(r.when)
-                if leaf.detector in AT_COMPANION_PEAK and isinstance(leaf.params.get("per"), str)
+                if leaf.detector in AT_COMPANION_PEAK and leaf.per is not None
                 for m in leaf.metrics
             }
         )
@@ -718,7 +827,9 @@ class Monitor:
             return node.model_copy(update={"all": [self._resolve(n) for n in node.all]})
         if isinstance(node, AnyOf):
             return node.model_copy(update={"any": [self._resolve(n) for n in node.any]})
-        return node.model_copy(update={"not_": self._resolve(node.not_)})
+        if isinstance(node, NotOf):
+            return node.model_copy(update={"not_": self._resolve(node.not_)})
+        raise TypeError(f"a `use` of {node.use!r} left in a loaded rulebook")
 
     @property
     def tracked(self) -> list[str]:
@@ -1084,6 +1195,7 @@ class Monitor:
             if FIRE in states or (active and node.hold):
                 return FIRE, ev
             return (NO, []) if NO in states else (ABSENT, [])
+        assert isinstance(node, NotOf)  # uses are expanded when the rulebook loads
         state, _ = self._node(node.not_, cache, leaf_cache, set(), active)
         # "not X" where X cannot be judged does not block: absence is not evidence either way.
         return (NO, []) if state == FIRE else (FIRE, [])
@@ -1105,8 +1217,8 @@ class Monitor:
         if per is not None:  # a companion series the detector normalises by
             params = {**params, "_per": self._series(per, cache) if per in self._tracks else None}
         # DAPO's rounds per step explain a slower step only where the job runs dynamic sampling
-        # and does not log them (logged rounds are judged as themselves: gen_batches).
-        if rounds is not None and not self._logged("gen_batches", cache):
+        # and does not log them (logged rounds, settings.rounds_metric, are judged as themselves).
+        if rounds is not None and not self._logged(self._st.rounds_metric, cache):
             n = self.hp.get("n_rollouts")
             params = {**params, "_rounds": self._series(rounds, cache), "_rounds_n": n or 8}
         seen = False
@@ -1128,8 +1240,7 @@ class Monitor:
 
     def _rounds_of(self, leaf: Leaf) -> str | None:
         """The reward a leaf's `rounds` discount reads, on a DAPO job only (dynamic sampling)."""
-        name = leaf.params.get("rounds")
-        return name if isinstance(name, str) and self._pred["is_dapo"] else None
+        return leaf.rounds if self._pred["is_dapo"] else None
 
     def _onset(self, rule: SymptomRule, evidence: list[Evidence]) -> int:
         # The symptom exists once all its conditions hold: its onset is the latest of theirs.
@@ -1272,7 +1383,7 @@ class Monitor:
             assert self._block_first is not None and self._last is not None
             size = self._last - self._block_first + 1
             partial = size < self.block_steps
-            val = self._tracks.get("val_reward")
+            val = self._tracks.get(self._st.evaluation_metric)
             final_eval = val is not None and val.acc[1] > 0
             new = self._close_block(trends=size >= self.block_steps / 2 or final_eval)
         # A symptom whose evidence no longer held at the last judged block is reported as

@@ -125,9 +125,9 @@ class DetectorBook(_Strict):
         return out
 
     def keys_of(self, detector: str) -> set[str]:
-        """The keys a leaf of `detector` may set: its parameters and its companions."""
+        """The keys a leaf of `detector` may set in `params` and `keep`."""
         det = self.detectors[detector]
-        return set(det.shared) | set(det.params) | set(det.companions)
+        return set(det.shared) | set(det.params)
 
 
 def spec_path() -> Path:
@@ -191,10 +191,16 @@ def leaf_problem(leaf: Leaf, spec: DetectorBook) -> str | None:
         return f"detector {leaf.detector!r} has no entry in rulebook/detectors.yaml"
     params = spec.params_of(leaf.detector)
     allowed = spec.keys_of(leaf.detector)
+    reads = spec.detectors[leaf.detector].companions
+    for companion in ("per", "rounds"):
+        if getattr(leaf, companion) is not None and companion not in reads:
+            return f"{companion}: {leaf.detector} reads no `{companion}` companion"
     for field, given in (("params", leaf.params), ("keep", leaf.keep)):
         for key, value in given.items():
             if key.startswith("_"):
                 return f"{field}.{key}: set by the engine, not a rulebook key"
+            if key in spec.companions:
+                return f"{field}.{key}: a companion metric is the leaf's own `{key}:`, not a param"
             if key not in allowed:
                 close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -202,10 +208,6 @@ def leaf_problem(leaf: Leaf, spec: DetectorBook) -> str | None:
                     f"{field}.{key}: unknown parameter of {leaf.detector}{hint} "
                     f"(it reads {', '.join(sorted(allowed)) or 'none'})"
                 )
-            if key in spec.companions:
-                if not isinstance(value, str):
-                    return f"{field}.{key}: expected a metric name, found {value!r}"
-                continue
             for value_ in _values(value):
                 bad = params[key].problem(value_)
                 if bad:

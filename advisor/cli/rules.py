@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from advisor.cli import OutputFormat, app
+
+if TYPE_CHECKING:
+    from advisor.engine import Leaf, Node, SymptomRule
 
 
 @dataclass(frozen=True)
@@ -74,46 +77,38 @@ def symptom_rule_docs() -> tuple[list[RuleDoc], str]:
         book = load_symptom_rules()
     except Exception as err:  # the engine is another module; never let it break `rules`
         return [], f"Symptom rules unavailable ({type(err).__name__}: {err})."
-    rules = getattr(book, "rules", book)
-    return [_symptom_doc(r) for r in rules], ""
+    means = {name: c.means for name, c in book.conditions.items()}
+    return [_symptom_doc(r, means) for r in book.rules], ""
 
 
-def _symptom_doc(rule: Any) -> RuleDoc:
-    get = (
-        (lambda k: rule.get(k, "")) if isinstance(rule, dict) else (lambda k: getattr(rule, k, ""))
-    )
+def _symptom_doc(rule: SymptomRule, conditions: dict[str, str]) -> RuleDoc:
     extra = {}
-    if get("causes"):
-        extra["Likely causes"] = _list_md([f"{i}. {c}" for i, c in enumerate(get("causes"), 1)])
-    action = get("action")
-    if action:
-        extra["Action"] = (getattr(action, "advice", None) or str(action)) + "".join(
-            f" Only while {c.param} >= {c.min_from:g}; below, the fallback."
-            for c in getattr(action, "changes", None) or []
-            if getattr(c, "min_from", None) is not None
-        )
-    fallback = get("fallback")
-    if fallback:
-        extra["Fallback"] = getattr(fallback, "advice", None) or str(fallback)
-    when = get("when")
-    if when:
+    if rule.causes:
+        extra["Likely causes"] = _list_md([f"{i}. {c}" for i, c in enumerate(rule.causes, 1)])
+    extra["Action"] = rule.action.advice + "".join(
+        f" Only while {c.param} >= {c.min_from:g}; below, the fallback."
+        for c in rule.action.changes
+        if c.min_from is not None
+    )
+    if rule.fallback is not None:
+        extra["Fallback"] = rule.fallback.advice
+    if rule.when is not None:
+        when = "after the warm-up" if rule.warmup else "from the first block"
         extra["When it fires"] = _list_md([
-            "Judged on block means after the warm-up (rulebook/symptoms.yaml, rule "
-            f"`{get('id')}`):",
+            f"Judged on block means {when} (rulebook/symptoms.yaml, rule `{rule.id}`):",
             "",
-            *_when_lines(when, 0),
+            *_when_lines(rule.when, 0, conditions),
         ])
-    sev = get("severity")
     return RuleDoc(
-        id=str(get("id")),
-        name=str(get("name")),
+        id=rule.id,
+        name=rule.name,
         kind="symptom",
-        severity=str(getattr(sev, "value", sev)),
-        summary=str(get("summary")),
-        why=str(get("why")),
-        example=str(get("example")),
-        use_instead=str(get("use_instead")),
-        source=str(get("source")),
+        severity=str(getattr(rule.severity, "value", rule.severity)),
+        summary=rule.summary,
+        why=rule.why,
+        example=rule.example,
+        use_instead=rule.use_instead,
+        source=rule.source,
         extra=extra,
     )
 
@@ -135,21 +130,26 @@ def _list_md(lines: list[str]) -> str:
     return Md("\n".join(out))
 
 
-def _when_lines(node: Any, depth: int) -> list[str]:
-    """A rule's condition tree as nested Markdown bullets a reviewer can check."""
-    pad = "  " * depth
-    for key, word in (("all", "all of"), ("any", "any of")):
-        children = getattr(node, key, None)
-        if isinstance(children, list):
-            lines = [f"{pad}- {word}:"]
-            for child in children:
-                lines += _when_lines(child, depth + 1)
-            return lines
-    inner = getattr(node, "not_", None)
-    if inner is not None:
-        return [f"{pad}- not:", *_when_lines(inner, depth + 1)]
+def _when_lines(node: Node, depth: int, conditions: dict[str, str] | None = None) -> list[str]:
+    """A rule's condition tree as nested Markdown bullets a reviewer can check: each node with
+    its named condition (`conditions`: name -> what it means), the reason for its thresholds
+    and each threshold in words."""
+    from advisor.engine import AllOf, AnyOf, Leaf, NotOf
     from advisor.paramspec import summary
 
+    pad = "  " * depth
+    named = node._condition
+    label = f" (`{named}`: {(conditions or {}).get(named, '')})" if named else ""
+    reason = [f"{pad}  - why: {node.reason}"] if node.reason else []
+    if isinstance(node, AllOf | AnyOf):
+        word, children = ("all of", node.all) if isinstance(node, AllOf) else ("any of", node.any)
+        lines = [f"{pad}- {word}{label}:", *reason]
+        for child in children:
+            lines += _when_lines(child, depth + 1, conditions)
+        return lines
+    if isinstance(node, NotOf):
+        return [f"{pad}- not{label}:", *reason, *_when_lines(node.not_, depth + 1, conditions)]
+    assert isinstance(node, Leaf)  # uses are expanded when the rulebook loads
     metric = node.metric if isinstance(node.metric, str) else " or ".join(node.metric)
     text = f"{pad}- `{node.detector}` on `{metric}`"
     said = summary(node.detector)
@@ -163,10 +163,10 @@ def _when_lines(node: Any, depth: int) -> list[str]:
         text += f"; not judged if {', '.join(node.skip_if)}"
     if node.keep:
         text += f"; once reported, kept with {_params(node.keep)}"
-    return [text, *_meaning_lines(node, pad + "  ")]
+    return [text + label, *reason, *_meaning_lines(node, pad + "  ")]
 
 
-def _meaning_lines(leaf: Any, pad: str) -> list[str]:
+def _meaning_lines(leaf: Leaf, pad: str) -> list[str]:
     """Each threshold a leaf sets, said in words (rulebook/detectors.yaml)."""
     from advisor.paramspec import meanings
 
@@ -178,6 +178,10 @@ def _meaning_lines(leaf: Any, pad: str) -> list[str]:
         meaning, unit = said[key]
         unit = "" if not unit or unit == "the metric's unit" else f" {unit}"
         lines.append(f"{pad}- `{key}` = {_value(value)}{unit}: {meaning}")
+    for key in ("per", "rounds"):
+        companion = getattr(leaf, key, None)
+        if companion and key in said:
+            lines.append(f"{pad}- `{key}` = `{companion}`: {said[key][0]}")
     return lines
 
 
