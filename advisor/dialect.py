@@ -225,15 +225,17 @@ def trl_hints(args: Mapping[str, Any]) -> dict[str, Any]:
         v = g(own)
         if v is not None:
             hints[own] = v
-    algo = _trl_algorithm(args)
+    algo = trl_algorithm(args)
     if algo:
         hints["algorithm"] = algo
     return {k: v for k, v in hints.items() if v is not None}
 
 
-def _trl_algorithm(args: Mapping[str, Any]) -> str | None:
-    """GSPO is TRL's sequence-level importance sampling; Clip-Higher (epsilon_high above
-    epsilon) marks DAPO (knowledge.md §3); TRL arguments without either are GRPO's."""
+def trl_algorithm(args: Mapping[str, Any]) -> str | None:
+    """The guide's algorithm of TRL arguments (GRPOConfig names, typed values): GSPO is TRL's
+    sequence-level importance sampling; Clip-Higher (epsilon_high above epsilon) marks DAPO
+    (knowledge.md §3); TRL arguments without either are GRPO's. TRL's `loss_type: dapo` (its
+    default) is DAPO's token-level normalisation alone, not the algorithm."""
     if "num_generations" not in args and "beta" not in args:
         return None  # not a GRPO config: nothing said about the algorithm
     if args.get("importance_sampling_level") == "sequence":

@@ -150,6 +150,8 @@ TRL_ARGS: dict[str, str] = {
     "max_completion_length": "max_response_length",
     "loss_type": "loss_type",
     "importance_sampling_level": "importance_sampling_level",
+    "epsilon": "epsilon",
+    "epsilon_high": "epsilon_high",
     "per_device_train_batch_size": "per_device_train_batch_size",
     "gradient_accumulation_steps": "gradient_accumulation_steps",
 }
@@ -158,6 +160,7 @@ TRL_ARGS: dict[str, str] = {
 def trl_arg_hints(args: Mapping[str, str]) -> dict[str, Any]:
     """TRL arguments seen as text (`num_generations=4`) -> typed hints."""
     out: dict[str, Any] = {}
+    typed: dict[str, Any] = {}  # by TRL's names, for the algorithm
     for name, raw in args.items():
         # an argument quoted in Markdown or ending a sentence (`max_steps=500`, **beta=0**:)
         raw = raw.strip("`*").rstrip(".,;:").strip("`*")
@@ -170,14 +173,18 @@ def trl_arg_hints(args: Mapping[str, str]) -> dict[str, Any]:
             value = int(num) if num.is_integer() and "." not in raw and "e" not in raw else num
         except ValueError:
             pass
-        out[key] = value
+        out[key] = typed[name] = value
     if isinstance(out.get("kl_loss_coef"), int):
         out["kl_loss_coef"] = float(out["kl_loss_coef"])
     if "max_prompt_length" in out and "max_response_length" in out:
         with contextlib.suppress(TypeError, ValueError):
             out["max_length"] = int(out["max_prompt_length"]) + int(out["max_response_length"])
-    if out.get("importance_sampling_level") == "sequence":
-        out["algorithm"] = "gspo"
-    elif out.get("loss_type") == "dapo":
-        out["algorithm"] = "dapo"
+    from advisor.dialect import trl_algorithm
+
+    for eps in ("epsilon", "epsilon_high"):  # floats, as GRPOConfig holds them
+        if isinstance(typed.get(eps), int):
+            typed[eps] = out[eps] = float(typed[eps])
+    algorithm = trl_algorithm(typed)
+    if algorithm is not None:
+        out["algorithm"] = algorithm
     return out
