@@ -20,12 +20,14 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from advisor.engine import ActionSpec, ChangeSpec
 from advisor.types import Action, Change, Finding, Patch
 
 if TYPE_CHECKING:
     from advisor.dialect import Speaker
+    from advisor.engine import SymptomRulebook
 
 # The smallest sensible value where the valid range excludes its minimum: (0, 1] for the
 # rollout's GPU memory share, where 0 itself is invalid. The ranges themselves come from the
@@ -41,88 +43,46 @@ IMPLIED_BY_SWITCH: dict[tuple[str, Any], dict[str, tuple[Any, str]]] = {
         )
     },
 }
+ActionKind = Literal["primary", "fallback"]
 # Room left for a response when max_length is lowered below max_prompt_length (§2.3).
 MIN_RESPONSE_ROOM = 1024
 
 
 # ----------------------------------------------------------------------------- action specs
 @dataclass(frozen=True)
-class ChangeSpec:
-    """One change of a rule's action: `range` [lo, hi] for multiply/add, `value` for set."""
-
-    param: str
-    op: str = "set"
-    range: tuple[float, float] | None = None
-    value: Any = None
-    min_from: float | None = None  # below this current value the change would not matter
-
-
-@dataclass(frozen=True)
-class ActionSpec:
-    advice: str
-    changes: tuple[ChangeSpec, ...] = ()
-    safety: str = "unsafe"
-
-
-@dataclass(frozen=True)
 class RuleActions:
+    """What the remedy reads of a rule: its primary and fallback, and the detectors whose
+    evidence rules the primary out."""
+
     primary: ActionSpec | None
     fallback: ActionSpec | None
-    fallback_first: tuple[str, ...] = ()  # detectors whose evidence rules the primary out
+    fallback_first: tuple[str, ...] = ()
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def to_change_spec(obj: Any) -> ChangeSpec:
-    """Coerce a rulebook change (pydantic model or dict) into a ChangeSpec."""
-    rng = _get(obj, "range")
-    factor = _get(obj, "factor")
-    if rng is None and factor is not None:  # an Action already resolved: a single factor
-        rng = (factor, factor)
-    if rng is not None and not isinstance(rng, (list, tuple)):
-        rng = (rng, rng)
-    value = _get(obj, "value")
-    if value is None and rng is None:
-        value = _get(obj, "to")
-    return ChangeSpec(
-        param=str(_get(obj, "param")),
-        op=str(_get(obj, "op", "set") or "set"),
-        range=(float(rng[0]), float(rng[-1])) if rng is not None else None,
-        value=value,
-        min_from=_get(obj, "min_from"),
-    )
-
-
-def to_action_spec(obj: Any) -> ActionSpec | None:
-    if obj is None:
+def spec_of(action: Action | None) -> ActionSpec | None:
+    """A resolved Action read back as a spec: each change's factor a one-point range, its
+    value what a set writes. Used for a finding the rulebook does not name."""
+    if action is None:
         return None
-    if isinstance(obj, ActionSpec):
-        return obj
-    changes = tuple(to_change_spec(c) for c in (_get(obj, "changes") or ()))
-    return ActionSpec(
-        advice=str(_get(obj, "advice", "") or ""),
-        changes=changes,
-        safety=str(_get(obj, "safety", "unsafe") or "unsafe"),
-    )
-
-
-def actions_for(finding: Finding, rules: Any = None) -> RuleActions:
-    """The rule's primary and fallback for this finding; the finding's own action otherwise."""
-    rule = None
-    by_id = _get(rules, "by_id") if rules is not None else None
-    if by_id is not None:
-        rule = by_id.get(finding.id)
-    if rule is not None:
-        return RuleActions(
-            to_action_spec(_get(rule, "action")),
-            to_action_spec(_get(rule, "fallback")),
-            tuple(_get(rule, "fallback_first") or ()),
+    changes = [
+        ChangeSpec.model_construct(
+            param=c.param,
+            op=c.op,
+            range=(c.factor, c.factor) if c.factor is not None else None,
+            value=c.to if c.factor is None else None,
+            min_from=None,
         )
-    return RuleActions(to_action_spec(finding.action), to_action_spec(finding.fallback))
+        for c in action.changes
+    ]
+    return ActionSpec.model_construct(advice=action.advice, changes=changes, safety=action.safety)
+
+
+def actions_for(finding: Finding, rules: SymptomRulebook | None = None) -> RuleActions:
+    """The rule's primary and fallback for this finding; the finding's own action otherwise."""
+    rule = rules.by_id.get(finding.id) if rules is not None else None
+    if rule is not None:
+        return RuleActions(rule.action, rule.fallback, tuple(rule.fallback_first))
+    return RuleActions(spec_of(finding.action), spec_of(finding.fallback))
 
 
 # ----------------------------------------------------------------------------- numbers
@@ -380,7 +340,6 @@ class Resolved:
 
 def _resolve(
     spec: ActionSpec,
-    kind: str,
     hp: Mapping[str, Any],
     strength: float,
     caps: Mapping[str, float] | None = None,
@@ -545,7 +504,7 @@ def _implied(change: Change, patched: dict[str, Any]) -> list[Change]:
 def resolve(
     finding: Finding,
     hp: Mapping[str, Any],
-    rules: Any = None,
+    rules: SymptomRulebook | None = None,
     previous: Mapping[str, Any] | None = None,
     check: AntiPatternCheck | None = None,
     before: set[str] | None = None,
@@ -571,7 +530,7 @@ def resolve(
     if first and ra.fallback is not None:
         reason = f"its evidence ({first[0]}) rules the primary action out"
     elif ra.primary is not None:
-        changes = _resolve(ra.primary, "primary", hp, finding.strength, caps, facts)
+        changes = _resolve(ra.primary, hp, finding.strength, caps, facts)
         reason = _why_not(changes, ra.primary, hp, previous, check, before)
         if reason is None:
             if into_range:
@@ -583,7 +542,7 @@ def resolve(
     if ra.fallback is None:
         return Resolved(None, [], reason)
     changes = [
-        c for c in _resolve(ra.fallback, "fallback", hp, finding.strength, caps) if c.from_ != c.to
+        c for c in _resolve(ra.fallback, hp, finding.strength, caps) if c.from_ != c.to
     ]
     bad = _anti_pattern(changes[0], hp, check, before) if changes else None
     if bad:  # advise it, but do not write an anti-pattern into the job file
@@ -592,9 +551,8 @@ def resolve(
     return Resolved(_action(ra.fallback, "fallback", changes), changes, reason)
 
 
-def _action(spec: ActionSpec, kind: str, changes: list[Change]) -> Action:
-    safety = spec.safety if spec.safety in ("safe", "unsafe", "display_only") else "unsafe"
-    return Action(kind=kind, advice=spec.advice, changes=changes, safety=safety)  # type: ignore[arg-type]
+def _action(spec: ActionSpec, kind: ActionKind, changes: list[Change]) -> Action:
+    return Action(kind=kind, advice=spec.advice, changes=changes, safety=spec.safety)
 
 
 # ----------------------------------------------------------------------------- the patch
@@ -649,7 +607,7 @@ class RemedyResult:
 def plan(
     findings: Sequence[Finding],
     hp: Mapping[str, Any],
-    rules: Any = None,
+    rules: SymptomRulebook | None = None,
     previous: Mapping[str, Any] | None = None,
     check: AntiPatternCheck | None = None,
     caps: Mapping[str, float] | None = None,
@@ -681,7 +639,7 @@ def plan(
                     "fallback",
                     [
                         c
-                        for c in _resolve(fb, "fallback", hp, f.strength, caps, facts)
+                        for c in _resolve(fb, hp, f.strength, caps, facts)
                         if c.from_ != c.to
                     ],
                 )

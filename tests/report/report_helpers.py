@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
+from advisor.engine import ActionSpec
 from advisor.types import Evidence, Finding, Severity
 
 SPECS: dict[str, dict[str, Any]] = {
@@ -97,8 +98,18 @@ SPECS: dict[str, dict[str, Any]] = {
 }
 
 
+def rule_actions(action: dict[str, Any], fallback: dict[str, Any] | None) -> SimpleNamespace:
+    """What the remedy reads of a rule: its action specs (the rulebook's own model)."""
+    return SimpleNamespace(
+        action=ActionSpec.model_validate(action),
+        fallback=ActionSpec.model_validate(fallback) if fallback is not None else None,
+        fallback_first=[],
+    )
+
+
 def make_rules() -> SimpleNamespace:
-    return SimpleNamespace(by_id={k: SimpleNamespace(**v) for k, v in SPECS.items()})
+    """A stand-in for the rulebook: the rules' actions by id."""
+    return SimpleNamespace(by_id={k: rule_actions(**v) for k, v in SPECS.items()})
 
 
 HP: dict[str, Any] = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from report_helpers import builtin_anti_patterns, finding
+from report_helpers import builtin_anti_patterns, finding, rule_actions
 
 from advisor import remedy
-from advisor.remedy import ChangeSpec
+from advisor.engine import ChangeSpec
 
 
 def plan(findings: list, hp: dict[str, Any], rules: Any, previous: dict | None = None):
@@ -19,7 +19,8 @@ def plan(findings: list, hp: dict[str, Any], rules: Any, previous: dict | None =
     ("strength", "factor"), [(0.0, 1.5), (0.5, 1.75), (1.0, 2.0), (0.3, 1.65), (7.0, 2.0)]
 )
 def test_factor_follows_strength(strength: float, factor: float) -> None:
-    assert remedy.choose_amount(ChangeSpec("lr", "multiply", (1.5, 2.0)), strength) == factor
+    spec = ChangeSpec(param="lr", op="multiply", range=(1.5, 2.0))
+    assert remedy.choose_amount(spec, strength) == factor
 
 
 def test_p1_patch_raises_lr_by_the_strength_factor(rules, hp) -> None:
@@ -244,7 +245,7 @@ def test_real_static_rules_are_the_anti_pattern_source(rules, hp) -> None:
 
 def test_a_later_finding_covered_by_the_patch_says_so(rules, hp) -> None:
     hp["algorithm"] = "grpo"
-    rules.by_id["DAPO-ENT"] = type(rules.by_id["P4"])(
+    rules.by_id["DAPO-ENT"] = rule_actions(
         action={
             "advice": "consider dapo",
             "changes": [{"param": "algorithm", "op": "set", "value": "dapo"}],
