@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.engine import ActionSpec, ChangeSpec
+from advisor.static import RequireCheck, Unknown, check, evaluate, render, rulebook
 from advisor.types import Action, Change, Finding, Patch
 
 if TYPE_CHECKING:
@@ -44,8 +45,6 @@ IMPLIED_BY_SWITCH: dict[tuple[str, Any], dict[str, tuple[Any, str]]] = {
     },
 }
 ActionKind = Literal["primary", "fallback"]
-# Room left for a response when max_length is lowered below max_prompt_length (§2.3).
-MIN_RESPONSE_ROOM = 1024
 
 
 # ----------------------------------------------------------------------------- action specs
@@ -114,8 +113,6 @@ def choose_amount(spec: ChangeSpec, strength: float) -> float:
 def valid_ranges() -> tuple[dict[str, tuple[float, float, bool]], dict[str, tuple[Any, ...]]]:
     """Ranges and choices of the hyperparameters, from the config rulebook
     (`rulebook/config.yaml`, the one source of truth)."""
-    from advisor.static import rulebook
-
     specs = rulebook().hyper_parameters
     bounds: dict[str, tuple[float, float, bool]] = {}
     choices: dict[str, tuple[Any, ...]] = {}
@@ -228,51 +225,39 @@ def _change(
 
 # ----------------------------------------------------------------------------- couplings
 def repair_couplings(hp: dict[str, Any], changed: set[str]) -> list[Change]:
-    """Re-check knowledge.md §2.3 after a change; repair the parameter that was *not* changed
-    where possible (the action's intent stays), and return the repairs as Changes with notes."""
+    """Re-check the couplings of knowledge.md §2.3 after a change and repair each one broken,
+    as the config rulebook declares it (a C1xx rule's `repair`: its `require` check is the
+    relation, its first move that applies says which side moves and to what). The repairs
+    are made on `hp`, in the rulebook's order, and returned as Changes with notes."""
+    book = rulebook()
     repairs: list[Change] = []
-
-    def _set(param: str, value: Any, note: str) -> None:
-        repairs.append(_change(param, hp.get(param), value, note=note))
-        hp[param] = value
-
-    bs, nr, mb = hp.get("batch_size"), hp.get("n_rollouts"), hp.get("ppo_mini_batch_size")
-    if isinstance(bs, int) and isinstance(nr, int) and isinstance(mb, int) and mb > bs * nr:
-        # Whichever side moved, the mini-batch is the dependent one (it must fit in a step).
-        _set(
-            "ppo_mini_batch_size",
-            bs * nr,
-            f"repaired coupling: ppo_mini_batch_size <= batch_size x n_rollouts = {bs * nr}",
-        )
-    ml, mpl = hp.get("max_length"), hp.get("max_prompt_length")
-    if isinstance(ml, int) and isinstance(mpl, int) and mpl >= ml:
-        if "max_length" in changed:
-            target, _ = clamp("max_length", mpl + MIN_RESPONSE_ROOM)
-            _set(
-                "max_length",
-                target,
-                f"repaired coupling: max_length kept {MIN_RESPONSE_ROOM} tokens above "
-                "max_prompt_length for the response",
-            )
-        else:
-            _set(
-                "max_prompt_length",
-                max(1, ml - MIN_RESPONSE_ROOM),
-                f"repaired coupling: max_prompt_length lowered to leave {MIN_RESPONSE_ROOM} "
-                "response tokens inside max_length",
-            )
-    ng, tp, pp = (
-        hp.get("n_gpus_training"),
-        hp.get("tensor_model_parallel_size"),
-        hp.get("pipeline_model_parallel_size", 1),
-    )
-    if isinstance(ng, int) and isinstance(tp, int) and isinstance(pp, int) and ng < tp * pp:
-        _set(
-            "tensor_model_parallel_size",
-            max(1, ng // max(pp, 1)),
-            "repaired coupling: n_gpus_training >= tensor_mp x pipeline_mp",
-        )
+    for rule in book.rules:
+        if rule.repair is None or not isinstance(rule.check, RequireCheck):
+            continue
+        scope = {**rule.repair.assume, **{p: hp[p] for p in rule.params if p in hp}}
+        if not all(_judgeable(scope.get(p), book.hyper_parameters[p].type) for p in rule.params):
+            continue  # a value unknown or not a number: the relation is not judged on it
+        try:
+            if evaluate(rule.check.expr, scope):
+                continue
+            moves = rule.repair.moves
+            move = next(m for m in moves if not m.if_changed or changed & set(m.if_changed))
+            value, _ = clamp(move.param, evaluate(move.to, scope))
+        except (Unknown, StopIteration):
+            continue
+        note = f"repaired coupling: {render(move.note, scope)}"
+        repairs.append(_change(move.param, hp.get(move.param), value, note=note))
+        hp[move.param] = value
     return repairs
+
+
+def _judgeable(value: Any, kind: str) -> bool:
+    """A value of the type the rulebook declares for it (an int for an int parameter)."""
+    if kind == "int":
+        return isinstance(value, int)
+    if kind == "float":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return value is not None
 
 
 # ----------------------------------------------------------------------------- applicability
@@ -303,7 +288,6 @@ def _static_check_cached(key: tuple[tuple[str, Any], ...]) -> tuple[Any, ...]:
 
 def _static_check(hp: Mapping[str, Any]) -> tuple[Any, ...]:
     from advisor.config import load_config
-    from advisor.static import check
 
     return tuple(f for f in check(load_config(None, hints=dict(hp))) if f.severity.rank >= 1)
 
@@ -476,13 +460,9 @@ def _suggested(hp: Mapping[str, Any], param: str) -> float | None:
 
 
 def _default(param: str) -> Any:
-    try:
-        from advisor.static import rulebook
-
-        spec = rulebook().hyper_parameters.get(param)
-        return spec.default if spec is not None else None
-    except ImportError:
-        return {"learning_rate": 2e-6, "kl_loss_coef": 0.002, "n_epochs": 1}.get(param)
+    """The platform default of `param` (the config rulebook's), None for an unknown one."""
+    spec = rulebook().hyper_parameters.get(param)
+    return spec.default if spec is not None else None
 
 
 def _further(old: Any, new: Any, ref: Any) -> bool:

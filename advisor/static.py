@@ -132,6 +132,40 @@ Check = Annotated[
 ]
 
 
+class RepairMove(_Strict):
+    """One way to restore a coupling: `param` takes the value of the expression `to`."""
+
+    param: str = Field(description="the side that moves (one of the rule's params)")
+    to: str = Field(description="expression over the job's values: the value `param` takes")
+    note: str = Field(
+        min_length=1,
+        description="what the repair did, said after 'repaired coupling: ' ({expression} parts "
+        "are evaluated on the job before the repair)",
+    )
+    if_changed: list[str] = Field(
+        default_factory=list,
+        description="taken only when the remedy's change moved one of these; otherwise the "
+        "next move is tried (the change's own value keeps its intent)",
+    )
+
+    @field_validator("to")
+    @classmethod
+    def _parses(cls, value: str) -> str:
+        _parse(value)
+        return value
+
+
+class CouplingRepair(_Strict):
+    """How the remedy restores this coupling after its change broke it: the rule's `require`
+    check is the relation, the first move that applies says which side moves and to what."""
+
+    assume: dict[str, int | float | str] = Field(
+        default_factory=dict,
+        description="values the relation takes for params the job leaves out",
+    )
+    moves: list[RepairMove] = Field(min_length=1)
+
+
 class ConfigRule(_Strict):
     """One static rule, with its ruff-shaped documentation."""
 
@@ -151,6 +185,9 @@ class ConfigRule(_Strict):
     example: str = Field(min_length=1)
     use_instead: str = Field(min_length=1)
     source: str = Field(min_length=1)
+    repair: CouplingRepair | None = Field(
+        None, description="how the remedy restores a coupling (C1xx) its change broke"
+    )
 
     @field_validator("when", "suggested")
     @classmethod
@@ -195,10 +232,27 @@ class ConfigRulebook(_Strict):
                 _parse(rule.check.expr)
             if isinstance(rule.check, CustomCheck) and rule.check.function not in CUSTOM:
                 raise ValueError(f"{rule.id}: unknown custom function {rule.check.function!r}")
+            if rule.repair is not None:
+                _check_repair(rule, set(self.hyper_parameters))
         return self
 
     def rule(self, rule_id: str) -> ConfigRule:
         return next(r for r in self.rules if r.id == rule_id)
+
+
+def _check_repair(rule: ConfigRule, known: set[str]) -> None:
+    """A repair restores a `require` relation by moving one of the rule's own params."""
+    assert rule.repair is not None
+    if not isinstance(rule.check, RequireCheck):
+        raise ValueError(f"{rule.id}: a repair needs a require check (the relation)")
+    named = {m.param for m in rule.repair.moves} | set(rule.repair.assume)
+    named |= {p for m in rule.repair.moves for p in m.if_changed}
+    stray = sorted(named - set(rule.params))
+    if stray:
+        raise ValueError(f"{rule.id}: the repair names params the rule does not: {stray}")
+    unknown = sorted(set(rule.params) - known)
+    if unknown:
+        raise ValueError(f"{rule.id}: a repair moves hyperparameters only, not {unknown}")
 
 
 class Profile(_Strict):
