@@ -142,16 +142,26 @@ def _read_while_importing(metrics: Path) -> Run:
     return got[0]
 
 
-def validate(config: Path | str | None, sets: Sequence[str] = ()) -> Diagnosis:
-    """The static checks of a job file alone: the diagnose object with `run` None."""
-    loaded = _load_config(config, sets)
-    return Diagnosis(
-        tool={"name": "rl-advisor", "version": __version__},
-        run=None,
-        status="healthy",
-        config_findings=config_findings_of(loaded),
-        hyper_parameters=dict(loaded.hyper_parameters),
+def validate(
+    config: Path | str | None,
+    sets: Sequence[str] = (),
+    *,
+    training_samples: int | None = None,
+    profile: str | None = None,
+    previous: Path | str | None = None,
+) -> Diagnosis:
+    """The static checks of a job file alone: the diagnose object with `run` None, and the
+    verdict `rl-advisor validate` gives (`advisor.static.validate_job`, its one home)."""
+    from advisor.static import validate_job
+
+    _, diagnosis = validate_job(
+        Path(config) if config is not None else None,
+        sets,
+        training_samples=training_samples,
+        profile=profile,
+        previous=Path(previous) if previous is not None else None,
     )
+    return diagnosis
 
 
 def diagnose(

@@ -913,7 +913,9 @@ def validate_job(
     hints: Mapping[str, Any] | None = None,
     previous: Path | None = None,
 ) -> tuple[LoadedConfig, Diagnosis]:
-    """Load, check and wrap as a Diagnosis (run null, findings empty): what `validate` prints."""
+    """Load, check and wrap as a Diagnosis (run null, findings empty): the one verdict on a job
+    config, what `rl-advisor validate` prints and `advisor.validate` returns. Status "issues"
+    when a finding is a warning or an error, else "healthy"."""
     from advisor import __version__
     from advisor.config import load_config
     from advisor.types import Diagnosis
