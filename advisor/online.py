@@ -44,6 +44,7 @@ from advisor.types import (
 
 if TYPE_CHECKING:
     from advisor.config import LoadedConfig
+    from advisor.engine import Judgement, Monitor, SymptomRulebook
 
 log = logging.getLogger("rl_advisor")
 
@@ -91,7 +92,7 @@ class Advisor:
         hints: Mapping[str, Any] | None = None,
         training_samples: int | None = None,
         expected_steps: int | None = None,
-        rules: Any = None,
+        rules: SymptomRulebook | None = None,
         auto_apply: bool = False,
         apply: ApplyCallback | None = None,
         on_finding: FindingCallback | None = None,
@@ -118,7 +119,7 @@ class Advisor:
         self._on_finding = on_finding
         self.source = source
         self.format = format
-        self._monitor: Any = None
+        self._monitor: Monitor | None = None
         self._lock = threading.Lock()
         self._seen: set[str] = set()  # canonical metrics seen (bounded by the vocabulary)
         self._first_step: int | None = None
@@ -192,20 +193,29 @@ class Advisor:
         """The effective hyperparameters the engine judges with."""
         return dict(self._config().hyper_parameters)
 
-    def _start(self) -> Any:
+    def _start(self) -> Monitor:
+        self._monitor = self._new_monitor()
+        self._extra = frozenset(self._monitor.tracked) - _TRACKED
+        return self._monitor
+
+    def _new_monitor(self) -> Monitor:
         from advisor.engine import Monitor
 
         loaded = self._config()
         # origin and the run length as diagnose gives them: a defaulted eval_steps is then
         # assumed the same way (from the run length when it is known)
-        self._monitor = Monitor(
+        return Monitor(
             loaded.hyper_parameters,
             self._rules,
-            origin=dict(getattr(loaded, "origin", {}) or {}),
+            origin=dict(loaded.origin),
             expected_steps=self.expected_steps,
         )
-        self._extra = frozenset(self._monitor.tracked) - _TRACKED
-        return self._monitor
+
+    def judgement(self) -> Judgement:
+        """What the engine has judged so far, as `judge_run` returns it for a finished run
+        (before the first step: the judgement of no steps, insufficient data)."""
+        monitor = self._monitor if self._monitor is not None else self._new_monitor()
+        return monitor.judgement()
 
     # -- the hook -----------------------------------------------------------------------------
     def observe(
@@ -261,7 +271,8 @@ class Advisor:
             self._count_cut(metrics)
         if not self._trl_keys.intersection(TRL_KL_KEYS):  # a kl key settles it
             self._trl_keys.update(k for k in _TRL_KEYS if k in metrics)
-        new = list(self._monitor.push(step, row))
+        monitor = self._monitor if self._monitor is not None else self._start()
+        new = list(monitor.push(step, row))
         self._track(step, row)
         if is_training_record(k for k, v in metrics.items() if v is not None):
             self._steps += 1  # an evaluation alone (verl's at step 0) is no step, as for load_run
@@ -440,11 +451,11 @@ class Advisor:
         """
         todo = [f for f in found if _key(f) not in self._planned]
         if todo:
-            from advisor.api import _rules
+            from advisor.engine import load_symptom_rules
             from advisor.remedy import plan
             from advisor.static import scale_caps
 
-            rules = self._rules if self._rules is not None else _rules()
+            rules = self._rules if self._rules is not None else load_symptom_rules()
             cfg = self._config()
             caps = scale_caps(cfg)
             for f in plan(todo, cfg.hyper_parameters, rules, caps=caps).findings:
@@ -588,30 +599,22 @@ class Advisor:
         """The Diagnosis `diagnose` would build from the same series (so far): the same
         assembly (`advisor.api.assemble`: remedy, checkpoint advice, assumptions), fed from the
         Monitor's judgement and the bounded history this Advisor keeps."""
-        from types import SimpleNamespace
-
         from advisor.api import assemble, config_findings_of, with_file_diff
         from advisor.static import scale_caps
 
         loaded = self._report_config()
-        judgement = SimpleNamespace(
-            findings=list(self._monitor.findings) if self._monitor is not None else [],
-            status=self.status,
-            warmup_steps=self.warmup_steps,
-            assumptions=list(getattr(self._monitor, "assumptions", []) or []),
-        )
         d = assemble(
             self._history_run(),
             dict(loaded.hyper_parameters),
-            judgement,
+            self.judgement(),
             config_findings=config_findings_of(loaded),
-            origin=dict(getattr(loaded, "origin", {}) or {}),
+            origin=dict(loaded.origin),
             training_samples=self._training_samples,
             rules=self._rules,
             config_given=self._config_path is not None,
             caps=scale_caps(loaded),
             framework=self.framework(),
-            framework_facts=getattr(loaded, "facts", None),
+            framework_facts=loaded.facts,
         )
         return with_file_diff(d.model_copy(update={"run": self.run_info()}), self._config_path)
 

@@ -149,3 +149,27 @@ def test_a_long_run_reports_as_diagnose_from_the_thinned_history(tmp_path: Path)
     assert max(len(s.steps) for s in adv._series.values()) < 1024  # it did thin
     assert json.loads(adv.diagnosis().model_dump_json(by_alias=True)) == batch
     assert batch["findings"] and batch["checkpoint"]["best_step"] == 700
+
+
+@pytest.mark.parametrize("path", one_per_symptom()[:3], ids=lambda p: p.name)
+def test_the_judgement_is_the_engines_typed_one(path: Path) -> None:
+    """The report is built from the engine's own Judgement, as judge_run gives it to diagnose."""
+    from advisor.engine import Judgement
+
+    batch = diagnose(path, path / "job.yaml")
+    adv, _ = replay(load_run(path), path / "job.yaml")
+    j = adv.judgement()
+    assert isinstance(j, Judgement)
+    assert (j.status, j.warmup_steps) == (batch.status, batch.warmup_steps)
+    assert [(f.id, f.onset_step) for f in j.findings] == [
+        (f.id, f.onset_step) for f in adv.findings
+    ]
+
+
+def test_before_the_first_step_the_judgement_is_of_no_steps() -> None:
+    adv = Advisor(hyper_parameters={"eval_steps": 10})
+    j = adv.judgement()
+    assert j.status == "insufficient_data" and j.findings == [] and j.warmup_steps == 30
+    assert adv.diagnosis().status == "insufficient_data"
+    adv.observe(1, {"critic/rewards/mean": 0.4})  # the throwaway judgement started nothing
+    assert adv.steps == 1
