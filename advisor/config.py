@@ -28,6 +28,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from advisor.resources import write_text_atomic
 from advisor.types import ConfigFinding, InputError, Severity
 
+# A hyperparameter value as the job holds it (a choice is its string); `HyperParams`: a job's
+# values by name, what the engine, the remedy and the hooks take.
+HpValue = bool | int | float | str
+HyperParams = Mapping[str, HpValue]
 Origin = Literal["default", "file", "run", "set"]
 Layout = Literal["yaml", "keyword", "flat", "none"]
 
@@ -138,7 +142,7 @@ class LoadedConfig:
 
     config: JobConfig
     findings: list[ConfigFinding]
-    hyper_parameters: dict[str, Any]
+    hyper_parameters: dict[str, HpValue]
     origin: dict[str, Origin]
     source: Path | None
     layout: Layout = "none"
@@ -1135,7 +1139,7 @@ def _apply_function_set(walker: _Walker, key: str, value: Any) -> None:
 def load_config(
     path: Path | str | None,
     sets: Sequence[str] = (),
-    hints: Mapping[str, Any] | None = None,
+    hints: Mapping[str, object] | None = None,
     training_samples: int | None = None,
 ) -> LoadedConfig:
     """Load a job config (any of the three shapes), layer defaults < run hints < file < --set.

@@ -19,7 +19,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from advisor.ingest.frame import (
     LONGEST,
@@ -43,13 +43,30 @@ from advisor.types import (
 )
 
 if TYPE_CHECKING:
-    from advisor.config import LoadedConfig
+    from advisor.config import HpValue, HyperParams, LoadedConfig
     from advisor.engine import Judgement, Monitor, SymptomRulebook
 
 log = logging.getLogger("rl_advisor")
 
 FindingCallback = Callable[[Finding], None]
 ApplyCallback = Callable[[Finding, Action], None]
+
+
+
+class AdvisorOptions(TypedDict, total=False):
+    """The Advisor's keyword options besides its job (see `Advisor.__init__`)."""
+
+    hyper_parameters: HyperParams | None
+    hints: Mapping[str, object] | None
+    training_samples: int | None
+    expected_steps: int | None
+    rules: SymptomRulebook | None
+    auto_apply: bool
+    apply: ApplyCallback | None
+    on_finding: FindingCallback | None
+    source: str
+    format: str
+
 
 _MAX_WARNINGS = 20
 _MAX_PLANS = 64  # distinct key sets remembered (train-only, train+eval, ...); bounded memory
@@ -84,12 +101,12 @@ class Advisor:
 
     def __init__(
         self,
-        hyper_parameters: Mapping[str, Any] | None = None,
+        hyper_parameters: HyperParams | None = None,
         *,
         config: LoadedConfig | None = None,
         config_path: str | Path | None = None,
         sets: Sequence[str] = (),
-        hints: Mapping[str, Any] | None = None,
+        hints: Mapping[str, object] | None = None,
         training_samples: int | None = None,
         expected_steps: int | None = None,
         rules: SymptomRulebook | None = None,
@@ -104,7 +121,7 @@ class Advisor:
         self._explicit = dict(hyper_parameters or {})
         self._config_path = Path(config_path) if config_path is not None else None
         self._sets = tuple(sets)
-        self._hints: dict[str, Any] = dict(hints or {})
+        self._hints: dict[str, object] = dict(hints or {})
         self._lr_peak = 0.0
         # clipped steps, their longest response, how many reached it
         self._cut: tuple[int, float, int] = (0, 0.0, 0)
@@ -129,7 +146,7 @@ class Advisor:
         self._warnings: list[str] = []
         self._notes: list[str] = []  # the log reader's notes (watch)
         self._closed = False
-        self._pending: tuple[int, Mapping[str, Any]] | None = None  # held by partial=True
+        self._pending: tuple[int, Mapping[str, object]] | None = None  # held by partial=True
         self._val_best: tuple[int, float] | None = None
         self._val_last: tuple[int, float] | None = None
         # the last evaluations, exact: the checkpoint advice scores the kept checkpoints
@@ -150,14 +167,16 @@ class Advisor:
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def from_config(cls, path: str | Path, sets: Sequence[str] = (), **kwargs: Any) -> Advisor:
+    def from_config(
+        cls, path: str | Path, sets: Sequence[str] = (), **kwargs: Unpack[AdvisorOptions]
+    ) -> Advisor:
         """An Advisor for the job described by `path` (YAML or keyword layout), `--set` style
         overrides in `sets`. Bad config input raises InputError now, not at the first step."""
         adv = cls(config_path=path, sets=sets, **kwargs)
         adv._config()  # load eagerly: a wrong path must fail before training starts
         return adv
 
-    def add_hints(self, hints: Mapping[str, Any], expected_steps: int | None = None) -> None:
+    def add_hints(self, hints: Mapping[str, object], expected_steps: int | None = None) -> None:
         """Hyperparameters the run itself reveals (TrainingArguments, verl's config).
 
         They fill what the job file leaves out; an explicit file wins (a disagreement is reported,
@@ -189,7 +208,7 @@ class Advisor:
         return self._loaded
 
     @property
-    def hyper_parameters(self) -> dict[str, Any]:
+    def hyper_parameters(self) -> dict[str, HpValue]:
         """The effective hyperparameters the engine judges with."""
         return dict(self._config().hyper_parameters)
 
@@ -219,7 +238,7 @@ class Advisor:
 
     # -- the hook -----------------------------------------------------------------------------
     def observe(
-        self, step: int, metrics: Mapping[str, Any], *, partial: bool = False
+        self, step: int, metrics: Mapping[str, object], *, partial: bool = False
     ) -> list[Finding]:
         """Feed one step's metrics (raw framework names or canonical ones).
 
@@ -248,7 +267,7 @@ class Advisor:
                 new += self._push(step_i, merged)
         return self._notify(new)
 
-    def _merged(self, step: int, metrics: Mapping[str, Any]) -> Mapping[str, Any]:
+    def _merged(self, step: int, metrics: Mapping[str, object]) -> Mapping[str, object]:
         if self._pending is None or self._pending[0] != step:
             return metrics
         # the later record wins per metric, as readers merge one step's records
@@ -261,7 +280,7 @@ class Advisor:
         self._pending = None
         return self._push(step, metrics)
 
-    def _push(self, step: int, metrics: Mapping[str, Any]) -> list[Finding]:
+    def _push(self, step: int, metrics: Mapping[str, object]) -> list[Finding]:
         row = self._row(metrics)
         lr = row.get("lr")
         if lr is not None and 0 < lr < math.inf and lr > self._lr_peak:
@@ -281,7 +300,7 @@ class Advisor:
             self._last_step = step
         return new
 
-    def _count_cut(self, metrics: Mapping[str, Any]) -> None:
+    def _count_cut(self, metrics: Mapping[str, object]) -> None:
         """The response cap's evidence at a clipped step, as `frame.response_cap` reads it."""
         raw = next((metrics[c] for c in LONGEST if c in metrics), None)
         longest = _number(raw) if raw is not None else None
@@ -314,7 +333,7 @@ class Advisor:
 
     __call__ = observe  # a plain callable for any orchestrator: hook(step, metrics)
 
-    def _row(self, metrics: Mapping[str, Any]) -> dict[str, float | None]:
+    def _row(self, metrics: Mapping[str, object]) -> dict[str, float | None]:
         """Canonical names as the readers make them (`canonicalize`: best raw key per
         name, val_reward averaged over datasets); other names only where the engine reads them
         (judge_run pushes exactly those columns too)."""
@@ -720,7 +739,7 @@ def _step(step: Any) -> int:
     return int(value)
 
 
-def _as_set(key: str, value: Any) -> str:
+def _as_set(key: str, value: object) -> str:
     """A hyperparameter as a --set string; JSON scalars parse back as YAML scalars do."""
     import json
 

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from advisor.config import HpValue, HyperParams, load_config
 from advisor.engine import ActionSpec, ChangeSpec
 from advisor.static import RequireCheck, Unknown, check, evaluate, render, rulebook
-from advisor.types import Action, Change, Finding, Patch
+from advisor.types import Action, Change, ConfigFinding, Finding, Patch
 
 if TYPE_CHECKING:
     from advisor.dialect import Speaker
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 _EXCLUSIVE_FLOOR = {"inference_gpu_memory_utilization": 0.05}
 # What an algorithm switch implies, only where the guide says so (knowledge.md §3: DAPO's
 # typical KL coefficient is 0, and kl_loss_coef 0 is an anti-pattern only outside DAPO).
-IMPLIED_BY_SWITCH: dict[tuple[str, Any], dict[str, tuple[Any, str]]] = {
+IMPLIED_BY_SWITCH: dict[tuple[str, HpValue], dict[str, tuple[HpValue, str]]] = {
     ("algorithm", "dapo"): {
         "kl_loss_coef": (
             0.0,
@@ -110,12 +111,12 @@ def choose_amount(spec: ChangeSpec, strength: float) -> float:
 
 
 @lru_cache(maxsize=1)
-def valid_ranges() -> tuple[dict[str, tuple[float, float, bool]], dict[str, tuple[Any, ...]]]:
+def valid_ranges() -> tuple[dict[str, tuple[float, float, bool]], dict[str, tuple[HpValue, ...]]]:
     """Ranges and choices of the hyperparameters, from the config rulebook
     (`rulebook/config.yaml`, the one source of truth)."""
     specs = rulebook().hyper_parameters
     bounds: dict[str, tuple[float, float, bool]] = {}
-    choices: dict[str, tuple[Any, ...]] = {}
+    choices: dict[str, tuple[HpValue, ...]] = {}
     for name, spec in specs.items():
         if spec.choices:
             choices[name] = tuple(spec.choices)
@@ -147,7 +148,7 @@ def clamp(param: str, value: Any) -> tuple[Any, str | None]:
 
 
 def sized_response_room(
-    spec: ChangeSpec, hp: Mapping[str, Any], facts: Mapping[str, Any] | None
+    spec: ChangeSpec, hp: HyperParams, facts: Mapping[str, object] | None
 ) -> tuple[float, str] | None:
     """The tokens to add to max_length, sized from what finished answers need, when the run
     logged it (TRL's completions/mean_terminated_length): room for a cut answer to run one
@@ -176,10 +177,10 @@ def sized_response_room(
 
 def apply_change(
     spec: ChangeSpec,
-    hp: Mapping[str, Any],
+    hp: HyperParams,
     strength: float,
     caps: Mapping[str, float] | None = None,
-    facts: Mapping[str, Any] | None = None,
+    facts: Mapping[str, object] | None = None,
 ) -> Change | None:
     """The Change this spec makes on `hp`, clamped; None when the parameter is unknown.
 
@@ -202,8 +203,12 @@ def apply_change(
     if spec.op != "set" and note is None and (sized := sized_response_room(spec, hp, facts)):
         note = sized[1]
     cap = (caps or {}).get(spec.param)
-    numeric = isinstance(target, int | float) and isinstance(current, int | float)
-    if numeric and cap is not None and current is not None and current < cap < target:
+    if (
+        cap is not None
+        and isinstance(current, int | float)
+        and isinstance(target, int | float)
+        and current < cap < target
+    ):
         target, factor = cap, (cap / current if spec.op == "multiply" and current else factor)
         note = f"capped at {_v(cap)}, the top of the guide's range for this model"
     return _change(spec.param, current, target, spec.op, factor, note)
@@ -224,7 +229,7 @@ def _change(
 
 
 # ----------------------------------------------------------------------------- couplings
-def repair_couplings(hp: dict[str, Any], changed: set[str]) -> list[Change]:
+def repair_couplings(hp: dict[str, HpValue], changed: set[str]) -> list[Change]:
     """Re-check the couplings of knowledge.md §2.3 after a change and repair each one broken,
     as the config rulebook declares it (a C1xx rule's `repair`: its `require` check is the
     relation, its first move that applies says which side moves and to what). The repairs
@@ -251,7 +256,7 @@ def repair_couplings(hp: dict[str, Any], changed: set[str]) -> list[Change]:
     return repairs
 
 
-def _judgeable(value: Any, kind: str) -> bool:
+def _judgeable(value: HpValue | None, kind: str) -> bool:
     """A value of the type the rulebook declares for it (an int for an int parameter)."""
     if kind == "int":
         return isinstance(value, int)
@@ -261,16 +266,16 @@ def _judgeable(value: Any, kind: str) -> bool:
 
 
 # ----------------------------------------------------------------------------- applicability
-AntiPatternCheck = Callable[[Mapping[str, Any]], set[str]]
+AntiPatternCheck = Callable[[HyperParams], set[str]]
 
 
-def static_anti_patterns(hp: Mapping[str, Any]) -> set[str]:
+def static_anti_patterns(hp: HyperParams) -> set[str]:
     """Static warnings/errors on `hp` as "rule:param" items, from the static rules (the
     one source of truth for anti-patterns)."""
     return {f"{f.id}:{p}" for f in _static_warnings(hp) for p in (f.params or [""])}
 
 
-def _static_warnings(hp: Mapping[str, Any]) -> tuple[Any, ...]:
+def _static_warnings(hp: HyperParams) -> tuple[ConfigFinding, ...]:
     """The static rules' warnings and errors on `hp` (read only: they may be cached)."""
     try:
         key = tuple(sorted(hp.items()))
@@ -281,19 +286,17 @@ def _static_warnings(hp: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 @lru_cache(maxsize=4096)
-def _static_check_cached(key: tuple[tuple[str, Any], ...]) -> tuple[Any, ...]:
+def _static_check_cached(key: tuple[tuple[str, HpValue], ...]) -> tuple[ConfigFinding, ...]:
     # The remedy checks the same job (and the same patched jobs) many times over a batch.
     return _static_check(dict(key))
 
 
-def _static_check(hp: Mapping[str, Any]) -> tuple[Any, ...]:
-    from advisor.config import load_config
-
+def _static_check(hp: HyperParams) -> tuple[ConfigFinding, ...]:
     return tuple(f for f in check(load_config(None, hints=dict(hp))) if f.severity.rank >= 1)
 
 
 def already_tried(
-    spec: ChangeSpec, hp: Mapping[str, Any], previous: Mapping[str, Any] | None
+    spec: ChangeSpec, hp: HyperParams, previous: HyperParams | None
 ) -> bool:
     """The previous job already moved this parameter the same way (e.g. lr raised prev -> now)."""
     if not previous or spec.param not in previous:
@@ -324,10 +327,10 @@ class Resolved:
 
 def _resolve(
     spec: ActionSpec,
-    hp: Mapping[str, Any],
+    hp: HyperParams,
     strength: float,
     caps: Mapping[str, float] | None = None,
-    facts: Mapping[str, Any] | None = None,
+    facts: Mapping[str, object] | None = None,
 ) -> list[Change]:
     out = []
     for s in spec.changes:
@@ -347,8 +350,8 @@ def _resolve(
 def _why_not(
     changes: list[Change],
     spec: ActionSpec,
-    hp: Mapping[str, Any],
-    previous: Mapping[str, Any] | None,
+    hp: HyperParams,
+    previous: HyperParams | None,
     check: AntiPatternCheck,
     before: set[str],
 ) -> str | None:
@@ -376,7 +379,7 @@ def _why_not(
 
 
 def _anti_pattern(
-    change: Change, hp: Mapping[str, Any], check: AntiPatternCheck, before: set[str]
+    change: Change, hp: HyperParams, check: AntiPatternCheck, before: set[str]
 ) -> str | None:
     """Why applying `change` (and what it implies) would be an anti-pattern, or None.
 
@@ -399,7 +402,7 @@ def _anti_pattern(
 
 def _into_range(
     change: Change,
-    hp: Mapping[str, Any],
+    hp: HyperParams,
     check: AntiPatternCheck,
     before: set[str],
     caps: Mapping[str, float] | None = None,
@@ -447,7 +450,7 @@ def _moved(change: Change, value: Any, cleared: set[str]) -> Change:
     )
 
 
-def _suggested(hp: Mapping[str, Any], param: str) -> float | None:
+def _suggested(hp: HyperParams, param: str) -> float | None:
     """The value a static rule flagging `param` on this job suggests (a number), if any: from
     the same (cached) check the anti-patterns come from."""
     for f in _static_warnings(hp):
@@ -472,7 +475,7 @@ def _further(old: Any, new: Any, ref: Any) -> bool:
     return abs(new - ref) > abs(old - ref)
 
 
-def _implied(change: Change, patched: dict[str, Any]) -> list[Change]:
+def _implied(change: Change, patched: dict[str, HpValue]) -> list[Change]:
     out = []
     for param, (value, note) in IMPLIED_BY_SWITCH.get((change.param, change.to), {}).items():
         if patched.get(param) != value:
@@ -483,14 +486,14 @@ def _implied(change: Change, patched: dict[str, Any]) -> list[Change]:
 
 def resolve(
     finding: Finding,
-    hp: Mapping[str, Any],
+    hp: HyperParams,
     rules: SymptomRulebook | None = None,
-    previous: Mapping[str, Any] | None = None,
+    previous: HyperParams | None = None,
     check: AntiPatternCheck | None = None,
     before: set[str] | None = None,
     caps: Mapping[str, float] | None = None,
     into_range: bool = True,
-    facts: Mapping[str, Any] | None = None,
+    facts: Mapping[str, object] | None = None,
 ) -> Resolved:
     """Resolve the finding's primary, or its fallback when the primary cannot apply.
 
@@ -565,7 +568,7 @@ def describe(change: Change, speaker: Speaker | None = None) -> str:
     return f"{change.param} {_v(change.from_)}{mark} -> {_v(change.to)}{how}"
 
 
-def _v(value: Any) -> str:
+def _v(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
@@ -586,14 +589,14 @@ class RemedyResult:
 
 def plan(
     findings: Sequence[Finding],
-    hp: Mapping[str, Any],
+    hp: HyperParams,
     rules: SymptomRulebook | None = None,
-    previous: Mapping[str, Any] | None = None,
+    previous: HyperParams | None = None,
     check: AntiPatternCheck | None = None,
     caps: Mapping[str, float] | None = None,
     into_range: bool = True,
     speaker: Speaker | None = None,
-    facts: Mapping[str, Any] | None = None,
+    facts: Mapping[str, object] | None = None,
 ) -> RemedyResult:
     """Resolve every finding's action; patch only the top one's first change (one variable at
     a time, knowledge.md §4 "How to judge"); the rest become ordered next steps.
@@ -640,7 +643,7 @@ def _passed(f: Finding) -> bool:
 def _patch(
     findings: list[Finding],
     resolved: list[Resolved],
-    hp: Mapping[str, Any],
+    hp: HyperParams,
     speaker: Speaker | None = None,
 ) -> tuple[Patch, list[str]]:
     steps: list[str] = []
@@ -731,7 +734,7 @@ def _patch(
 
 # ----------------------------------------------------------------------------- checkpoints
 def saved_steps(
-    hp: Mapping[str, Any],
+    hp: HyperParams,
     last_step: int,
     training_samples: int | None = None,
     completed: bool = True,
@@ -771,7 +774,7 @@ def saved_steps(
 
 def checkpoint_advice(
     val: Sequence[tuple[int, float]],
-    hp: Mapping[str, Any],
+    hp: HyperParams,
     last_step: int | None,
     training_samples: int | None = None,
     completed: bool = True,

@@ -614,7 +614,7 @@ def job_scope(loaded: LoadedConfig) -> dict[str, Any]:
     spec = book.mtu_specs.get(res.mtu_spec_code or "")
     functions = cfg.functions
     samples = loaded.training_samples
-    hp = loaded.hyper_parameters
+    hp: Mapping[str, Any] = loaded.hyper_parameters  # ints where used: the loader checks types
     steps_per_epoch = math.ceil(samples / hp["batch_size"]) if samples else None
     scope.update(
         model=cfg.model,
@@ -910,7 +910,7 @@ def validate_job(
     sets: Sequence[str] = (),
     training_samples: int | None = None,
     profile: str | None = None,
-    hints: Mapping[str, Any] | None = None,
+    hints: Mapping[str, object] | None = None,
     previous: Path | None = None,
 ) -> tuple[LoadedConfig, Diagnosis]:
     """Load, check and wrap as a Diagnosis (run null, findings empty): the one verdict on a job
