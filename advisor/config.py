@@ -455,17 +455,7 @@ class _Pass:
     ) -> None:
         rule = self.book.rule(rule_id)
         self.findings.append(
-            ConfigFinding(
-                id=rule.id,
-                name=rule.name,
-                severity=severity or rule.severity,
-                confidence=rule.confidence,
-                params=params,
-                message=message,
-                why=rule.why,
-                suggested=suggested,
-                line=line,
-            )
+            rule.finding(params, message, severity=severity, suggested=suggested, line=line)
         )
 
     def unknown(self, path: str, key: str, candidates: Mapping[str, str], line: int | None) -> None:
@@ -494,41 +484,26 @@ class _Pass:
     ) -> Any:
         """Validate one scalar against a FieldSpec; return the clean value or None if invalid."""
         name = param or path
+
+        def invalid(rule_id: str, problem: str, suggested: Any) -> None:
+            self.invalid.add(name)
+            message = f"{path} = {_show(raw)} {problem}"
+            self.add(rule_id, [name], message, line=line, suggested=suggested)
+
         try:
             value = _coerce(raw, spec)
         except _Bad as bad:
-            self.invalid.add(name)
-            self.add(
-                "C002",
-                [name],
-                f"{path} = {_show(raw)} must be {bad}",
-                line=line,
-                suggested=spec.default,
-            )
+            invalid("C002", f"must be {bad}", spec.default)
             return None
         if spec.type == "choice" and value not in spec.choices:
             near = difflib.get_close_matches(str(value).lower(), map(str, spec.choices), n=1)
             hint = f"; did you mean {near[0]}?" if near else ""
             allowed = ", ".join(map(str, spec.choices))
             what = f"must be {allowed}" if len(spec.choices) == 1 else f"is not one of {allowed}"
-            self.invalid.add(name)
-            self.add(
-                "C004",
-                [name],
-                f"{path} = {_show(raw)} {what}{hint}",
-                line=line,
-                suggested=near[0] if near else spec.default,
-            )
+            invalid("C004", f"{what}{hint}", near[0] if near else spec.default)
             return None
         if not _in_range(value, spec):
-            self.invalid.add(name)
-            self.add(
-                "C003",
-                [name],
-                f"{path} = {_show(raw)} is outside {_range_text(spec)}",
-                line=line,
-                suggested=_clamp(value, spec),
-            )
+            invalid("C003", f"is outside {_range_text(spec)}", _clamp(value, spec))
             return None
         return value
 

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -196,6 +196,28 @@ class ConfigRule(_Strict):
             _parse(value)
         return value
 
+    def finding(
+        self,
+        params: list[str],
+        message: str,
+        *,
+        severity: Severity | None = None,
+        suggested: object = None,
+        line: int | None = None,
+    ) -> ConfigFinding:
+        """This rule's finding on `params` (at its own severity unless told)."""
+        return ConfigFinding(
+            id=self.id,
+            name=self.name,
+            severity=severity or self.severity,
+            confidence=self.confidence,
+            params=params,
+            message=message,
+            why=self.why,
+            suggested=suggested,
+            line=line,
+        )
+
 
 class ConfigRulebook(_Strict):
     version: int
@@ -267,25 +289,28 @@ class ProfileBook(_Strict):
     profiles: dict[str, Profile]
 
 
+_B = TypeVar("_B", ConfigRulebook, ProfileBook)
+
+
 @cache
 def rulebook() -> ConfigRulebook:
     """The config rulebook, validated against its schema (cached)."""
-    from advisor.resources import load_validated
-
-    def build(path: Path) -> ConfigRulebook:
-        return ConfigRulebook.model_validate(_read_yaml(path))
-
-    return load_validated(_rulebook_file("config.yaml"), build, __name__)
+    return _book("config.yaml", ConfigRulebook)
 
 
 @cache
 def profiles() -> ProfileBook:
+    """The guide's starting points (rulebook/profiles.yaml), validated (cached)."""
+    return _book("profiles.yaml", ProfileBook)
+
+
+def _book(name: str, schema: type[_B]) -> _B:
     from advisor.resources import load_validated
 
-    def build(path: Path) -> ProfileBook:
-        return ProfileBook.model_validate(_read_yaml(path))
+    def build(path: Path) -> _B:
+        return schema.model_validate(_read_yaml(path))
 
-    return load_validated(_rulebook_file("profiles.yaml"), build, __name__)
+    return load_validated(_rulebook_file(name), build, __name__)
 
 
 def _rulebook_file(name: str) -> Path:
@@ -759,20 +784,8 @@ def _judge(rule: ConfigRule, scope: Mapping[str, Any], loaded: LoadedConfig) -> 
             hits = []
     except Unknown:
         return []
-    return [
-        ConfigFinding(
-            id=rule.id,
-            name=rule.name,
-            severity=sev,
-            confidence=rule.confidence,
-            params=params,
-            message=msg,
-            why=rule.why,
-            suggested=sug,
-            line=loaded.line_of(params),
-        )
-        for sev, msg, sug in hits
-    ]
+    line = loaded.line_of(params) if hits else None
+    return [rule.finding(params, m, severity=sev, suggested=sug, line=line) for sev, m, sug in hits]
 
 
 def _touches(params: Sequence[str], unjudged: frozenset[str]) -> bool:
@@ -867,14 +880,9 @@ def compare_profile(loaded: LoadedConfig, name: str) -> list[ConfigFinding]:
 def _profile_finding(profile: str, param: str, have: Any, want: Any, loaded: Any) -> ConfigFinding:
     rule = rulebook().rule("C901")
     shown = f"{fmt(want[0])} to {fmt(want[1])}" if isinstance(want, list) else fmt(want)
-    return ConfigFinding(
-        id=rule.id,
-        name=rule.name,
-        severity=rule.severity,
-        confidence=rule.confidence,
-        params=[param],
-        message=f"{param} {fmt(have)}; profile {profile} uses {shown}",
-        why=rule.why,
+    return rule.finding(
+        [param],
+        f"{param} {fmt(have)}; profile {profile} uses {shown}",
         suggested=want[0] if isinstance(want, list) else want,
         line=loaded.line_of([param]),
     )
@@ -895,14 +903,11 @@ def compare_previous(loaded: LoadedConfig, previous: LoadedConfig) -> list[Confi
         f"{k} {fmt(previous.hyper_parameters.get(k))} -> {fmt(loaded.hyper_parameters[k])}"
         for k in changed
     )
-    return [
-        ConfigFinding(
-            id=rule.id, name=rule.name, severity=rule.severity, confidence=rule.confidence,
-            params=changed, message=f"{len(changed)} hyperparameters changed at once ({what}); "
-            "change one at a time so the effect can be attributed",
-            why=rule.why, line=loaded.line_of(changed),
-        )
-    ]  # fmt: skip
+    message = (
+        f"{len(changed)} hyperparameters changed at once ({what}); "
+        "change one at a time so the effect can be attributed"
+    )
+    return [rule.finding(changed, message, line=loaded.line_of(changed))]
 
 
 def validate_job(
