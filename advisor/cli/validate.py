@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from advisor.cli import Exit, FailOn, OutputFormat, app
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from advisor.config import LoadedConfig
+    from advisor.types import ConfigFinding, Diagnosis
 
 _JOB_HELP = "Job config: the YAML layout, run() keywords (YAML/JSON) or a hyper_parameters dict."
 _SET_HELP = (
@@ -58,7 +64,7 @@ def validate(
     raise SystemExit(int(exit_code(diag.config_findings, fail_on)))
 
 
-def exit_code(findings: list[Any], fail_on: FailOn) -> int:
+def exit_code(findings: Sequence[ConfigFinding], fail_on: FailOn) -> int:
     """1 when a finding is at or above --fail-on, else 0."""
     if fail_on is FailOn.never:
         return Exit.OK
@@ -68,7 +74,9 @@ def exit_code(findings: list[Any], fail_on: FailOn) -> int:
     return Exit.FINDINGS if any(f.severity.rank >= bar for f in findings) else Exit.OK
 
 
-def _markdown(job: Path, loaded: Any, diag: Any, show_config: bool, n_rules: int) -> str:
+def _markdown(
+    job: Path, loaded: LoadedConfig, diag: Diagnosis, show_config: bool, n_rules: int
+) -> str:
     from advisor.static import fmt
     from advisor.templates import render
 
@@ -94,13 +102,13 @@ def _markdown(job: Path, loaded: Any, diag: Any, show_config: bool, n_rules: int
     )
 
 
-def _view(finding: Any, fmt: Any) -> dict[str, Any]:
+def _view(finding: ConfigFinding, fmt: Callable[[object], str]) -> dict[str, Any]:
     view = finding.model_dump(mode="json")
     view["suggested_text"] = _suggested_text(finding, fmt)
     return view
 
 
-def _suggested_text(finding: Any, fmt: Any) -> str:
+def _suggested_text(finding: ConfigFinding, fmt: Callable[[object], str]) -> str:
     if finding.suggested is None:
         return ""
     value = fmt(finding.suggested)
