@@ -16,6 +16,7 @@ from advisor.cli import OutputFormat, app
 
 if TYPE_CHECKING:
     from advisor.engine import Leaf, Node, SymptomRule
+    from advisor.static import ConfigRule, CouplingRepair
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ def config_rule_docs() -> list[RuleDoc]:
     ]
 
 
-def _config_extra(rule: Any) -> dict[str, str]:
+def _config_extra(rule: ConfigRule) -> dict[str, str]:
     check = rule.check.model_dump(exclude_none=True)
     if check.get("kind") == "load":
         extra = {"Check": "while the job file is read (names, types, ranges, choices, layout)"}
@@ -66,7 +67,23 @@ def _config_extra(rule: Any) -> dict[str, str]:
         extra = {"Check": ", ".join(f"{k}: {v}" for k, v in check.items())}
     if rule.when:
         extra["When"] = rule.when
+    if rule.repair is not None:
+        extra["Repair"] = _list_md(_repair_lines(rule.repair))
     return extra
+
+
+def _repair_lines(repair: CouplingRepair) -> list[str]:
+    """How the remedy restores the coupling after its own change broke it, in order."""
+    lines = ["When the advisor's change breaks this coupling, the first of these that applies:"]
+    lines.append("")
+    for i, move in enumerate(repair.moves, 1):
+        moved = ", ".join(move.if_changed)
+        only = f" (only when the change moved {moved})" if moved else ""
+        lines.append(f"{i}. `{move.param}` = `{move.to}`{only}")
+    if repair.assume:
+        said = ", ".join(f"{k} = {v}" for k, v in repair.assume.items())
+        lines += ["", f"A value the job leaves out is taken as: {said}."]
+    return lines
 
 
 def symptom_rule_docs() -> tuple[list[RuleDoc], str]:

@@ -148,6 +148,17 @@ def test_a_symptom_rule_shows_when_it_fires(capsys: pytest.CaptureFixture[str]) 
     assert "  - not:" in out and "once reported, kept with wander_ratio=0" in out
 
 
+def test_a_coupling_shows_how_the_remedy_repairs_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "rules", "C103")
+    assert code == 0
+    repair = out.split("## Repair", 1)[1].split("## ", 1)[0]
+    first = "1. `max_length` = `max_prompt_length + 1024` (only when the change moved max_length)"
+    assert first in repair
+    assert "2. `max_prompt_length`" in repair
+    code, out, _ = run(capsys, "rules", "C204")
+    assert "## Repair" not in out  # no coupling, no repair
+
+
 def test_rules_by_name_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "rules", "moe-without-gspo", "--format", "json")
     assert code == 0 and json.loads(out)["id"] == "C301"

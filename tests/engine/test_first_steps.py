@@ -8,14 +8,13 @@ import numpy as np
 import polars as pl
 from engine_series import HP, base
 
-from advisor.api import _rules
-from advisor.engine import judge_run
+from advisor.engine import judge_run, load_symptom_rules
 from advisor.remedy import plan as _plan
 from advisor.types import Run
 
 
 def plan(findings: list, hp: dict):
-    return _plan(findings, hp, _rules())
+    return _plan(findings, hp, load_symptom_rules())
 
 
 def _judge(s: dict[str, np.ndarray], hp: dict | None = None, drop: dict[str, int] | None = None):
