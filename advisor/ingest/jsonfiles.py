@@ -212,13 +212,73 @@ def read_ndjson_complete(data: Any, fields: int | None = None, path: Path | None
         # runs while another thread imports numpy. One byte is counted several times faster
         # than two; a ':' inside a string value only costs a second read
         expected = _count_colons(data) if fields is None else fields
-        if expected >= 0 and _cells(df) != expected:
+        if expected >= 0 and not _all_read(df, expected, data if fields is None else None):
             src = path if path is not None else io.BytesIO(data)
             df = pl.read_ndjson(src, infer_schema_length=None)
     except Exception:  # NaN tokens, junk lines, a cut last line: the caller falls back
         return None
     # read in parallel, each column comes in many chunks; every later select would pay for them
     return df.rechunk()
+
+
+def _all_read(df: Any, expected: int, data: Any) -> bool:
+    """Whether `df` holds every value of the text whose `expected` count of `:` it was read
+    from. A null value (`"key": null`) is a colon without a cell: the count is then taken
+    again without the nulls, and each null's key must be a column (or a struct field) of
+    `df`, or a key seen only with nulls would be lost. Anything this does not recognise
+    (an escaped key, `null` inside a string) answers False: a second, full read."""
+    got = _cells(df)
+    if got == expected:
+        return True
+    if data is None:
+        return False
+    nulls = _null_keys(data)
+    if nulls is None or got != expected - sum(nulls.values()):
+        return False
+    return nulls.keys() <= _names(df)
+
+
+# a null value as polars and json.dumps write it, and what may follow one
+_NULLS = (b":null", b": null")
+_AFTER_VALUE = frozenset(b",}] \t\r\n")
+_BEFORE_KEY = frozenset(b"{, \t\r\n")
+
+
+def _null_keys(data: Any) -> dict[str, int] | None:
+    """key -> count of its `"key": null` pairs in a JSON text; None when a hit is not plainly
+    one (an escaped key, `:null` inside a string): the caller then re-reads in full."""
+    out: dict[str, int] = {}
+    size = len(data)
+    for token in _NULLS:
+        at = data.find(token)
+        while at >= 0:
+            end = at + len(token)
+            if at < 2 or data[at - 1] != 0x22 or (end < size and data[end] not in _AFTER_VALUE):
+                return None
+            start = data.rfind(b'"', 0, at - 1)
+            if start < 0 or (start > 0 and data[start - 1] not in _BEFORE_KEY):
+                return None
+            raw = bytes(data[start + 1 : at - 1])
+            if b"\\" in raw:
+                return None
+            key = raw.decode("utf-8", "replace")
+            out[key] = out.get(key, 0) + 1
+            at = data.find(token, end)
+    return out
+
+
+def _names(df: Any) -> set[str]:
+    """Every column name of `df` and, within struct columns, every field name."""
+    import polars as pl
+
+    out: set[str] = set()
+    todo = list(df.schema.items())
+    while todo:
+        name, dtype = todo.pop()
+        out.add(name)
+        if isinstance(dtype, pl.Struct):
+            todo += [(f.name, f.dtype) for f in dtype.fields]
+    return out
 
 
 def _count_colons(data: Any, chunk: int = 1 << 18) -> int:
