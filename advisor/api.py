@@ -2,19 +2,36 @@
 
 Each is a pure function of its inputs (files + arguments -> Diagnosis): that is what lets the
 batch API fan out over processes now and over a cluster framework later (design.md).
+A diagnosis resolves the job once (`resolve_job`) and hands it on: the judgement, the config
+rules, the advice and the patch all read the same layered values and their origins.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import json
 import math
+import multiprocessing
 import os
 import sys
+import tempfile
+import threading
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from functools import lru_cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-from advisor import __version__
+from advisor import __version__, lazy, remedy
+from advisor.config import LoadedConfig, load_config, write_patched
+from advisor.dialect import Speaker, framework_of_run
+from advisor.ingest import load_run
+from advisor.ingest.frame import trl_without_kl
+from advisor.runfacts import concrete_fallback, run_facts
+from advisor.static import check, rulebook, scale_caps
 from advisor.types import Diagnosis, Finding, InputError, Run
 
 # Hyperparameters whose value changes a conclusion, and what it changes (for the assumptions).
@@ -33,14 +50,9 @@ _WEIGHS_ON = {
 _ALWAYS_DRAWN = ("reward_mean", "val_reward")
 
 
-@lru_cache(maxsize=1)
 def _rules() -> Any:
-    """The symptom rulebook; None when it is not available (findings carry actions)."""
-    try:
-        from advisor.engine import load_symptom_rules
-    except ImportError:
-        return None
-    return load_symptom_rules()
+    """The symptom rulebook (cached per file by the engine, so a batch worker reads it once)."""
+    return lazy.engine.load_symptom_rules()
 
 
 def _load_config(
@@ -48,9 +60,7 @@ def _load_config(
     sets: Sequence[str] = (),
     hints: Mapping[str, Any] | None = None,
     training_samples: int | None = None,
-) -> Any:
-    from advisor.config import load_config
-
+) -> LoadedConfig:
     return load_config(
         Path(config) if config is not None else None,
         sets,
@@ -59,10 +69,77 @@ def _load_config(
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """The job a diagnosis is about, resolved once from the job file, the run's hints and
+    --set (`config.load_config` layers them, each value with its origin), and handed on.
+
+    `hp` / `origin` are what the advice, the config rules and the report use. The judgement
+    reads `judged_hp` / `judged_origin`: the same values but for the hints that only the
+    advice may start from (`advice_hints`: TRL's beta 0 read from a log without KL, see
+    `frame.trl_without_kl`), which it sees as their platform defaults. `run` is the run with
+    every hint it gave, as the report shows it."""
+
+    loaded: LoadedConfig
+    run: Run
+    advice_hints: Mapping[str, Any]
+    judged_hp: Mapping[str, Any]
+    judged_origin: Mapping[str, str]
+
+    @property
+    def hp(self) -> dict[str, Any]:
+        return dict(self.loaded.hyper_parameters)
+
+    @property
+    def origin(self) -> dict[str, str]:
+        return dict(self.loaded.origin)
+
+
+def resolve_job(
+    run: Run,
+    config: Path | str | None = None,
+    sets: Sequence[str] = (),
+    training_samples: int | None = None,
+) -> Job:
+    """The job of `run` (see Job), loaded once."""
+    advice: dict[str, Any] = {}
+    if "kl_loss_coef" not in run.config_hints and trl_without_kl(run.frame.columns):
+        advice["kl_loss_coef"] = 0.0  # the advice starts from TRL's beta 0; the judgement not
+    hints = {**run.config_hints, **advice}
+    loaded = _load_config(config, sets, hints, training_samples)
+    judged_hp, judged_origin = dict(loaded.hyper_parameters), dict(loaded.origin)
+    specs = rulebook().hyper_parameters
+    for key in advice:
+        # taken only where neither the file nor --set gives the value (config._layer_hints):
+        # without the hint the platform default stands there
+        if judged_origin.get(key) == "run":
+            judged_hp[key] = specs[key].default
+            judged_origin[key] = "default"
+    shown = dataclasses.replace(run, config_hints=hints) if advice else run
+    return Job(loaded, shown, advice, judged_hp, judged_origin)
+
+
+@lru_cache(maxsize=8)
+def _previous_hp(path: str, stamp: tuple[int, int]) -> dict[str, Any]:
+    """The previous job's hyperparameters (cached per file and version: a batch reads it once)."""
+    del stamp  # part of the cache key only
+    return dict(_load_config(path).hyper_parameters)
+
+
+def previous_hp(previous: Path | str | None) -> dict[str, Any] | None:
+    """The hyperparameters of `--previous` (what the last run already tried), or None."""
+    if previous is None:
+        return None
+    try:
+        st = os.stat(previous)
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:  # load_config says what is wrong with the path
+        return dict(_load_config(previous).hyper_parameters)
+    return dict(_previous_hp(str(previous), stamp))
+
+
 def config_findings_of(loaded: Any) -> list[Any]:
     """The job config's findings: those found while loading it, then the static rules'."""
-    from advisor.static import check
-
     origin = dict(getattr(loaded, "origin", {}) or {})
     # Without a job file or --set, the platform defaults are assumptions, not the user's job:
     # a rule that only looks at assumed values (save_total_limit 1, the default model's
@@ -86,39 +163,26 @@ def _silenced(ignore: Sequence[str]) -> set[str]:
     if not ids:
         return ids
     rules = _rules()
-    known = {k.upper() for k in rules.by_id} if rules is not None else set(ids)
-    try:
-        from advisor.static import rulebook
-
-        known |= {r.id.upper() for r in rulebook().rules}
-    except ImportError:
-        known |= {i for i in ids if i.startswith("C")}
+    known = {k.upper() for k in rules.by_id} | {r.id.upper() for r in rulebook().rules}
     unknown = sorted(ids - known)
     if unknown:
         raise InputError(
             f"--ignore {', '.join(unknown)}: expected finding ids of the rulebooks "
-            f"(symptoms {', '.join(sorted(rules.by_id)) if rules is not None else '-'}; "
-            "config C001...; see `rl-advisor rules`)"
+            f"(symptoms {', '.join(sorted(rules.by_id))}; config C001...; see `rl-advisor rules`)"
         )
     return ids
 
 
 def _read_while_importing(metrics: Path) -> Run:
-    """`load_run(metrics)` on a second thread while this one imports what comes after it.
+    """`load_run(metrics)` on a second thread while this one imports the engine (numpy).
 
     polars' reader (Rust) releases the GIL, so in a fresh process the read runs alongside the
-    imports of numpy, the engine and the config rules (Python, needed next anyway) instead of
-    before them. polars itself is imported here first: its import holds the GIL, and the read
-    can only start once it is done. Each thread imports its own modules (the readers', the
-    judges'; numpy, which both use, is imported by one while the other waits for it). What
-    load_run raises is raised here, as it was raised."""
-    from advisor.ingest import load_run
-
+    import of what judges it (Python, needed next anyway) instead of before it. polars itself
+    is imported here first: its import holds the GIL, and the read can only start once it is
+    done. What load_run raises is raised here, as it was raised."""
     if "advisor.engine" in sys.modules:  # imported already (a batch worker): nothing to overlap
         return load_run(metrics)
-    import threading
-
-    import polars  # noqa: F401  (see above)
+    lazy.polars  # noqa: B018  (imported here, see above)
 
     got: list[Any] = []  # the Run, or what load_run raised
 
@@ -131,11 +195,7 @@ def _read_while_importing(metrics: Path) -> Run:
     # a daemon: on an interrupt (it reaches this thread) the process does not wait for the read
     reader = threading.Thread(target=read, name="rl-advisor-read", daemon=True)
     reader.start()
-    import advisor.config
-    import advisor.engine
-    import advisor.remedy
-    import advisor.static  # noqa: F401
-
+    lazy.engine  # noqa: B018  (imported alongside the read)
     reader.join()
     if isinstance(got[0], BaseException):
         raise got[0]
@@ -177,36 +237,23 @@ def diagnose(
     `ignore`: finding ids to silence (e.g. ["SLOW"]); they are dropped before the remedy, so
     the patch never follows a silenced finding."""
     silenced = _silenced(ignore)  # a typo in --ignore is an unusable call: said before any work
-    run = _read_while_importing(Path(metrics))
-    _with_run_file(Path(metrics), run)
-    from advisor.engine import judge_run
-    from advisor.ingest.frame import trl_without_kl
-    from advisor.static import scale_caps
-
-    loaded = _load_config(config, sets, run.config_hints, training_samples)
-    hp = dict(loaded.hyper_parameters)
-    origin = dict(getattr(loaded, "origin", {}) or {})
+    run = _with_run_file(Path(metrics), _read_while_importing(Path(metrics)))
+    job = resolve_job(run, config, sets, training_samples)
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
-    judgement = judge_run(run, hp, origin=origin)
-    if "kl_loss_coef" not in run.config_hints and trl_without_kl(run.frame.columns):
-        # the advice starts from TRL's beta 0 (see trl_without_kl); the judgement did not
-        run.config_hints["kl_loss_coef"] = 0.0
-        loaded = _load_config(config, sets, run.config_hints, training_samples)
-        hp, origin = dict(loaded.hyper_parameters), dict(getattr(loaded, "origin", {}) or {})
-    prev_hp = dict(_load_config(previous).hyper_parameters) if previous is not None else None
+    judgement = lazy.engine.judge_run(run, job.judged_hp, origin=job.judged_origin)
     diagnosis = assemble(
-        run,
-        hp,
+        job.run,
+        job.hp,
         judgement,
-        config_findings=config_findings_of(loaded),
-        origin=origin,
+        config_findings=config_findings_of(job.loaded),
+        origin=job.origin,
         config_given=config is not None,
-        previous=prev_hp,
+        previous=previous_hp(previous),
         training_samples=training_samples,
         silenced=silenced,
-        caps=scale_caps(loaded),
-        framework=file_framework(loaded),
-        framework_facts=loaded.facts,
+        caps=scale_caps(job.loaded),
+        framework=file_framework(job.loaded),
+        framework_facts=job.loaded.facts,
     )
     return with_file_diff(diagnosis, config)
 
@@ -214,12 +261,10 @@ def diagnose(
 RUN_FILE = "rl-advisor-run.json"  # left in a TRL output dir by the transformers callback
 
 
-def _with_run_file(metrics: Path, run: Run) -> None:
-    """What the live run knew (the callback's `rl-advisor-run.json` in the output dir: the
-    TrainingArguments' hints and the framework) joins the run's hints, so a later diagnose
-    of the output dir judges with what the live Advisor judged with."""
-    import json
-
+def _with_run_file(metrics: Path, run: Run) -> Run:
+    """`run` with what the live run knew (the callback's `rl-advisor-run.json` in the output
+    dir: the TrainingArguments' hints and the framework) joined to its hints, so a later
+    diagnose of the output dir judges with what the live Advisor judged with."""
     start = metrics if metrics.is_dir() else metrics.parent
     for folder in (start, start.parent, start.parent.parent):
         path = folder / RUN_FILE
@@ -228,14 +273,16 @@ def _with_run_file(metrics: Path, run: Run) -> None:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            run.warnings.append(f"{path}: not readable JSON; the run's arguments are unknown")
-            return
+            note = f"{path}: not readable JSON; the run's arguments are unknown"
+            return dataclasses.replace(run, warnings=[*run.warnings, note])
         hints = data.get("hints") if isinstance(data, dict) else None
-        if isinstance(hints, dict):
-            run.config_hints.update(hints)
-            if isinstance(data.get("framework"), str):
-                run.config_hints.setdefault("framework", data["framework"])
-        return
+        if not isinstance(hints, dict):
+            return run
+        joined = {**run.config_hints, **hints}
+        if isinstance(data.get("framework"), str):
+            joined.setdefault("framework", data["framework"])
+        return dataclasses.replace(run, config_hints=joined)
+    return run
 
 
 def file_framework(loaded: Any) -> str | None:
@@ -269,11 +316,6 @@ def with_file_diff(diagnosis: Diagnosis, config: Path | str | None) -> Diagnosis
 
 def _file_diff(source: Path, changes: Mapping[str, Any]) -> str:
     """The patch as the unified diff of the user's own job file (its layout and comments)."""
-    import difflib
-    import tempfile
-
-    from advisor.config import write_patched
-
     with tempfile.TemporaryDirectory() as tmp:
         dest = Path(tmp) / source.name
         write_patched(source, changes, dest)
@@ -302,10 +344,6 @@ def assemble(
 
     Split from `diagnose` so the online Advisor can build the same object from its Monitor.
     """
-    from advisor import remedy
-    from advisor.dialect import Speaker, framework_of_run
-    from advisor.runfacts import run_facts
-
     silenced = set(silenced)
     findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
     framework = framework or framework_of_run(run.format, run.frame.columns, run.config_hints)
@@ -366,10 +404,6 @@ def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping
     framework's names (each change marked when its old value is assumed), the fallback made
     concrete with what the run showed, and a patch that carries only known values and the
     change, with the framework's settings and override line beside it."""
-    from types import SimpleNamespace
-
-    from advisor.runfacts import concrete_fallback
-
     def action(a: Any, fid: str | None = None) -> Any:
         if a is None:
             return None
@@ -427,8 +461,6 @@ def _checkpoint_said(checkpoint: dict[str, Any] | None, speaker: Any) -> dict[st
 def _estimator(name: Any) -> tuple[set[str], list[str]]:
     """The config rules a run's own advantage estimator makes moot (a critic's GAE needs no
     group of rollouts), and the note that says so."""
-    from advisor.static import rulebook
-
     book = rulebook()
     if not isinstance(name, str) or name not in book.other_estimators:
         return set(), []
@@ -602,10 +634,6 @@ def diagnose_many(
     n = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     if n == 1:
         return [_one(j) for j in jobs]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
     ctx = multiprocessing.get_context("spawn")
     chunk = max(1, math.ceil(len(jobs) / (n * 8)))
     try:

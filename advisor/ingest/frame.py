@@ -379,8 +379,8 @@ def trl_without_kl(columns: Iterable[str]) -> bool:
     """A TRL GRPO log with no `kl` at all ran with beta = 0: no KL term. (Absent is not zero
     for the KL *findings*, which then cannot be judged; it is for the coefficient the advice
     starts from.) Known only once the whole log is read, so it is a hint for the advice, not for
-    the judgement: `api.diagnose` adds it after judging, as the online Advisor does from the
-    keys it has seen."""
+    the judgement: `api.resolve_job` gives it to the advice only, as the online Advisor does
+    from the keys it has seen."""
     names = set(columns)
     return any(k in names for k in TRL_GRPO_KEYS) and not any(k in names for k in TRL_KL_KEYS)
 

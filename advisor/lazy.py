@@ -1,0 +1,45 @@
+"""The modules whose import costs more than a command that does not use them should pay,
+imported on first use: `from advisor import lazy`, then `lazy.engine.judge_run(...)`.
+
+Everything else is imported at the top of the module that uses it (the config, static, remedy
+and dialect modules cost ~5 ms each). These are the exceptions, with what importing each costs
+(CPU, bytecode cached, after pydantic):
+
+| name | cost | needed by |
+|---|---|---|
+| `engine` | ~65 ms (numpy and the engine) | judging a run; `rules` |
+| `polars` | ~120 ms | reading a run |
+| `numpy` | ~55 ms | reading a run, judging it, drawing its charts |
+
+`import advisor`, `rl-advisor validate` and the online Advisor's import import none of them.
+A diagnosis in a fresh process reads the run on a second thread while it imports the engine
+(`api._read_while_importing`): imported at the top of `api`, the engine would be imported
+before the read instead of alongside it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy
+    import polars
+
+    from advisor import engine
+
+_MODULES = {
+    "engine": "advisor.engine",
+    "polars": "polars",
+    "numpy": "numpy",
+}
+
+
+def __getattr__(name: str) -> ModuleType:
+    target = _MODULES.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(target)
+    globals()[name] = module  # found directly from now on
+    return module
