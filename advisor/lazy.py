@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
     from advisor import engine
 
+__all__ = ["engine", "numpy", "polars"]
+
 _MODULES = {
     "engine": "advisor.engine",
     "polars": "polars",

@@ -48,3 +48,20 @@ def test_diagnose_runs_without_the_test_only_packages() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_checking_a_job_imports_neither_numpy_nor_polars() -> None:
+    # advisor/lazy.py: the engine, numpy and polars are imported by what reads or judges a run
+    job = "sample_metrics/corpus/p3-step-verl-console-s0001/job.yaml"
+    code = (
+        "import io, sys, contextlib\n"
+        "from advisor.cli import main\n"
+        "import advisor.api, advisor.online\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = main(['validate', '{job}'])\n"
+        "assert code in (0, 1), code\n"
+        "print(sorted(m for m in ('numpy', 'polars', 'advisor.engine') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"

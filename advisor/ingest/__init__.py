@@ -38,6 +38,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from advisor import lazy
 from advisor.ingest.names import canonical_name, canonicalize
 from advisor.types import InputError, PathLike, Run
 
@@ -130,12 +131,16 @@ def json_depth(data: Any, per_line: bool, chunk: int = 1 << 24) -> int:
 _NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}\n")))
 
 
+# Up to this many brackets and newlines a piece is walked in Python (~1 ms for 20k): a job file
+# or a few thousand JSONL lines need no numpy, which a job check would import for this alone
+# and which a fresh diagnose's read would wait for (the engine's thread is importing it).
+WALK_IN_PYTHON = 20_000
+
+
 def _depth_of(blocks: Iterable[Any], per_line: bool) -> int:
     """json_depth over consecutive pieces of one text. The depth changes only at a bracket
     (and, per line, starts again after a newline), so the walk follows those bytes alone: the
     rest are dropped first (bytes.translate, one pass in C), leaving a few per line."""
-    import numpy as np
-
     carry, deepest = 0, 0
     for block in blocks:
         kept = (block if isinstance(block, bytes) else bytes(block)).translate(None, _NOT_BRACKETS)
@@ -143,16 +148,38 @@ def _depth_of(blocks: Iterable[Any], per_line: bool) -> int:
             kept = kept.replace(b"\n", b"")
         if not kept:
             continue
-        b = np.frombuffer(kept, dtype=np.uint8)
-        depth = np.cumsum(((b == 91) | (b == 123)).astype(np.int64) - ((b == 93) | (b == 125)))
-        depth += carry
-        line_end = b == 10
-        if line_end.any():
-            last = np.maximum.accumulate(np.where(line_end, np.arange(len(b)), -1))
-            depth = depth - np.where(last >= 0, depth[np.maximum(last, 0)], 0)
-        deepest = max(deepest, int(depth.max()))
-        carry = int(depth[-1])
+        walk = _walk_python if len(kept) <= WALK_IN_PYTHON else _walk_numpy
+        top, carry = walk(kept, carry)
+        deepest = max(deepest, top)
     return deepest
+
+
+def _walk_python(kept: bytes, carry: int) -> tuple[int, int]:
+    """(deepest, depth at the end) of brackets and newlines, from depth `carry`."""
+    depth, deepest = carry, 0
+    for ch in kept:
+        if ch == 10:
+            depth = 0
+        elif ch == 91 or ch == 123:  # [ {
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        else:
+            depth -= 1
+    return deepest, depth
+
+
+def _walk_numpy(kept: bytes, carry: int) -> tuple[int, int]:
+    """_walk_python in whole-array steps."""
+    np = lazy.numpy
+    b = np.frombuffer(kept, dtype=np.uint8)
+    depth = np.cumsum(((b == 91) | (b == 123)).astype(np.int64) - ((b == 93) | (b == 125)))
+    depth += carry
+    line_end = b == 10
+    if line_end.any():
+        last = np.maximum.accumulate(np.where(line_end, np.arange(len(b)), -1))
+        depth = depth - np.where(last >= 0, depth[np.maximum(last, 0)], 0)
+    return int(depth.max()), int(depth[-1])
 
 
 def _check_depth(p: Path, per_line: bool, chunk: int = 1 << 24) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor import ingest
 from advisor.ingest import MAX_JSON_DEPTH, _check_depth, json_depth
 from advisor.types import InputError
 
@@ -36,8 +37,12 @@ rng = random.Random(7)
 CASES += [bytes(rng.choice(b'[]{}\na" ') for _ in range(rng.randrange(1, 80))) for _ in range(200)]
 
 
+@pytest.mark.parametrize("in_python", [0, 1 << 30], ids=["numpy", "python"])
 @pytest.mark.parametrize("chunk", [1 << 24, 7, 2])
-def test_depth_as_a_walk_counts_it(chunk: int) -> None:
+def test_depth_as_a_walk_counts_it(
+    chunk: int, in_python: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ingest, "WALK_IN_PYTHON", in_python)
     for data in CASES:
         for per_line in (True, False):
             assert json_depth(data, per_line, chunk) == _walk(data, per_line), (data, per_line)
