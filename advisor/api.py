@@ -8,6 +8,7 @@ rules, the advice and the patch all read the same layered values and their origi
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import json
@@ -17,10 +18,10 @@ import os
 import sys
 import tempfile
 import threading
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -106,7 +107,7 @@ def resolve_job(
     if "kl_loss_coef" not in run.config_hints and trl_without_kl(run.frame.columns):
         advice["kl_loss_coef"] = 0.0  # the advice starts from TRL's beta 0; the judgement not
     hints = {**run.config_hints, **advice}
-    loaded = _load_config(config, sets, hints, training_samples)
+    loaded = _load_config_once(config, sets, hints, training_samples)
     judged_hp, judged_origin = dict(loaded.hyper_parameters), dict(loaded.origin)
     specs = rulebook().hyper_parameters
     for key in advice:
@@ -119,23 +120,40 @@ def resolve_job(
     return Job(loaded, shown, advice, judged_hp, judged_origin)
 
 
-@lru_cache(maxsize=8)
-def _previous_hp(path: str, stamp: tuple[int, int]) -> dict[str, Any]:
-    """The previous job's hyperparameters (cached per file and version: a batch reads it once)."""
-    del stamp  # part of the cache key only
-    return dict(_load_config(path).hyper_parameters)
+# The jobs loaded during one batch (diagnose_many), by arguments: the runs of a batch share
+# their job file and mostly their hints (the same trainer logs the same settings), so the file
+# (and the training set it names, whose lines are counted) is read and layered once per
+# distinct set of hints in each worker instead of once per run. A batch judges its inputs as
+# they were when it started; a single diagnose reads them afresh.
+_BATCH: dict[str, Any] = {"id": None, "loaded": {}}
+
+
+def _load_config_once(
+    config: Path | str | None,
+    sets: Sequence[str] = (),
+    hints: Mapping[str, Any] | None = None,
+    training_samples: int | None = None,
+) -> LoadedConfig:
+    """`_load_config`, remembered within a batch (see _BATCH); each caller gets its own copy."""
+    if _BATCH["id"] is None:
+        return _load_config(config, sets, hints, training_samples)
+    key = (
+        str(config) if config is not None else None,
+        tuple(sets),
+        repr(sorted((hints or {}).items())),  # equal reprs: equal plain values
+        training_samples,
+    )
+    loaded = _BATCH["loaded"].get(key)
+    if loaded is None:
+        loaded = _BATCH["loaded"][key] = _load_config(config, sets, hints, training_samples)
+    return copy.deepcopy(loaded)
 
 
 def previous_hp(previous: Path | str | None) -> dict[str, Any] | None:
     """The hyperparameters of `--previous` (what the last run already tried), or None."""
     if previous is None:
         return None
-    try:
-        st = os.stat(previous)
-        stamp = (st.st_mtime_ns, st.st_size)
-    except OSError:  # load_config says what is wrong with the path
-        return dict(_load_config(previous).hyper_parameters)
-    return dict(_previous_hp(str(previous), stamp))
+    return dict(_load_config_once(previous).hyper_parameters)
 
 
 def config_findings_of(loaded: Any) -> list[Any]:
@@ -612,10 +630,21 @@ def _init_worker() -> None:
 
 
 def _one(args: tuple[Any, ...]) -> Diagnosis | InputError:
+    """One run of batch `args[0]`: diagnose(*args[1:]), or the InputError it raised."""
+    batch, call = args[0], args[1:]
+    if _BATCH["id"] != batch:
+        _BATCH.update(id=batch, loaded={})
     try:
-        return diagnose(*args)
+        return diagnose(*call)
     except InputError as err:
         return err
+
+
+def _in_process(jobs: Sequence[tuple[Any, ...]]) -> list[Diagnosis | InputError]:
+    try:
+        return [_one(j) for j in jobs]
+    finally:  # what the batch loaded is not kept for this process's later calls
+        _BATCH.update(id=None, loaded={})
 
 
 def diagnose_many(
@@ -630,10 +659,11 @@ def diagnose_many(
     in its place instead of stopping the batch. `workers` defaults to the CPU count; 1 runs
     in this process. Workers are spawned (not forked: polars' thread pool does not survive a
     fork) and each diagnosis is independent, so the same function scales out to a cluster."""
-    jobs = [(str(p), config, tuple(sets), previous, training_samples, ()) for p in paths]
+    batch = uuid.uuid4().hex  # the scope of what its workers load once (see _BATCH)
+    jobs = [(batch, str(p), config, tuple(sets), previous, training_samples, ()) for p in paths]
     n = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     if n == 1:
-        return [_one(j) for j in jobs]
+        return _in_process(jobs)
     ctx = multiprocessing.get_context("spawn")
     chunk = max(1, math.ceil(len(jobs) / (n * 8)))
     try:
@@ -641,4 +671,4 @@ def diagnose_many(
             return list(pool.map(_one, jobs, chunksize=chunk))
     except BrokenProcessPool:
         # A spawned worker cannot re-import a `__main__` read from stdin; run here instead.
-        return [_one(j) for j in jobs]
+        return _in_process(jobs)

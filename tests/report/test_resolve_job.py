@@ -4,11 +4,11 @@ without KL); the run as read is never changed."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from advisor import api
 from advisor.api import RUN_FILE, _with_run_file, diagnose, previous_hp, resolve_job
 from advisor.config import load_config
 from advisor.ingest import load_run
@@ -56,11 +56,34 @@ def test_the_run_file_joins_the_hints_of_a_new_run(tmp_path: Path) -> None:
     assert d.hyper_parameters["save_total_limit"] == 5
 
 
-def test_the_previous_job_is_read_again_when_it_changes(tmp_path: Path) -> None:
+def test_a_single_diagnosis_reads_the_previous_job_afresh(tmp_path: Path) -> None:
     prev = tmp_path / "prev.yaml"
     prev.write_text("training:\n  hyper_parameters:\n    learning_rate: 1.0e-06\n")
     assert previous_hp(prev)["learning_rate"] == 1e-6  # type: ignore[index]
     prev.write_text("training:\n  hyper_parameters:\n    learning_rate: 3.0e-06\n")
-    os.utime(prev, ns=(1, 1))  # another version even where the clock is coarse
     assert previous_hp(prev)["learning_rate"] == 3e-6  # type: ignore[index]
     assert previous_hp(None) is None
+
+
+def test_a_batch_loads_its_job_once_per_set_of_hints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = ROOT / "sample_metrics" / "corpus"
+    runs = sorted(corpus.glob("*-verl-jsonl-*/metrics.jsonl"))[:3]
+    job = runs[0].parent / "job.yaml"
+    alone = [diagnose(r, job, previous=job).model_dump_json() for r in runs]
+    loads: list[object] = []
+    real = api._load_config
+
+    def counted(config, *args, **kwargs):  # type: ignore[no-untyped-def]
+        loads.append(config)
+        return real(config, *args, **kwargs)
+
+    monkeypatch.setattr(api, "_load_config", counted)
+    got = api.diagnose_many([*runs, *runs], job, previous=job, workers=1)
+    assert [d.model_dump_json() for d in got] == alone + alone  # type: ignore[union-attr]
+    hints = {repr(sorted(load_run(r).config_hints.items())) for r in runs}
+    assert loads.count(job) == len(hints) + 1  # each set of hints once, --previous once
+    loads.clear()
+    diagnose(runs[0], job)  # after the batch: read afresh
+    assert loads == [job]
