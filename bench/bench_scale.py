@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -194,18 +195,26 @@ def bench_batch(tmp: Path, runs: int, workers: int) -> float:
         p = tmp / f"batch-{i:04d}.jsonl"
         write_run(p, 500, len(PY_CORE) + 2, seed=100 + i, eval_every=25)
         paths.append(p)
+    cpu0 = _children_cpu()
     t0 = time.perf_counter()
     out = diagnose_many(paths, workers=workers)
     took = time.perf_counter() - t0
+    cpu = _children_cpu() - cpu0  # the workers', reaped when the pool closes
     for p in paths:
         p.unlink()
     bad = sum(1 for o in out if isinstance(o, Exception))
     print(
         f"  diagnose_many {runs} runs x 500 steps, {workers} workers {took:18.2f} s"
         f"  ({took * 1000 / runs:.1f} s per 1,000 runs) [<= 8 s per 1,000]"
+        f"  (workers' CPU {cpu * 1000 / runs:.1f} ms a run)"
         + (f", {bad} unusable" if bad else "")
     )
     return took
+
+
+def _children_cpu() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
 
 
 def bench_observe(steps: int) -> float:

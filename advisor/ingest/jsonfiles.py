@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from advisor import lazy
 from advisor.ingest import hints as hint_map
 from advisor.ingest.frame import build_run, flatten_keys
 from advisor.types import InputError, Run, RunEnding
@@ -238,33 +239,66 @@ def _all_read(df: Any, expected: int, data: Any) -> bool:
     return nulls.keys() <= _names(df)
 
 
-# a null value as polars and json.dumps write it, and what may follow one
-_NULLS = (b":null", b": null")
-_AFTER_VALUE = frozenset(b",}] \t\r\n")
-_BEFORE_KEY = frozenset(b"{, \t\r\n")
+# bytes around a null value as polars and json.dumps write it (`"key":null`, `"key": null`)
+_AFTER_VALUE = b",}] \t\r\n"
+_BEFORE_KEY = b"{, \t\r\n"
 
 
-def _null_keys(data: Any) -> dict[str, int] | None:
-    """key -> count of its `"key": null` pairs in a JSON text; None when a hit is not plainly
-    one (an escaped key, `:null` inside a string): the caller then re-reads in full."""
-    out: dict[str, int] = {}
-    size = len(data)
-    for token in _NULLS:
-        at = data.find(token)
-        while at >= 0:
-            end = at + len(token)
-            if at < 2 or data[at - 1] != 0x22 or (end < size and data[end] not in _AFTER_VALUE):
-                return None
-            start = data.rfind(b'"', 0, at - 1)
-            if start < 0 or (start > 0 and data[start - 1] not in _BEFORE_KEY):
-                return None
-            raw = bytes(data[start + 1 : at - 1])
-            if b"\\" in raw:
-                return None
-            key = raw.decode("utf-8", "replace")
-            out[key] = out.get(key, 0) + 1
-            at = data.find(token, end)
-    return out
+def _null_keys(data: Any, chunk: int = 1 << 22) -> dict[str, int] | None:
+    """key -> count of its `"key": null` pairs in JSON lines polars has read (so valid
+    JSON); None when a hit is not plainly one (an escaped key, `:null` inside a string):
+    the caller then re-reads in full.
+
+    In pieces of whole lines (views of one array: the text is not copied). A piece's `:null`
+    are found from its colons; the key of the first is read back to its opening quote, every
+    hit whose bytes before it are that same `"key"` is counted at once, and so on with the
+    next hit not yet counted (a log has few keys that are ever null)."""
+    np = lazy.numpy
+    text = np.frombuffer(data, dtype=np.uint8)
+    after, before = np.frombuffer(_AFTER_VALUE, np.uint8), np.frombuffer(_BEFORE_KEY, np.uint8)
+    out: dict[bytes, int] = {}
+    at, size = 0, len(text)
+    while at < size:
+        end = min(at + chunk, size)
+        if end < size:  # end the piece at a line end: a key and its value never straddle one
+            cut = data.rfind(b"\n", at, end)
+            end = cut + 1 if cut >= at else (data.find(b"\n", end) + 1 or size)
+        part, base, at = text[at:end], at, end
+        real = len(part)
+        c = np.flatnonzero(part == 58)  # ':'
+        c = c[c + 4 < real]
+        ahead = c + 1 + (part[c + 1] == 32)  # where the 'n' of `:null` / `: null` would be
+        c, ahead = c[ahead + 3 < real], ahead[ahead + 3 < real]
+        null = (part[ahead] == 110) & (part[ahead + 1] == 117) & (part[ahead + 2] == 108)
+        null &= part[ahead + 3] == 108
+        hit, stop = c[null], ahead[null] + 4
+        if not len(hit):
+            continue
+        if not np.all((stop >= real) | np.isin(part[np.minimum(stop, real - 1)], after)):
+            return None  # `:nullx`: inside a string
+        if np.any(hit < 1) or np.any(part[hit - 1] != 34):
+            return None  # a `:` not right after a closing quote: inside a string
+        while len(hit):
+            h = int(hit[0])
+            start = data.rfind(b'"', base, base + h - 1) - base  # the key's opening quote
+            if start < 1 or part[start - 1] not in before:
+                return None  # an escaped quote, or `":null` inside a string value
+            key = bytes(data[base + start + 1 : base + h - 1])
+            if b"\\" in key:
+                return None  # an escape inside the key
+            n = len(key)
+            ok = hit >= n + 3
+            sub = hit[ok]
+            ok[ok] = (
+                (part[sub[:, None] - 1 - n + np.arange(n)] == np.frombuffer(key, np.uint8)).all(1)
+                & (part[sub - 2 - n] == 34)
+                & np.isin(part[sub - 3 - n], before)
+            )
+            if not ok[0]:
+                return None  # (cannot be: the first hit is this key's)
+            out[key] = out.get(key, 0) + int(np.count_nonzero(ok))
+            hit = hit[~ok]
+    return {k.decode("utf-8", "replace"): n for k, n in out.items()}
 
 
 def _names(df: Any) -> set[str]:

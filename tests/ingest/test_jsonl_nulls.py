@@ -51,6 +51,9 @@ def test_explicit_nulls_are_read_once(tmp_path: Path, monkeypatch: pytest.Monkey
     [
         {"late/only_null": None},  # a key seen only as null, after the inference rows
         {"late/value": 1.5},  # a key with values, after the inference rows
+        {'late "quoted"': None},  # ... whose name json.dumps writes with escaped quotes
+        {"late\\slash": None},
+        {"late, x": None},  # a name that ends with a known one (x)
     ],
 )
 def test_a_key_first_seen_late_is_kept(
