@@ -10,6 +10,7 @@ and dialect modules cost ~5 ms each). These are the exceptions, with what import
 | `engine` | ~65 ms (numpy and the engine) | judging a run; `rules` |
 | `polars` | ~120 ms | reading a run |
 | `numpy` | ~55 ms | reading a run, judging it, drawing its charts |
+| `jinja2` | ~15 ms | the Markdown report's templates (not `--format json`) |
 
 `import advisor`, `rl-advisor validate` and the online Advisor's import import none of them.
 A diagnosis in a fresh process reads the run on a second thread while it imports the engine
@@ -24,17 +25,19 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import jinja2
     import numpy
     import polars
 
     from advisor import engine
 
-__all__ = ["engine", "numpy", "polars"]
+__all__ = ["engine", "jinja2", "numpy", "polars"]
 
 _MODULES = {
     "engine": "advisor.engine",
     "polars": "polars",
     "numpy": "numpy",
+    "jinja2": "jinja2",
 }
 
 

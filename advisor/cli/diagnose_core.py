@@ -15,12 +15,17 @@ import gc
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from advisor import api
 from advisor.cli import Exit, FailOn, OutputFormat
+from advisor.config import patched_text
+from advisor.report import render
+from advisor.report.markdown import verdict
 from advisor.resources import destination, write_all
 from advisor.types import Diagnosis, InputError, Severity, without_surrogates
 
@@ -192,10 +197,6 @@ def staged_report(
 ) -> tuple[str, list[tuple[str, Path, bytes]]]:
     """The report's text and its pictures as (flag, destination, bytes), drawn into a private
     folder first: nothing lands beside the report until every output of the call is ready."""
-    import tempfile
-
-    from advisor.report import render
-
     if out_dir is None:
         return render(d, fmt, stem=stem), []
     with tempfile.TemporaryDirectory(prefix="rl-advisor-plots-") as tmp:
@@ -232,8 +233,6 @@ def execute(
     no_plots: bool = False,
 ) -> int:
     """Diagnose, write the report (and the charts, and the patched job), return the exit code."""
-    from advisor.api import diagnose as run_diagnose
-
     if training_samples is not None and training_samples < 1:
         raise InputError(f"--training-samples: expected a positive integer, got {training_samples}")
     dests = _check_outputs(metrics, config, previous, output, patched_config, plots_dir)
@@ -244,7 +243,7 @@ def execute(
         )
     stem = output.stem if output is not None else "report"
     with _without_cyclic_gc():
-        d = run_diagnose(
+        d = api.diagnose(
             metrics, config, sets or (), previous, training_samples, ignore=ignore or ()
         )
         # Everything is computed before anything is written: a failure leaves nothing behind.
@@ -252,10 +251,8 @@ def execute(
             d, format.value, stem, out_dir, "--plots-dir" if plots_dir else "--output"
         )
     if patched_config is not None:
-        from advisor.api import file_changes
-
         # Written even when nothing changes, so a CI step can always resubmit PATH.
-        changes = file_changes(d.patch)
+        changes = api.file_changes(d.patch)
         items.append(("--patched-config", dests["--patched-config"], _patched(config, changes)))
     if output is not None:
         items.append(("--output", dests["--output"], text.encode("utf-8")))
@@ -267,15 +264,11 @@ def execute(
         said.append(f"patched job written to {patched_config}")
     if said:
         # one line for the person at the terminal; stdout stays the report's (or empty)
-        from advisor.report.markdown import verdict
-
         echo(f"rl-advisor: {verdict(d)} {'; '.join(said).capitalize()}.\n", err=True)
     return int(exit_code(d, fail_on))
 
 
 def _patched(config: Path | None, changes: dict[str, object]) -> bytes:
-    from advisor.config import patched_text
-
     try:
         return without_surrogates(patched_text(config, changes)).encode("utf-8")
     except InputError:

@@ -7,10 +7,12 @@ is drawn and the report keeps its inline sparklines.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from advisor.report.markdown import render_markdown
 from advisor.types import Diagnosis, InputError, without_surrogates
 
 
@@ -19,8 +21,6 @@ def _json(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
     try:
         return diagnosis.model_dump_json(by_alias=True, indent=2) + "\n"
     except ValueError:  # a lone surrogate from the input (pydantic refuses to encode it)
-        import json
-
         data = _no_surrogates(diagnosis.model_dump(mode="json", by_alias=True))
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
@@ -36,8 +36,6 @@ def _no_surrogates(value: Any) -> Any:
 
 
 def _markdown(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
-    from advisor.report.markdown import render_markdown
-
     return render_markdown(diagnosis, out_dir, stem)
 
 

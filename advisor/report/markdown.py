@@ -13,7 +13,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from advisor import lazy
 from advisor.report.escape import FILTERS, Md, code, finalize, prose
+from advisor.report.plots import draw
 from advisor.types import Change, Diagnosis, Finding
 
 TICKS = "▁▂▃▄▅▆▇█"
@@ -251,8 +253,7 @@ def _bytecode_cache(jinja2: Any) -> Any:
 
 @lru_cache(maxsize=1)
 def _env() -> Any:
-    import jinja2
-
+    jinja2 = lazy.jinja2
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
         autoescape=False,  # Markdown, not HTML: escaped by `finalize` (advisor.report.escape)
@@ -273,8 +274,6 @@ def _env() -> Any:
 def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "report") -> str:
     plots: dict[str, str] = dict(d.plots)
     if out_dir is not None and d.findings:
-        from advisor.report.plots import draw
-
         plots.update(draw(d, Path(out_dir), stem))
     view = {
         "d": d,

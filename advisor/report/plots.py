@@ -15,6 +15,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from advisor import lazy
+from advisor.resources import write_text_atomic
 from advisor.types import Diagnosis, Evidence, Finding
 
 # The chart's layout in pixels (the size of the PNGs this replaces: 6 x 2 inches at 100 dpi).
@@ -33,8 +35,6 @@ def plot_name(stem: str, finding_id: str, metric: str) -> str:
 def draw(d: Diagnosis, out_dir: Path, stem: str = "report") -> dict[str, str]:
     """Draw one chart per (finding, evidence metric) with a series; return `ID:metric` -> file
     name relative to `out_dir` (the report sits beside its pictures)."""
-    from advisor.resources import write_text_atomic
-
     out: dict[str, str] = {}
     out_dir.mkdir(parents=True, exist_ok=True)
     # a rule seen in several episodes is drawn with its latest, whose evidence the report shows
@@ -52,8 +52,7 @@ def draw(d: Diagnosis, out_dir: Path, stem: str = "report") -> dict[str, str]:
 
 def chart(d: Diagnosis, f: Finding, e: Evidence) -> str:
     """The SVG document of finding `f`'s evidence `e` over the run's series of its metric."""
-    import numpy as np
-
+    np = lazy.numpy
     steps, values = d.series[e.metric]
     xs = np.asarray(steps, dtype=float)
     ys = np.array(values, dtype=float)  # (a missing value, None, reads NaN)
@@ -176,8 +175,7 @@ class _Axes:
         """The series as polylines, broken where a value is missing or not finite. A run of
         points denser than the pixels keeps each pixel column's first, lowest, highest and
         last point, so every spike and drop still shows."""
-        import numpy as np
-
+        np = lazy.numpy
         idx = np.flatnonzero(ok)
         if not len(idx):
             return []
@@ -240,8 +238,7 @@ class _Axes:
 def _decimated(x: Any, y: Any) -> Any:
     """Indices to keep of points in step order: per whole pixel column its first, lowest,
     highest and last point."""
-    import numpy as np
-
+    np = lazy.numpy
     col = x.astype(np.int64)
     starts = np.concatenate(([0], np.flatnonzero(np.diff(col)) + 1))
     ends = np.concatenate((starts[1:], [len(x)])) - 1
