@@ -1,10 +1,11 @@
 """Speed and scale (issue 18): every target figure beside its floor, in one run.
 
-    python bench/bench_scale.py            # the issue's sizes (needs ~7 GB free in the temp dir)
-    python bench/bench_scale.py --quick    # smaller files, fewer rounds: a smoke run
+    python3 -m venv .venv-bench && .venv-bench/bin/pip install .   # rl-advisor as a wheel
+    .venv-bench/bin/python bench/bench_scale.py          # the issue's sizes (~7 GB free in --tmp)
+    .venv-bench/bin/python bench/bench_scale.py --quick  # smaller files, fewer rounds: a smoke run
 
-Run it with the interpreter of an installed rl-advisor (a wheel: `pip install dist/*.whl` in a
-fresh venv), so that the commands timed are the user's `rl-advisor`. The floor is
+Run it with the interpreter of an installed rl-advisor (as above: `pip install .` builds and
+installs a wheel), so that the commands timed are the user's `rl-advisor`. The floor is
 `python -c "import polars; polars.read_ndjson(F)"` on the same file, run in the same rounds:
 each round runs the floor, then each command, and a ratio is taken within its round (on a
 shared machine the load drifts; a ratio within one round is steadier). Figures are medians.
@@ -16,7 +17,7 @@ Rows (target in brackets):
   200,000 x 30                diagnose --config job.yaml --format json           [<= 3x]
   200,000 x 150 (1.1 GB)      peak memory of the json call                       [<= 1.5x]
   1,000,000 x 150 (5.7 GB)    completes, peak memory                             [<= 16 GB]
-  diagnose_many               1,000 runs x 500 steps on 2 workers                [<= 8 s]
+  diagnose_many               1,000 runs x 500 steps on 2 workers (their CPU a run) [<= 8 s]
   Advisor.observe             median per step, 30 metrics                        [<= 20 us]
 """
 
