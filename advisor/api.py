@@ -26,13 +26,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from advisor import __version__, lazy, remedy
+from advisor import __version__, lazy
 from advisor.config import LoadedConfig, load_config, write_patched
 from advisor.dialect import Speaker, framework_of_run
 from advisor.ingest import load_run
 from advisor.ingest.frame import trl_without_kl
 from advisor.runfacts import concrete_fallback, run_facts
-from advisor.static import check, rulebook, scale_caps
+from advisor.static import check, rulebook, scale_caps, validate_job
 from advisor.types import Diagnosis, Finding, InputError, Run
 
 # Hyperparameters whose value changes a conclusion, and what it changes (for the assumptions).
@@ -230,8 +230,6 @@ def validate(
 ) -> Diagnosis:
     """The static checks of a job file alone: the diagnose object with `run` None, and the
     verdict `rl-advisor validate` gives (`advisor.static.validate_job`, its one home)."""
-    from advisor.static import validate_job
-
     _, diagnosis = validate_job(
         Path(config) if config is not None else None,
         sets,
@@ -367,7 +365,7 @@ def assemble(
     framework = framework or framework_of_run(run.format, run.frame.columns, run.config_hints)
     speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin or {})
     facts = run_facts(run)
-    planned = remedy.plan(
+    planned = lazy.remedy.plan(
         findings,
         hp,
         rules if rules is not None else _rules(),
@@ -381,7 +379,7 @@ def assemble(
     save_hp, save_notes = _save_settings(hp, origin or {})
     # Only a run that completed saved at its last step; a crash or a cut log did not (or may not).
     completed = info.ending is not None and info.ending.kind == "completed"
-    checkpoint = remedy.checkpoint_advice(
+    checkpoint = lazy.remedy.checkpoint_advice(
         _points(run, "val_reward"), save_hp, info.last_step, training_samples, completed
     )
     if checkpoint is None or "best_step" not in checkpoint:

@@ -1,8 +1,8 @@
 """The modules whose import costs more than a command that does not use them should pay,
 imported on first use: `from advisor import lazy`, then `lazy.engine.judge_run(...)`.
 
-Everything else is imported at the top of the module that uses it (the config, static, remedy
-and dialect modules cost ~5 ms each). These are the exceptions, with what importing each costs
+Everything else is imported at the top of the module that uses it (the config, static and
+dialect modules cost ~5 ms each). These are the exceptions, with what importing each costs
 (CPU, bytecode cached, after pydantic):
 
 | name | cost | needed by |
@@ -11,6 +11,7 @@ and dialect modules cost ~5 ms each). These are the exceptions, with what import
 | `polars` | ~120 ms | reading a run |
 | `numpy` | ~55 ms | reading a run, judging it, drawing its charts |
 | `jinja2` | ~15 ms | the Markdown report's templates (not `--format json`) |
+| `remedy` | the engine's (it imports the engine's action specs) | the advice, after judging |
 
 `import advisor`, `rl-advisor validate` and the online Advisor's import import none of them.
 A diagnosis in a fresh process reads the run on a second thread while it imports the engine
@@ -29,12 +30,13 @@ if TYPE_CHECKING:
     import numpy
     import polars
 
-    from advisor import engine
+    from advisor import engine, remedy
 
-__all__ = ["engine", "jinja2", "numpy", "polars"]
+__all__ = ["engine", "jinja2", "numpy", "polars", "remedy"]
 
 _MODULES = {
     "engine": "advisor.engine",
+    "remedy": "advisor.remedy",
     "polars": "polars",
     "numpy": "numpy",
     "jinja2": "jinja2",
