@@ -28,7 +28,7 @@ from typing import Any
 
 from advisor import __version__, lazy
 from advisor.config import LoadedConfig, load_config, write_patched
-from advisor.dialect import Speaker, framework_of_run
+from advisor.dialect import Speaker, framework_assumed, framework_of_run
 from advisor.ingest import load_run
 from advisor.ingest.frame import trl_without_kl
 from advisor.runfacts import concrete_fallback, run_facts
@@ -61,12 +61,14 @@ def _load_config(
     sets: Sequence[str] = (),
     hints: Mapping[str, Any] | None = None,
     training_samples: int | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> LoadedConfig:
     return load_config(
         Path(config) if config is not None else None,
         sets,
         hints=hints,
         training_samples=training_samples,
+        defaults=defaults,
     )
 
 
@@ -86,6 +88,9 @@ class Job:
     advice_hints: Mapping[str, Any]
     judged_hp: Mapping[str, Any]
     judged_origin: Mapping[str, str]
+    # values the run's framework had by its own defaults (dialect.framework_assumed), where
+    # the log says nothing: hints like the others, said in the report as assumed
+    framework_assumed: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def hp(self) -> dict[str, Any]:
@@ -106,8 +111,11 @@ def resolve_job(
     advice: dict[str, Any] = {}
     if "kl_loss_coef" not in run.config_hints and trl_without_kl(run.frame.columns):
         advice["kl_loss_coef"] = 0.0  # the advice starts from TRL's beta 0; the judgement not
+    framework = framework_of_run(run.format, run.frame.columns, run.config_hints)
+    assumed = framework_assumed(framework, run.config_hints)
     hints = {**run.config_hints, **advice}
-    loaded = _load_config_once(config, sets, hints, training_samples)
+    loaded = _load_config_once(config, sets, hints, training_samples, assumed)
+    taken = {k for k in assumed if loaded.origin.get(k) == "default"}  # not in file nor --set
     judged_hp, judged_origin = dict(loaded.hyper_parameters), dict(loaded.origin)
     specs = rulebook().hyper_parameters
     for key in advice:
@@ -117,7 +125,7 @@ def resolve_job(
             judged_hp[key] = specs[key].default
             judged_origin[key] = "default"
     shown = dataclasses.replace(run, config_hints=hints) if advice else run
-    return Job(loaded, shown, advice, judged_hp, judged_origin)
+    return Job(loaded, shown, advice, judged_hp, judged_origin, {k: assumed[k] for k in taken})
 
 
 # The jobs loaded during one batch (diagnose_many), by arguments: the runs of a batch share
@@ -133,19 +141,23 @@ def _load_config_once(
     sets: Sequence[str] = (),
     hints: Mapping[str, Any] | None = None,
     training_samples: int | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> LoadedConfig:
     """`_load_config`, remembered within a batch (see _BATCH); each caller gets its own copy."""
     if _BATCH["id"] is None:
-        return _load_config(config, sets, hints, training_samples)
+        return _load_config(config, sets, hints, training_samples, defaults)
     key = (
         str(config) if config is not None else None,
         tuple(sets),
         repr(sorted((hints or {}).items())),  # equal reprs: equal plain values
         training_samples,
+        repr(sorted((defaults or {}).items())),
     )
     loaded = _BATCH["loaded"].get(key)
     if loaded is None:
-        loaded = _BATCH["loaded"][key] = _load_config(config, sets, hints, training_samples)
+        loaded = _BATCH["loaded"][key] = _load_config(
+            config, sets, hints, training_samples, defaults
+        )
     return copy.deepcopy(loaded)
 
 
@@ -270,6 +282,7 @@ def diagnose(
         caps=scale_caps(job.loaded),
         framework=file_framework(job.loaded),
         framework_facts=job.loaded.facts,
+        framework_assumed=job.framework_assumed,
     )
     return with_file_diff(diagnosis, config)
 
@@ -355,6 +368,7 @@ def assemble(
     caps: Mapping[str, float] | None = None,
     framework: str | None = None,
     framework_facts: Mapping[str, Any] | None = None,
+    framework_assumed: Mapping[str, Any] | None = None,
 ) -> Diagnosis:
     """Judgement + job -> Diagnosis: remedy, checkpoint advice, assumptions, drawn series.
 
@@ -397,13 +411,17 @@ def assemble(
         framework=speaker.framework,
         assumed_parameters=sorted(k for k in hp if (origin or {}).get(k, "default") == "default"),
         findings=said.findings,
-        config_findings=[
-            c for c in config_findings if c.id.upper() not in silenced | estimator_skips
+        config_findings=[  # said in the run's framework's names, as the findings are
+            c.model_copy(update={"message": speaker.text(c.message)})
+            for c in config_findings
+            if c.id.upper() not in silenced | estimator_skips
         ],
         patch=said.patch,
         assumptions=[
             speaker.text(a)
-            for a in _assumptions(judgement, hp, origin, planned, config_given)
+            for a in _assumptions(
+                judgement, hp, origin, planned, config_given, speaker, framework_assumed or {}
+            )
             + save_notes
             + estimator_notes
         ]
@@ -573,9 +591,13 @@ def _assumptions(
     origin: Mapping[str, str] | None,
     planned: Any,
     config_given: bool = False,
+    speaker: Speaker | None = None,
+    framework_assumed: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """What was assumed, and which conclusions that weakens (contract: never invent silently):
-    every value the patch or a next step starts from included."""
+    every value the patch or a next step starts from included; `framework_assumed`: values the
+    run's framework had by its own defaults (dialect.framework_assumed)."""
+    assumed = framework_assumed or {}
     out = list(getattr(judgement, "assumptions", []) or [])
     origin = origin or {}
     patch = planned.patch
@@ -590,7 +612,13 @@ def _assumptions(
         # the engine has said it (its "eval_steps unknown: assumed 25 ..." replaces the default)
         if any(a.startswith(f"{param} ") or (param in a and str(value) in a) for a in out):
             continue
-        if where == "run" and not config_given:  # with a file, a clash is config finding C006
+        if where == "default" and param in assumed:
+            title = speaker.info.title if speaker is not None else "the framework"
+            out.append(
+                f"{param} is not in the job file nor the log: {title}'s default {value!r} was "
+                f"assumed, which weakens {weighs}; {how} --set {param}=..."
+            )
+        elif where == "run" and not config_given:  # with a file, a clash is config finding C006
             from_log.append(f"{param}={value!r} ({_weighs(param, weighs, hp, origin)})")
         elif where == "default" and (param in advised or param in ("eval_steps", "algorithm")):
             out.append(

@@ -1116,9 +1116,12 @@ def load_config(
     sets: Sequence[str] = (),
     hints: Mapping[str, object] | None = None,
     training_samples: int | None = None,
+    defaults: Mapping[str, HpValue] | None = None,
 ) -> LoadedConfig:
     """Load a job config (any of the three shapes), layer defaults < run hints < file < --set.
 
+    `defaults`: values that replace the platform's defaults (the run's framework's own, e.g.
+    TRL's algorithm); their origin stays "default", as assumptions.
     Raises InputError only when the file or a --set is unusable; everything else is a finding.
     """
     from advisor.static import rulebook
@@ -1152,6 +1155,9 @@ def load_config(
     hp, notes = _fill_defaults(
         walker, origin, report_missing=source is not None and framework is None
     )
+    for key, value in (defaults or {}).items():
+        if key in hp and origin.get(key) == "default":
+            hp[key] = value
     samples = _training_samples(training_samples, extras, walker.out, source, notes)
     walker.out["hyper_parameters"] = hp
     cfg = JobConfig.model_validate(_joined_surrogates(walker.out))

@@ -246,6 +246,17 @@ def trl_algorithm(args: Mapping[str, Any]) -> str | None:
     return "grpo"
 
 
+def framework_assumed(framework: str, hints: Mapping[str, Any]) -> dict[str, Any]:
+    """Guide values a run of `framework` had by the framework's own defaults when its log and
+    its hints say nothing of them: a TRL run that names no algorithm ran TRL's default
+    (token-level importance sampling without Clip-Higher: GRPO), not the platform's GSPO."""
+    if framework != "trl" or "algorithm" in hints:
+        return {}
+    defaults = dialects().frameworks["trl"].defaults
+    algorithm = trl_algorithm({**defaults, **{k: hints[k] for k in _TRL_OWN if k in hints}})
+    return {"algorithm": algorithm} if algorithm else {}
+
+
 def verl_facts(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """What the Speaker needs from a verl config beside the guide's values."""
     out: dict[str, Any] = {"framework": "verl"}

@@ -129,6 +129,8 @@ class Advisor:
         self._training_samples = training_samples
         self.expected_steps = expected_steps  # run length, when the trainer knows it
         self._loaded: LoadedConfig | None = config
+        # the framework defaults _config loaded with (None: a LoadedConfig handed in)
+        self._loaded_with: dict[str, HpValue] | None = None
         self._config_given = config is not None  # a LoadedConfig from the caller: used as is
         self._rules = rules
         self.auto_apply = auto_apply
@@ -193,6 +195,10 @@ class Advisor:
             self._loaded = None  # reload with the hints on the next use
 
     def _config(self) -> LoadedConfig:
+        defaults = self._framework_defaults()
+        known = self._loaded is not None and self._loaded_with is not None
+        if known and self._monitor is None and defaults != self._loaded_with:
+            self._loaded = None  # the framework is known now: its defaults apply
         if self._loaded is None:
             from advisor.config import load_config
 
@@ -204,8 +210,17 @@ class Advisor:
                 sets=sets,
                 hints=self._hints or None,
                 training_samples=self._training_samples,
+                defaults=defaults,
             )
+            self._loaded_with = defaults
         return self._loaded
+
+    def _framework_defaults(self) -> dict[str, HpValue]:
+        """The run's framework's own defaults where its hints say nothing (diagnose's
+        resolve_job applies the same: dialect.framework_assumed)."""
+        from advisor.dialect import framework_assumed
+
+        return framework_assumed(self._log_framework(), self._hints)
 
     @property
     def hyper_parameters(self) -> dict[str, HpValue]:
@@ -580,12 +595,17 @@ class Advisor:
         """Whose run this is (trl, verl, openrlhf, platform): the job file's framework when it
         is a TRL or verl file, else the format, the raw metric names seen, the hints."""
         from advisor.api import file_framework
-        from advisor.dialect import framework_of_run
 
         if self._config_path is not None:
             said = file_framework(self._config())
             if said is not None:
                 return said
+        return self._log_framework()
+
+    def _log_framework(self) -> str:
+        """Whose run the log and its hints say this is (framework without the job file)."""
+        from advisor.dialect import framework_of_run
+
         keys = sorted({k for ks in self._plans for k in ks} | self._trl_keys)
         return framework_of_run(self.format, keys, self._hints)
 
@@ -634,6 +654,9 @@ class Advisor:
             caps=scale_caps(loaded),
             framework=self.framework(),
             framework_facts=loaded.facts,
+            framework_assumed={
+                k: v for k, v in (self._loaded_with or {}).items() if loaded.origin[k] == "default"
+            },
         )
         return with_file_diff(d.model_copy(update={"run": self.run_info()}), self._config_path)
 
@@ -649,7 +672,11 @@ class Advisor:
         sets = list(self._sets) + [_as_set(k, v) for k, v in self._explicit.items()]
         hints = {**self._hints, **derived}
         return load_config(
-            self._config_path, sets=sets, hints=hints, training_samples=self._training_samples
+            self._config_path,
+            sets=sets,
+            hints=hints,
+            training_samples=self._training_samples,
+            defaults=self._loaded_with,
         )
 
     def _history_run(self) -> Run:

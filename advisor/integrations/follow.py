@@ -473,6 +473,9 @@ class Sidecar:
         # diagnose assumes it from the finished run (its length / the guide's fraction).
         self._hinted = True
         self.advisor.low_precision = self.parser.low_precision
+        # the log's format is known by its first record: the framework (whose defaults the
+        # engine judges with) from the start, as diagnose knows it
+        self.advisor.format = self.parser.format or self.advisor.format
         hints = self.parser.hints()
         total = hints.get("total_training_steps") or hints.get("max_steps")
         expected = total - first_step + 1 if isinstance(total, int) and total > first_step else None

@@ -25,11 +25,28 @@ def test_a_trl_log_without_kl_gives_the_advice_beta_zero_and_the_judgement_not()
     job = resolve_job(run)
     assert job.hp["kl_loss_coef"] == 0.0 and job.origin["kl_loss_coef"] == "run"
     assert job.run.config_hints["kl_loss_coef"] == 0.0  # the report shows the hint
-    # the judgement sees the job as the log alone gives it
-    alone = load_config(None, hints=read_hints)
+    # the judgement sees the job as the log alone gives it, on TRL's own defaults
+    alone = load_config(None, hints={"algorithm": "grpo", **read_hints})
     assert job.judged_hp == alone.hyper_parameters
-    assert job.judged_origin == alone.origin
+    assert job.judged_origin == {**alone.origin, "algorithm": "default"}
     assert run.config_hints == read_hints  # the run as read is unchanged
+
+
+def test_a_trl_log_naming_no_algorithm_ran_trl_s_default_grpo() -> None:
+    job = resolve_job(load_run(TRL_NO_KL))
+    assert job.hp["algorithm"] == "grpo" and job.judged_hp["algorithm"] == "grpo"
+    assert job.origin["algorithm"] == "default"  # assumed, said as such
+    assert job.framework_assumed == {"algorithm": "grpo"}
+    assert "algorithm" not in job.run.config_hints  # not shown as something the log said
+    d = diagnose(TRL_NO_KL)
+    said = [a for a in d.assumptions if a.startswith("algorithm ")]
+    assert said and "TRL GRPOConfig's default 'grpo' was assumed" in said[0]
+    assert "algorithm" in d.assumed_parameters
+    # a job file or --set still decides
+    given = resolve_job(load_run(TRL_NO_KL), None, ["algorithm=gspo"])
+    assert given.hp["algorithm"] == "gspo" and given.framework_assumed == {}
+    # a verl log keeps the platform's default
+    assert resolve_job(load_run(VERL)).framework_assumed == {}
 
 
 @pytest.mark.parametrize("sets", [["kl_loss_coef=0.01"], []])
