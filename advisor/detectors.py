@@ -130,13 +130,23 @@ class Baseline:
     step_sd: float = math.nan  # median within-block sd (around each block's line) in the warm-up
 
 
+# The block record: one row per closed block of one metric (Series.raw, the engine's window),
+# with these columns: the block's first and last step, the mean / min / max of its finite
+# values (nan when none), their count, the count of non-finite values and the step of the
+# first, the within-block sd around the block's own line, and the sums a least-squares line
+# needs (x, x^2, t, t^2, x*t, with t counted from the block's first step).
+START, END, MEAN, LO, HI, COUNT, NONFINITE, FIRST_BAD, SD = range(9)
+SUM_X, SUM_XX, SUM_T, SUM_TT, SUM_XT = range(9, 14)
+RECORD_WIDTH = 14
+
+
 @dataclass(frozen=True, slots=True)
 class Series:
     """The block statistics of one metric over the rolling window (oldest first).
 
-    `raw` holds the block records (rows as in span_sd: start, end, mean, lo, hi, n, non-finite,
-    first non-finite step, sd, then the line sums); the named columns are views of it, made
-    only when a detector reads them (a healthy evaluation reads few).
+    `raw` holds the block records (one row per block, the columns START .. SUM_XT); the named
+    properties are views of it, made only when a detector reads them (a healthy evaluation
+    reads few).
     """
 
     metric: str
@@ -166,35 +176,35 @@ class Series:
 
     @property
     def start(self) -> np.ndarray:  # first step of each block
-        return self.raw[:, 0]
+        return self.raw[:, START]
 
     @property
     def end(self) -> np.ndarray:  # last step of each block
-        return self.raw[:, 1]
+        return self.raw[:, END]
 
     @property
     def mean(self) -> np.ndarray:  # mean of the finite values (nan if none)
-        return self.raw[:, 2]
+        return self.raw[:, MEAN]
 
     @property
     def lo(self) -> np.ndarray:  # min of the finite values
-        return self.raw[:, 3]
+        return self.raw[:, LO]
 
     @property
     def hi(self) -> np.ndarray:  # max of the finite values
-        return self.raw[:, 4]
+        return self.raw[:, HI]
 
     @property
     def count(self) -> np.ndarray:  # finite values
-        return self.raw[:, 5]
+        return self.raw[:, COUNT]
 
     @property
     def nonfinite(self) -> np.ndarray:  # NaN / inf values
-        return self.raw[:, 6]
+        return self.raw[:, NONFINITE]
 
     @property
     def first_bad(self) -> np.ndarray:  # first non-finite step (when nonfinite > 0)
-        return self.raw[:, 7]
+        return self.raw[:, FIRST_BAD]
 
     def __len__(self) -> int:
         return len(self.raw)
@@ -211,16 +221,15 @@ def span_sd(blocks: np.ndarray, span: int = SPAN, leave_out: bool = False) -> np
     consecutive blocks (nan before `span` blocks or with fewer than 2 x span points), computed
     from the blocks' running sums alone (no raw history is kept).
 
-    `blocks` rows: start, end, mean, lo, hi, n, bad, first_bad, sd, sum x, sum x^2, sum t,
-    sum t^2, sum x*t, with t counted from each block's first step. A trend across the span is
-    removed; a swing inside it is not.
+    `blocks`: block records (START .. SUM_XT). A trend across the span is removed; a swing
+    inside it is not.
     """
     out = np.full(len(blocks), np.nan)
     if len(blocks) < span:
         return out
-    b0 = blocks[:, 0] - blocks[0, 0]  # block starts, from the window's first step
-    n, sx, sxx = blocks[:, 5], blocks[:, 9], blocks[:, 10]
-    st, stt, sxt = blocks[:, 11], blocks[:, 12], blocks[:, 13]
+    b0 = blocks[:, START] - blocks[0, START]  # block starts, from the window's first step
+    n, sx, sxx = blocks[:, COUNT], blocks[:, SUM_X], blocks[:, SUM_XX]
+    st, stt, sxt = blocks[:, SUM_T], blocks[:, SUM_TT], blocks[:, SUM_XT]
     # Move each block's t origin to the window's first step, then sum over spans.
     st_a = st + n * b0
     stt_a = stt + 2 * b0 * st + n * b0 * b0
@@ -271,16 +280,16 @@ def _span_sd_last(blocks: np.ndarray, span: int = SPAN) -> float:
     if len(blocks) < span:
         return math.nan
     rows = blocks[-span:].tolist()
-    c = rows[0][0]
+    c = rows[0][START]
     nn = sx = sxx = st = stt = sxt = 0.0
     for r in rows:
-        d, n = r[0] - c, r[5]
+        d, n = r[START] - c, r[COUNT]
         nn += n
-        sx += r[9]
-        sxx += r[10]
-        st += r[11] + n * d
-        stt += r[12] + 2 * d * r[11] + n * d * d
-        sxt += r[13] + d * r[9]
+        sx += r[SUM_X]
+        sxx += r[SUM_XX]
+        st += r[SUM_T] + n * d
+        stt += r[SUM_TT] + 2 * d * r[SUM_T] + n * d * d
+        sxt += r[SUM_XT] + d * r[SUM_X]
     if nn < 2 * span:
         return math.nan
     vt = stt - st * st / nn
@@ -817,7 +826,7 @@ def _per_companion(
     if not (growth > 1.0).any():
         return s, ""
     raw = s.raw.copy()
-    raw[:, 2:5] = raw[:, 2:5] / growth[:, None]  # mean, min and max alike
+    raw[:, MEAN : HI + 1] = raw[:, MEAN : HI + 1] / growth[:, None]  # mean, min and max alike
     said = []
     if (longer > 1.0).any() and comp is not None:
         said.append(f"per generated token ({comp.metric} x{_fmt(float(longer[-1]))} at the end)")
@@ -1390,7 +1399,7 @@ def _own_norm(s: Series) -> np.ndarray:
         if not b.step_sd > 0:
             return ones
         base = b.step_sd
-        own = np.where(s.count >= 3, s.raw[:, 8], np.nan)
+        own = np.where(s.count >= 3, s.raw[:, SD], np.nan)
         level = np.full(len(s), np.nan)
         if len(s) >= 5:
             win = np.lib.stride_tricks.sliding_window_view(own, 5)
@@ -1689,7 +1698,7 @@ def _block_noise(s: Series) -> float:
     """A block mean's typical noise: the median within-block sd of blocks holding 3 or more
     points, else (sparse logs: one point a block) the robust spread of successive block means
     (median |difference| / sqrt 2, as a sigma)."""
-    sd = s.raw[:, 8]
+    sd = s.raw[:, SD]
     ok = (s.count >= 3) & np.isfinite(sd)
     if ok.sum() >= 2:
         return float(np.median(sd[ok]))
@@ -1983,7 +1992,7 @@ def swing(s: Series, p: Params) -> Evidence | None:
 
     def at(end: int) -> tuple[bool, dict[str, float]]:
         sl = slice(end - w, end)
-        y, cnt, sd = s.mean[sl], s.count[sl], s.raw[sl, 8]
+        y, cnt, sd = s.mean[sl], s.count[sl], s.raw[sl, SD]
         if not (np.all(np.isfinite(y)) and np.all(cnt >= min_pts) and np.all(np.isfinite(sd))):
             return False, {}
         t = np.arange(w, dtype=float)

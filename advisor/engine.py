@@ -60,6 +60,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraint
 from advisor.detectors import (
     AT_COMPANION_PEAK,
     DETECTORS,
+    MEAN,
+    RECORD_WIDTH,
+    START,
     WANDER_BLOCKS,
     WANDER_CHUNKS,
     Baseline,
@@ -486,20 +489,28 @@ def export_schema() -> dict[str, Any]:
 FIRE, NO, ABSENT = 1, 0, -1
 
 
+# The open block's accumulators of one metric (a list, indexed by these; push folds each value
+# in): the sum of the finite values, their count, the count of non-finite ones, their min and
+# max, the step of the first non-finite one (-1: none yet), and the sums x^2, t, t^2, x*t of the
+# block's least-squares line (t: steps since the block's first step).
+ACC_SUM, ACC_N, ACC_BAD, ACC_MIN, ACC_MAX, ACC_FIRST_BAD = range(6)
+ACC_SXX, ACC_ST, ACC_STT, ACC_SXT = range(6, 10)
+
+
 def _new_acc() -> list[float]:
-    # sum, count, non-finite, min, max, first non-finite step, sum x^2, sum t, sum t^2, sum x*t
     return [0.0, 0, 0, math.inf, -math.inf, -1, 0.0, 0.0, 0.0, 0.0]
 
 
 def _detrended_sd(a: list[float]) -> float:
     """Within-block sd around the block's own least-squares line: the swing inside the block,
     not the trend across it (a rising reward is not an oscillation)."""
-    n = a[1]
+    n = a[ACC_N]
     if n < 3:
         return math.nan
-    sxx = a[6] - a[0] * a[0] / n
-    stt = a[8] - a[7] * a[7] / n
-    sxt = a[9] - a[0] * a[7] / n
+    sx, st = a[ACC_SUM], a[ACC_ST]
+    sxx = a[ACC_SXX] - sx * sx / n
+    stt = a[ACC_STT] - st * st / n
+    sxt = a[ACC_SXT] - sx * st / n
     resid = sxx - (sxt * sxt / stt if stt > 0 else 0.0)
     return math.sqrt(max(0.0, resid) / n)
 
@@ -509,7 +520,7 @@ def _add_wander(t: _Track) -> None:
     line, or second differences) of the latest WANDER_BLOCKS block means. A 6-block warm-up
     cannot show how far autocorrelated noise wanders over 16 blocks; the run's own history
     can, and the median over chunks converges as the run goes on (detectors.volatility)."""
-    x = t.buf[max(0, t.nb - WANDER_BLOCKS) : t.nb, 2]
+    x = t.buf[max(0, t.nb - WANDER_BLOCKS) : t.nb, MEAN]
     x = x[np.isfinite(x)]
     if len(x) < WANDER_BLOCKS // 2:
         return
@@ -558,7 +569,7 @@ class _BlockFold:
         self.dt = (steps - steps[starts][self.block]).astype(float)
 
     def accumulate(self, x: np.ndarray, finite: np.ndarray, bad: np.ndarray) -> list[list[Any]]:
-        """push's 10 accumulators (see _new_acc), each as a list over the blocks."""
+        """push's accumulators (ACC_SUM .. ACC_SXT), each as a list over the blocks."""
         f = np.flatnonzero(finite)
         row, col = self.block[f], self.pos[f]
         v, dt = x[f], self.dt[f]
@@ -574,15 +585,14 @@ class _BlockFold:
         first_bad = np.full(n, -1, dtype=np.int64)
         blocks, first = np.unique(self.block[b], return_index=True)
         first_bad[blocks] = self.steps[b[first]]
-        return [
-            sums[0],
-            np.bincount(row, minlength=n).tolist(),
-            np.bincount(self.block[b], minlength=n).tolist(),
-            self._extreme(math.inf, np.min, row, col, v),
-            self._extreme(-math.inf, np.max, row, col, v),
-            first_bad.tolist(),
-            *sums[1:],
-        ]
+        out: list[list[Any]] = [[]] * (ACC_SXT + 1)
+        out[ACC_SUM], out[ACC_SXX], out[ACC_ST], out[ACC_STT], out[ACC_SXT] = sums
+        out[ACC_N] = np.bincount(row, minlength=n).tolist()
+        out[ACC_BAD] = np.bincount(self.block[b], minlength=n).tolist()
+        out[ACC_MIN] = self._extreme(math.inf, np.min, row, col, v)
+        out[ACC_MAX] = self._extreme(-math.inf, np.max, row, col, v)
+        out[ACC_FIRST_BAD] = first_bad.tolist()
+        return out
 
     def _extreme(
         self, fill: float, pick: Any, row: np.ndarray, col: np.ndarray, v: np.ndarray
@@ -743,7 +753,7 @@ class Monitor:
             for companion in (leaf.per, leaf.rounds)
             if companion is not None
         }
-        self._tracks = {m: _Track(buf=np.empty((st.window_blocks, 14))) for m in metrics}
+        self._tracks = {m: _Track(buf=np.empty((st.window_blocks, RECORD_WIDTH))) for m in metrics}
         # (companion, metric): the metric's level is kept at each new best of the companion
         self._at_peak = sorted(
             {
@@ -872,20 +882,20 @@ class Monitor:
                 continue
             a = t.acc
             if v - v == 0.0:  # finite (NaN - NaN and inf - inf are NaN)
-                a[0] += v
-                a[1] += 1
-                if v < a[3]:
-                    a[3] = v
-                if v > a[4]:
-                    a[4] = v
-                a[6] += v * v
-                a[7] += dt
-                a[8] += dt * dt
-                a[9] += v * dt
+                a[ACC_SUM] += v
+                a[ACC_N] += 1
+                if v < a[ACC_MIN]:
+                    a[ACC_MIN] = v
+                if v > a[ACC_MAX]:
+                    a[ACC_MAX] = v
+                a[ACC_SXX] += v * v
+                a[ACC_ST] += dt
+                a[ACC_STT] += dt * dt
+                a[ACC_SXT] += v * dt
             else:
-                a[2] += 1
-                if a[2] == 1:  # the block's first (a step may be negative: no sentinel test)
-                    a[5] = step
+                a[ACC_BAD] += 1
+                if a[ACC_BAD] == 1:  # the block's first (a step may be negative: no sentinel)
+                    a[ACC_FIRST_BAD] = step
         self._last = step
         return new
 
@@ -969,13 +979,16 @@ class Monitor:
         logged = False
         for t in self._tracks.values():
             a = t.acc
-            if a[1] == 0 and a[2] == 0:
+            n = a[ACC_N]
+            if n == 0 and a[ACC_BAD] == 0:
                 continue
             t.seen = True
-            mean = a[0] / a[1] if a[1] else math.nan
-            lo, hi = (a[3], a[4]) if a[1] else (math.nan, math.nan)
+            mean = a[ACC_SUM] / n if n else math.nan
+            lo, hi = (a[ACC_MIN], a[ACC_MAX]) if n else (math.nan, math.nan)
             sd = _detrended_sd(a)
-            row = (start, end, mean, lo, hi, a[1], a[2], a[5], sd, a[0], a[6], a[7], a[8], a[9])
+            # the block record, in the column order START .. SUM_XT (advisor.detectors)
+            row = (start, end, mean, lo, hi, n, a[ACC_BAD], a[ACC_FIRST_BAD], sd,
+                   a[ACC_SUM], a[ACC_SXX], a[ACC_ST], a[ACC_STT], a[ACC_SXT])  # fmt: skip
             if t.nb < len(t.buf):
                 t.buf[t.nb] = row
                 t.nb += 1
@@ -986,7 +999,7 @@ class Monitor:
             if t.total % WANDER_BLOCKS == 0:
                 _add_wander(t)
             logged = True
-            if a[1]:
+            if n:
                 if not math.isfinite(t.first[0]):
                     t.first = (mean, lo, hi)
                 if t.peak is None or mean > t.peak:
@@ -1033,8 +1046,8 @@ class Monitor:
             if c is None or t is None or id(c) not in new_peak3 or not t.nb:
                 continue
             rows = t.buf[: t.nb]
-            inside = (rows[:, 0] >= c.last3[0][2]) & np.isfinite(rows[:, 2])
-            c.peak3_ctx[name] = float(np.mean(rows[inside, 2])) if inside.any() else math.nan
+            inside = (rows[:, START] >= c.last3[0][2]) & np.isfinite(rows[:, MEAN])
+            c.peak3_ctx[name] = float(np.mean(rows[inside, MEAN])) if inside.any() else math.nan
 
     def _baseline(self, t: _Track, end: int, name: str = "") -> Baseline:
         arr = np.asarray(t.warm, dtype=float)
@@ -1383,8 +1396,8 @@ class Monitor:
             assert self._block_first is not None and self._last is not None
             size = self._last - self._block_first + 1
             partial = size < self.block_steps
-            val = self._tracks.get(self._st.evaluation_metric)
-            final_eval = val is not None and val.acc[1] > 0
+            val = self._tracks.get("val_reward")
+            final_eval = val is not None and val.acc[ACC_N] > 0
             new = self._close_block(trends=size >= self.block_steps / 2 or final_eval)
         # A symptom whose evidence no longer held at the last judged block is reported as
         # cleared there (validation back near its peak, KL grown after an early ~0), not as
