@@ -62,6 +62,10 @@ Detector = Callable[["Series", Params], Evidence | None]
 AT_COMPANION_PEAK = frozenset({"shared_fall"})
 
 DETECTORS: dict[str, Detector] = {}
+# Detectors that read `Series.run_end` (the run's last step, which moves on while the metric
+# is not logged): the engine reuses a detector's last result while its metrics' block
+# history is unchanged, except for these (tests/engine/test_same_judgement.py checks the set).
+READS_RUN_END = frozenset({"stopped"})
 
 # 1.4826 turns a median absolute deviation into a normal sigma.
 _MAD_TO_SIGMA = 1.4826
@@ -1494,6 +1498,28 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     # per-step spread: under strong autocorrelation block means wander nearly as far as single
     # steps, and a warm-up of ~6 block means underestimates their sigma.
     move = max(slow_ratio * b.scale, float(p.get("slow_sd", 2.0)) * b.sd)
+    # A span's spread is an estimate from its points: with few of them (sparse logging, e.g.
+    # TRL every 5 steps = 2-3 points a block) a ratio of two such estimates passes 2.5 by
+    # chance (an F ratio with ~4 and ~4 degrees of freedom exceeds 6.25 about 5 % of the time).
+    # Below `min_span_points` the within-span view is not judged; the block means are then
+    # nearly single points, which the between-blocks view tests.
+    min_pts = float(p.get("min_span_points", 0))
+    fast_last = _span_sd_last(s.raw) / b.sd
+    if min_pts and float(s.count[-SPAN:].sum()) < min_pts:
+        fast_last = math.nan
+    window = means[lo:]
+    # Two turns need a rise AND a fall of at least `move` inside the window: the smaller of the
+    # largest run-up and the largest drawdown bounds what a zigzag can find (cheap, vectorised).
+    fin = window[np.isfinite(window)]
+    spread = (
+        min(float(np.max(fin - np.minimum.accumulate(fin))),
+            float(np.max(np.maximum.accumulate(fin) - fin)))
+        if len(fin) else 0.0
+    )
+    # The gate below with the floors of its thresholds (`need` is at least min_ratio, `move`
+    # only grows): what fails here fails there, before the costlier references are read.
+    if not (fast_last >= min_ratio or spread >= move):
+        return None
     if "window_ratio" in p:
         # ...and `window_ratio` sigmas of the block means' own spread over the whole window
         # (robust second differences): six warm-up block means under-rate that spread 2-2.5x
@@ -1511,30 +1537,12 @@ def volatility(s: Series, p: Params) -> Evidence | None:
         # sigmas within 16 blocks turn up in ~10 % of 800-block runs, of 4.5 in < 1 %
         # (simulated); correlated means zigzag less. 0 until 2 chunks have closed.
         move = max(move, float(p["wander_ratio"]) * _wander(s, w))
-    # A span's spread is an estimate from its points: with few of them (sparse logging, e.g.
-    # TRL every 5 steps = 2-3 points a block) a ratio of two such estimates passes 2.5 by
-    # chance (an F ratio with ~4 and ~4 degrees of freedom exceeds 6.25 about 5 % of the time).
-    # Below `min_span_points` the within-span view is not judged; the block means are then
-    # nearly single points, which the between-blocks view tests.
-    min_pts = float(p.get("min_span_points", 0))
     # ...and `span_wander_ratio` times the run's own typical span spread (the median over its
     # earlier chunks, `Series.span_wander`): the warm-up's ~4 spans of heavy-tailed,
     # autocorrelated noise can read 2-3x quieter than the run's usual, and hundreds of spans
     # later the ordinary spread passes 2.5 of that (healthy runs of 5-step blocks).
     typical = _wander(s, w, s.span_wander)
     need = max(min_ratio, float(p.get("span_wander_ratio", 0.0)) * typical / b.sd)
-    fast_last = _span_sd_last(s.raw) / b.sd
-    if min_pts and float(s.count[-SPAN:].sum()) < min_pts:
-        fast_last = math.nan
-    window = means[lo:]
-    # Two turns need a rise AND a fall of at least `move` inside the window: the smaller of the
-    # largest run-up and the largest drawdown bounds what a zigzag can find (cheap, vectorised).
-    fin = window[np.isfinite(window)]
-    spread = (
-        min(float(np.max(fin - np.minimum.accumulate(fin))),
-            float(np.max(np.maximum.accumulate(fin) - fin)))
-        if len(fin) else 0.0
-    )
     # Gate (the factor below is <= 1, so it can only make both views harder).
     if not (fast_last >= need or spread >= move):
         return None
@@ -1936,6 +1944,27 @@ def stopped(s: Series, p: Params) -> Evidence | None:
     return ev.model_copy(update={"window": (last + 1, s.run_end)})
 
 
+def _line_resid_bound(y: np.ndarray) -> float:
+    """An upper bound of np.std of the residuals of `y` around its least-squares quadratic in
+    the index (swing's fit): the rms residual around its least-squares line, which the
+    quadratic can only lower, widened by far more than the rounding of either fit (1e-9 of
+    the values' magnitude; rounding is ~1e-13 of it)."""
+    t = np.arange(len(y), dtype=float)
+    tc = t - t.mean()
+    yc = y - y.mean()
+    res = yc - (float(tc @ yc) / float(tc @ tc)) * tc
+    rms = math.sqrt(float(res @ res) / len(y))
+    return rms * (1.0 + 1e-9) + 1e-9 * float(np.max(np.abs(y)))
+
+
+@lru_cache(maxsize=64)
+def _periods(shortest: float, longest: float) -> np.ndarray:
+    """swing's candidate periods, in blocks (read-only: shared between calls)."""
+    out = np.geomspace(shortest, longest, 48)
+    out.setflags(write=False)
+    return out
+
+
 def _best_sine(r: np.ndarray, periods: np.ndarray) -> tuple[float, float, float]:
     """(period, share of the variance explained, amplitude) of the sinusoid that fits the
     residuals `r` best by least squares, over candidate `periods` (in samples)."""
@@ -1988,25 +2017,33 @@ def swing(s: Series, p: Params) -> Evidence | None:
     if w < int(p.get("min_blocks", 12)):
         return None
     min_pts = int(p.get("min_points", 3))
-    cands = np.geomspace(float(p.get("min_period", 2.2)), w / float(p.get("periods", 3)), 48)
 
     def at(end: int) -> tuple[bool, dict[str, float]]:
         sl = slice(end - w, end)
         y, cnt, sd = s.mean[sl], s.count[sl], s.raw[sl, SD]
         if not (np.all(np.isfinite(y)) and np.all(cnt >= min_pts) and np.all(np.isfinite(sd))):
             return False, {}
-        t = np.arange(w, dtype=float)
-        r = y - np.polyval(np.polyfit(t, y, 2), t)
-        noise = max(float(np.median(sd / np.sqrt(cnt))), 1e-12)
+        noise = max(median(sd / np.sqrt(cnt)), 1e-12)
+        level = abs(median(y))
         # A sinusoid's amplitude is at most sqrt 2 x the residuals' spread: a window whose
         # spread cannot carry the thresholds is not fitted (the fit is the costly part).
+        need = max(
+            float(p.get("min_ratio", 5.0)) * noise,
+            float(p.get("min_abs", 0.0)),
+            float(p.get("min_rel", 0.2)) * level,
+        )
+        if 2.0 * math.sqrt(2.0) * _line_resid_bound(y) < need:
+            return False, {}  # not even around a line: less around the quadratic below
+        t = np.arange(w, dtype=float)
+        r = y - np.polyval(np.polyfit(t, y, 2), t)
         most = 2.0 * math.sqrt(2.0) * float(np.std(r))
         if (
             most < float(p.get("min_ratio", 5.0)) * noise
             or most < float(p.get("min_abs", 0.0))
-            or most < float(p.get("min_rel", 0.2)) * abs(float(np.median(y)))
+            or most < float(p.get("min_rel", 0.2)) * level
         ):
             return False, {}
+        cands = _periods(float(p.get("min_period", 2.2)), w / float(p.get("periods", 3)))
         period, share, amp = _best_sine(r, cands)
         if not math.isfinite(period):
             return False, {}
@@ -2015,7 +2052,7 @@ def swing(s: Series, p: Params) -> Evidence | None:
         ok = (
             share >= float(p.get("min_share", 0.5))
             and ratio >= float(p.get("min_ratio", 5.0))
-            and p2p >= float(p.get("min_rel", 0.2)) * abs(float(np.median(y)))
+            and p2p >= float(p.get("min_rel", 0.2)) * level
             and p2p >= float(p.get("min_abs", 0.0))
         )
         return ok, {"period": period, "share": share, "p2p": p2p, "ratio": ratio, "noise": noise,

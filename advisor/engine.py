@@ -61,6 +61,7 @@ from advisor.detectors import (
     AT_COMPANION_PEAK,
     DETECTORS,
     MEAN,
+    READS_RUN_END,
     RECORD_WIDTH,
     START,
     WANDER_BLOCKS,
@@ -613,6 +614,7 @@ class _Track:
     buf: np.ndarray  # the last `window_blocks` block records, oldest first (rows of span_sd)
     acc: list[float] = field(default_factory=lambda: _new_acc())
     nb: int = 0  # rows of buf in use
+    version: int = 0  # bumped whenever what a Series of this metric shows changes
     seen: bool = False
     baseline: Baseline | None = None
     peak: float | None = None
@@ -728,11 +730,11 @@ class Monitor:
         self._rules = self._compile()
         self._by_id = {r.id: r for r in self._rules}
         # Per leaf, resolved once: the detector, its metrics, its companion (hot path).
-        self._leaf_fn = {
+        self._leaf_fn: dict[int, tuple[Any, tuple[str, ...], str | None, str | None]] = {
             id(leaf): (
                 DETECTORS[leaf.detector],
                 tuple(leaf.metrics),
-                leaf.per,
+                str(leaf.params["per"]) if isinstance(leaf.params.get("per"), str) else None,
                 self._rounds_of(leaf),
             )
             for r in self._rules
@@ -746,6 +748,10 @@ class Monitor:
             for leaf in _leaves(r.when)
         }
         metrics = {m for r in self._rules for leaf in _leaves(r.when) for m in leaf.metrics}
+        # A leaf's last result, with the versions of the tracks it read (_leaf_inputs): a
+        # detector is a pure function of its Series, so unchanged inputs give the same result
+        # (a validation series logged every few blocks is judged once per evaluation logged).
+        self._memo: dict[tuple[str, ...], tuple[tuple[Any, ...], int, list[Evidence]]] = {}
         metrics |= {
             companion
             for r in self._rules
@@ -996,6 +1002,7 @@ class Monitor:
                 t.buf[:-1] = t.buf[1:]
                 t.buf[-1] = row
             t.total += 1
+            t.version += 1
             if t.total % WANDER_BLOCKS == 0:
                 _add_wander(t)
             logged = True
@@ -1036,6 +1043,7 @@ class Monitor:
         for name, t in self._tracks.items():
             if self._warm_done and t.baseline is None and len(t.warm) >= 3 - in_warmup:
                 t.baseline = self._baseline(t, end, name)
+                t.version += 1
         return self._evaluate(end, full=self._warm_done and not in_warmup and trends)
 
     def _keep_at_peak(self, new_peak3: set[int]) -> None:
@@ -1226,6 +1234,44 @@ class Monitor:
                 self._notes[f"skip:{leaf.detector}:{leaf.metric}"] = leaf.skip_note
             return ABSENT, []
         fn, names, per, rounds = self._leaf_fn[id(leaf)]
+        key = self._leaf_keys[id(leaf)] + (("keep",) if keep else ())
+        inputs = self._leaf_inputs(leaf, names, per, rounds)
+        memo = self._memo.get(key)
+        if memo is not None and memo[0] == inputs:
+            if memo[1] == ABSENT:
+                missing.update(leaf.metrics)
+            return memo[1], memo[2]
+        out = self._judge_leaf(leaf, cache, missing, keep, fn, names, per, rounds)
+        self._memo[key] = (inputs, *out)
+        return out
+
+    def _leaf_inputs(
+        self, leaf: Leaf, names: tuple[str, ...], per: str | None, rounds: str | None
+    ) -> tuple[Any, ...]:
+        """What the leaf's detector reads, by version: its metrics' tracks, its companions',
+        and the run's last logged step for the detectors that read it."""
+        tracks = self._tracks
+        got: list[Any] = [tracks[n].version for n in names]
+        if per is not None:
+            got.append(tracks[per].version if per in tracks else None)
+        if rounds is not None:
+            got += [tracks[rounds].version, tracks["gen_batches"].version
+                    if "gen_batches" in tracks else None]  # fmt: skip
+        if leaf.detector in READS_RUN_END:
+            got.append(self._logged_end)
+        return tuple(got)
+
+    def _judge_leaf(
+        self,
+        leaf: Leaf,
+        cache: dict[str, Series | None],
+        missing: set[str],
+        keep: bool,
+        fn: Any,
+        names: tuple[str, ...],
+        per: str | None,
+        rounds: str | None,
+    ) -> tuple[int, list[Evidence]]:
         params: Mapping[str, Any] = {**leaf.params, **leaf.keep} if keep else leaf.params
         if per is not None:  # a companion series the detector normalises by
             params = {**params, "_per": self._series(per, cache) if per in self._tracks else None}
