@@ -714,6 +714,11 @@ def shift(s: Series, p: Params) -> Evidence | None:
     net = ""
     if comp is not None or rounds is not None:
         n, cap = int(p.get("_rounds_n", 8)), float(p.get("rounds_cap", 10))
+        # the gate on the latest block first, counted per companion as _per_companion counts
+        # it (its growth is 1 where none is explained: the mean divided by 1 is itself)
+        longer, more = _growth(s.start[-1:], comp, rounds, n, cap)
+        if not _shifted(float((s.mean[-1:] / (longer * more))[0]), b, p, up, min_z):
+            return None
         s, net = _per_companion(s, comp, rounds, n, cap)
     last = float(s.mean[-1])
     if not _shifted(last, b, p, up, min_z):  # gate: the latest block, all criteria
@@ -813,19 +818,7 @@ def _per_companion(
       Rounds are capped at `cap` (10: the max_num_gen_batches of verl's DAPO recipe scripts).
       A reward outside [0, 1] is no success rate: no discount.
     """
-    longer, more = np.ones(len(s)), np.ones(len(s))
-    if comp is not None and comp.baseline is not None and comp.baseline.median > 0 and len(comp):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            longer = np.maximum(1.0, _aligned(s, comp) / comp.baseline.median)
-    if rounds is not None and rounds.baseline is not None and len(rounds) and _unit(rounds):
-        def needed(p: Any) -> Any:  # rounds per step at success rate p, n rollouts per group
-            uniform = np.clip(p, 0.0, 1.0) ** n + np.clip(1.0 - p, 0.0, 1.0) ** n
-            return 1.0 / np.maximum(1.0 - uniform, 1.0 / cap)
-
-        with np.errstate(invalid="ignore", divide="ignore"):
-            more = np.maximum(1.0, needed(_aligned(s, rounds)) / needed(rounds.baseline.median))
-    longer = np.where(np.isfinite(longer), longer, 1.0)
-    more = np.where(np.isfinite(more), more, 1.0)
+    longer, more = _growth(s.start, comp, rounds, n, cap)
     growth = longer * more
     if not (growth > 1.0).any():
         return s, ""
@@ -846,10 +839,33 @@ def _per_companion(
     return net, " counted " + " and ".join(said)
 
 
-def _aligned(s: Series, comp: Series) -> np.ndarray:
-    """The companion's block means at `s`'s blocks (nan where it has no such block)."""
-    idx = np.clip(np.searchsorted(comp.start, s.start), 0, len(comp) - 1)
-    return np.where(comp.start[idx] == s.start, comp.mean[idx], np.nan)
+def _growth(
+    starts: np.ndarray, comp: Series | None, rounds: Series | None, n: int, cap: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The growth each companion of _per_companion explains at the blocks starting at
+    `starts` (each block's on its own: a subset of the blocks gives the same values)."""
+    longer, more = np.ones(len(starts)), np.ones(len(starts))
+    if comp is not None and comp.baseline is not None and comp.baseline.median > 0 and len(comp):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            longer = np.maximum(1.0, _aligned(starts, comp) / comp.baseline.median)
+    if rounds is not None and rounds.baseline is not None and len(rounds) and _unit(rounds):
+        def needed(p: Any) -> Any:  # rounds per step at success rate p, n rollouts per group
+            uniform = np.clip(p, 0.0, 1.0) ** n + np.clip(1.0 - p, 0.0, 1.0) ** n
+            return 1.0 / np.maximum(1.0 - uniform, 1.0 / cap)
+
+        with np.errstate(invalid="ignore", divide="ignore"):
+            base = needed(rounds.baseline.median)
+            more = np.maximum(1.0, needed(_aligned(starts, rounds)) / base)
+    longer = np.where(np.isfinite(longer), longer, 1.0)
+    more = np.where(np.isfinite(more), more, 1.0)
+    return longer, more
+
+
+def _aligned(starts: np.ndarray, comp: Series) -> np.ndarray:
+    """The companion's block means at the blocks starting at `starts` (nan where it has no
+    such block)."""
+    idx = np.clip(np.searchsorted(comp.start, starts), 0, len(comp) - 1)
+    return np.where(comp.start[idx] == starts, comp.mean[idx], np.nan)
 
 
 def _unit(s: Series) -> bool:
@@ -1374,7 +1390,7 @@ def _norm_factor(s: Series, comp: Series | None) -> np.ndarray:
     base = comp.baseline.median
     if not base > 0:
         return ones
-    level = _trailing_mean(_aligned(s, comp), SPAN)
+    level = _trailing_mean(_aligned(s.start, comp), SPAN)
     with np.errstate(invalid="ignore", divide="ignore"):
         # Only discount: noise growth the companion explains is forgiven; a shrinking companion
         # (a saturating reward) never inflates a spread.

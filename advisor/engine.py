@@ -48,11 +48,11 @@ False-alarm budget: ~1 % of healthy runs per warning/error symptom; see `advisor
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
@@ -633,6 +633,38 @@ class _Track:
     span_wander: list[tuple[int, float]] = field(default_factory=list)  # chunks, bounded
 
 
+class _Context(NamedTuple):
+    """One rule's evaluation at one block: the block's Series and leaf results (shared by
+    the rules), and the metrics the rule found missing."""
+
+    series: dict[str, Series | None]
+    leaves: dict[tuple[str, ...], tuple[int, list[Evidence]]]
+    missing: set[str]
+
+
+_Eval = Callable[[_Context, bool], tuple[int, list[Evidence]]]
+
+
+@dataclass(slots=True)
+class _LeafPlan:
+    """A leaf resolved for one Monitor: its detector, metrics, companions, parameters, the
+    tracks it reads, and its last result with the versions of those tracks (memo)."""
+
+    leaf: Leaf
+    fn: Any
+    names: tuple[str, ...]
+    per: str | None
+    rounds: str | None
+    key: tuple[str, ...]
+    key_keep: tuple[str, ...]
+    params: Mapping[str, Any]
+    params_keep: Mapping[str, Any]
+    reads: tuple[_Track, ...]
+    reads_end: bool
+    memo: tuple[Any, ...] | None = None
+    memo_keep: tuple[Any, ...] | None = None
+
+
 @dataclass
 class Judgement:
     findings: list[Finding]
@@ -729,29 +761,7 @@ class Monitor:
         self._pred = _predicates(self.hp, st.kl_strong_coef)
         self._rules = self._compile()
         self._by_id = {r.id: r for r in self._rules}
-        # Per leaf, resolved once: the detector, its metrics, its companion (hot path).
-        self._leaf_fn: dict[int, tuple[Any, tuple[str, ...], str | None, str | None]] = {
-            id(leaf): (
-                DETECTORS[leaf.detector],
-                tuple(leaf.metrics),
-                str(leaf.params["per"]) if isinstance(leaf.params.get("per"), str) else None,
-                self._rounds_of(leaf),
-            )
-            for r in self._rules
-            for leaf in _leaves(r.when)
-        }
-        self._leaf_keys = {
-            id(leaf): (leaf.detector, repr(leaf.metric), repr(sorted(leaf.params.items())),
-                       repr(leaf.skip_if), repr(leaf.only_if), repr(sorted(leaf.keep.items())),
-                       repr((leaf.per, leaf.rounds)))
-            for r in self._rules
-            for leaf in _leaves(r.when)
-        }
         metrics = {m for r in self._rules for leaf in _leaves(r.when) for m in leaf.metrics}
-        # A leaf's last result, with the versions of the tracks it read (_leaf_inputs): a
-        # detector is a pure function of its Series, so unchanged inputs give the same result
-        # (a validation series logged every few blocks is judged once per evaluation logged).
-        self._memo: dict[tuple[str, ...], tuple[tuple[Any, ...], int, list[Evidence]]] = {}
         metrics |= {
             companion
             for r in self._rules
@@ -760,6 +770,10 @@ class Monitor:
             if companion is not None
         }
         self._tracks = {m: _Track(buf=np.empty((st.window_blocks, RECORD_WIDTH))) for m in metrics}
+        # Each rule's condition tree, compiled once into nested evaluators (_tree); equal
+        # leaves of different rules share one plan, so they share a result within a block.
+        self._plans: dict[tuple[str, ...], _LeafPlan] = {}
+        self._trees = {r.id: self._tree(r.when) for r in self._rules if r.when is not None}
         # (companion, metric): the metric's level is kept at each new best of the companion
         self._at_peak = sorted(
             {
@@ -1148,6 +1162,7 @@ class Monitor:
             self._evaluations += 1
         cache: dict[str, Series | None] = {}
         leaf_cache: dict[tuple[str, ...], tuple[int, list[Evidence]]] = {}
+        trees = self._trees
         new: list[Finding] = []
         for rule in self._rules:
             if rule.when is None or (rule.warmup and not full):
@@ -1156,7 +1171,7 @@ class Monitor:
                 continue  # a more severe active symptom explains this one
             missing: set[str] = set()
             active = rule.id in self._active
-            state, evidence = self._node(rule.when, cache, leaf_cache, missing, active)
+            state, evidence = trees[rule.id](_Context(cache, leaf_cache, missing), active)
             if state == ABSENT:
                 self._absent.setdefault(rule.id, set()).update(missing)
             elif rule.id in self._absent:
@@ -1178,101 +1193,132 @@ class Monitor:
                     self._active.pop(rule.id).cleared_step = end
         return new
 
-    def _node(
-        self,
-        node: Node,
-        cache: dict[str, Series | None],
-        leaf_cache: dict[tuple[str, ...], tuple[int, list[Evidence]]],
-        missing: set[str],
-        active: bool = False,
-    ) -> tuple[int, list[Evidence]]:
+    def _tree(self, node: Node) -> _Eval:
+        """The evaluator of a condition tree: (state, evidence) from (block context, whether
+        the rule's finding is active). A leaf whose metric was never logged is ABSENT."""
         if isinstance(node, Leaf):
-            if node.while_active and not active:
+            return self._leaf_eval(node)
+        if isinstance(node, AllOf):
+            kids = [self._tree(n) for n in node.all]
+
+            def all_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
+                ev: list[Evidence] = []
+                absent = False
+                for kid in kids:
+                    state, e = kid(cx, active)
+                    if state == NO:
+                        return NO, []
+                    absent |= state == ABSENT
+                    ev += e
+                return (ABSENT, []) if absent else (FIRE, ev)
+
+            return all_of
+        if isinstance(node, AnyOf):
+            alts, hold = [self._tree(n) for n in node.any], node.hold
+
+            def any_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
+                states, ev = [], []
+                for alt in alts:  # all branches: every alternative that holds is evidence
+                    state, e = alt(cx, active)
+                    states.append(state)
+                    ev += e
+                if FIRE in states or (active and hold):
+                    return FIRE, ev
+                return (NO, []) if NO in states else (ABSENT, [])
+
+            return any_of
+        inner = self._tree(node.not_)
+
+        def not_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
+            state, _ = inner(cx._replace(missing=set()), active)
+            # "not X" where X cannot be judged does not block: absence is not evidence either
+            # way.
+            return (NO, []) if state == FIRE else (FIRE, [])
+
+        return not_of
+
+    def _leaf_eval(self, leaf: Leaf) -> _Eval:
+        plan = self._plan(leaf)
+        while_active, has_keep = leaf.while_active, bool(leaf.keep)
+
+        def leaf_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
+            if while_active and not active:
                 # not applicable: neither evidence nor a missing metric (under an `any`, the
                 # other branches decide, and their absence is still said)
                 return ABSENT, []
-            keep = active and bool(node.keep)
+            keep = active and has_keep
             # equal leaves of different rules share a result (kept ones their own)
-            key = self._leaf_keys[id(node)] + (("keep",) if keep else ())
-            if key not in leaf_cache:
-                leaf_cache[key] = self._leaf(node, cache, missing, keep)
-            return leaf_cache[key]
-        if isinstance(node, AllOf):
-            ev: list[Evidence] = []
-            absent = False
-            for n in node.all:
-                state, e = self._node(n, cache, leaf_cache, missing, active)
-                if state == NO:
-                    return NO, []
-                absent |= state == ABSENT
-                ev += e
-            return (ABSENT, []) if absent else (FIRE, ev)
-        if isinstance(node, AnyOf):
-            states, ev = [], []
-            for n in node.any:  # all branches: every alternative that holds is evidence
-                state, e = self._node(n, cache, leaf_cache, missing, active)
-                states.append(state)
-                ev += e
-            if FIRE in states or (active and node.hold):
-                return FIRE, ev
-            return (NO, []) if NO in states else (ABSENT, [])
-        assert isinstance(node, NotOf)  # uses are expanded when the rulebook loads
-        state, _ = self._node(node.not_, cache, leaf_cache, set(), active)
-        # "not X" where X cannot be judged does not block: absence is not evidence either way.
-        return (NO, []) if state == FIRE else (FIRE, [])
+            key = plan.key_keep if keep else plan.key
+            got = cx.leaves.get(key)
+            if got is None:
+                got = cx.leaves[key] = self._leaf(plan, cx.series, cx.missing, keep)
+            return got
+
+        return leaf_of
+
+    def _plan(self, leaf: Leaf) -> _LeafPlan:
+        """What a leaf needs at each evaluation, resolved once (shared by equal leaves)."""
+        key = (leaf.detector, repr(leaf.metric), repr(sorted(leaf.params.items())),
+               repr(leaf.skip_if), repr(leaf.only_if), repr(sorted(leaf.keep.items())))  # fmt: skip
+        if key in self._plans:
+            return self._plans[key]
+        per = str(leaf.params["per"]) if isinstance(leaf.params.get("per"), str) else None
+        rounds = self._rounds_of(leaf)
+        names = tuple(leaf.metrics)
+        # the tracks whose versions say whether the detector's inputs changed
+        reads = [n for n in (*names, per, rounds) if n is not None]
+        if rounds is not None:
+            reads.append("gen_batches")
+        plan = _LeafPlan(
+            leaf=leaf,
+            fn=DETECTORS[leaf.detector],
+            names=names,
+            per=per,
+            rounds=rounds,
+            key=key,
+            key_keep=(*key, "keep"),
+            params=leaf.params,
+            params_keep={**leaf.params, **leaf.keep},
+            reads=tuple(self._tracks[n] for n in reads if n in self._tracks),
+            reads_end=leaf.detector in READS_RUN_END,
+        )
+        self._plans[key] = plan
+        return plan
 
     def _leaf(
-        self, leaf: Leaf, cache: dict[str, Series | None], missing: set[str], keep: bool = False
+        self, plan: _LeafPlan, cache: dict[str, Series | None], missing: set[str], keep: bool
     ) -> tuple[int, list[Evidence]]:
-        if not all(self._pred[p] for p in leaf.only_if):
+        leaf, pred = plan.leaf, self._pred
+        if leaf.only_if and not all(pred[p] for p in leaf.only_if):
             # not applicable to this job: neither evidence nor a missing metric (under an
             # `any`, the other branches decide, and their absence is still said)
             return ABSENT, []
-        skipped = [p for p in leaf.skip_if if self._pred[p]]
-        if skipped:
+        if leaf.skip_if and any(pred[p] for p in leaf.skip_if):
             if leaf.skip_note:
                 self._notes[f"skip:{leaf.detector}:{leaf.metric}"] = leaf.skip_note
             return ABSENT, []
-        fn, names, per, rounds = self._leaf_fn[id(leaf)]
-        key = self._leaf_keys[id(leaf)] + (("keep",) if keep else ())
-        inputs = self._leaf_inputs(leaf, names, per, rounds)
-        memo = self._memo.get(key)
+        # A detector is a pure function of its Series: while the tracks it reads are unchanged
+        # (a validation series logged every few blocks), its last result stands.
+        inputs: tuple[Any, ...] = tuple([t.version for t in plan.reads])
+        if plan.reads_end:
+            inputs += (self._logged_end,)
+        memo = plan.memo_keep if keep else plan.memo
         if memo is not None and memo[0] == inputs:
             if memo[1] == ABSENT:
                 missing.update(leaf.metrics)
             return memo[1], memo[2]
-        out = self._judge_leaf(leaf, cache, missing, keep, fn, names, per, rounds)
-        self._memo[key] = (inputs, *out)
+        out = self._judge_leaf(plan, cache, missing, keep)
+        if keep:
+            plan.memo_keep = (inputs, *out)
+        else:
+            plan.memo = (inputs, *out)
         return out
 
-    def _leaf_inputs(
-        self, leaf: Leaf, names: tuple[str, ...], per: str | None, rounds: str | None
-    ) -> tuple[Any, ...]:
-        """What the leaf's detector reads, by version: its metrics' tracks, its companions',
-        and the run's last logged step for the detectors that read it."""
-        tracks = self._tracks
-        got: list[Any] = [tracks[n].version for n in names]
-        if per is not None:
-            got.append(tracks[per].version if per in tracks else None)
-        if rounds is not None:
-            got += [tracks[rounds].version, tracks["gen_batches"].version
-                    if "gen_batches" in tracks else None]  # fmt: skip
-        if leaf.detector in READS_RUN_END:
-            got.append(self._logged_end)
-        return tuple(got)
-
     def _judge_leaf(
-        self,
-        leaf: Leaf,
-        cache: dict[str, Series | None],
-        missing: set[str],
-        keep: bool,
-        fn: Any,
-        names: tuple[str, ...],
-        per: str | None,
-        rounds: str | None,
+        self, plan: _LeafPlan, cache: dict[str, Series | None], missing: set[str], keep: bool
     ) -> tuple[int, list[Evidence]]:
-        params: Mapping[str, Any] = {**leaf.params, **leaf.keep} if keep else leaf.params
+        per, rounds = plan.per, plan.rounds
+        params: Mapping[str, Any] = plan.params_keep if keep else plan.params
         if per is not None:  # a companion series the detector normalises by
             params = {**params, "_per": self._series(per, cache) if per in self._tracks else None}
         # DAPO's rounds per step explain a slower step only where the job runs dynamic sampling
@@ -1281,7 +1327,8 @@ class Monitor:
             n = self.hp.get("n_rollouts")
             params = {**params, "_rounds": self._series(rounds, cache), "_rounds_n": n or 8}
         seen = False
-        for name in names:
+        fn = plan.fn
+        for name in plan.names:
             s = self._series(name, cache)
             if s is None:
                 continue
@@ -1290,7 +1337,7 @@ class Monitor:
             if ev is not None:
                 return FIRE, [ev]
         if not seen:
-            missing.update(leaf.metrics)
+            missing.update(plan.leaf.metrics)
             return ABSENT, []
         return NO, []
 
