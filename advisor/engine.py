@@ -59,11 +59,23 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraint
 
 from advisor.detectors import (
     AT_COMPANION_PEAK,
+    COUNT,
     DETECTORS,
+    END,
+    FIRST_BAD,
+    HI,
+    LO,
     MEAN,
+    NONFINITE,
     READS_RUN_END,
     RECORD_WIDTH,
+    SD,
     START,
+    SUM_T,
+    SUM_TT,
+    SUM_X,
+    SUM_XT,
+    SUM_XX,
     WANDER_BLOCKS,
     WANDER_CHUNKS,
     Baseline,
@@ -516,6 +528,47 @@ def _detrended_sd(a: list[float]) -> float:
     return math.sqrt(max(0.0, resid) / n)
 
 
+def _record(a: list[float], start: int, end: int) -> tuple[float, ...] | None:
+    """The block record (columns START .. SUM_XT) of a block's accumulators, None when the
+    metric was not logged in it."""
+    n = a[ACC_N]
+    if n == 0 and a[ACC_BAD] == 0:
+        return None
+    mean = a[ACC_SUM] / n if n else math.nan
+    lo, hi = (a[ACC_MIN], a[ACC_MAX]) if n else (math.nan, math.nan)
+    return (start, end, mean, lo, hi, n, a[ACC_BAD], a[ACC_FIRST_BAD], _detrended_sd(a),
+            a[ACC_SUM], a[ACC_SXX], a[ACC_ST], a[ACC_STT], a[ACC_SXT])  # fmt: skip
+
+
+def _records(acc: list[np.ndarray], starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """_record of every block at once (rows of the blocks the metric was not logged in are
+    left out), with the same operations in the same order, so each value is the same."""
+    n, bad = acc[ACC_N], acc[ACC_BAD]
+    keep = (n > 0) | (bad > 0)
+    a = [x[keep] for x in acc]
+    n, nf = a[ACC_N], a[ACC_N].astype(float)
+    sx, st = a[ACC_SUM], a[ACC_ST]
+    has = n > 0
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        mean = np.where(has, sx / nf, math.nan)
+        # _detrended_sd: max(0.0, nan) is 0.0, as where(resid > 0) gives
+        sxx = a[ACC_SXX] - sx * sx / nf
+        stt = a[ACC_STT] - st * st / nf
+        sxt = a[ACC_SXT] - sx * st / nf
+        resid = sxx - np.where(stt > 0, sxt * sxt / stt, 0.0)
+        sd = np.where(n >= 3, np.sqrt(np.where(resid > 0.0, resid, 0.0) / nf), math.nan)
+    out = np.empty((len(n), RECORD_WIDTH))
+    out[:, START], out[:, END] = starts[keep], ends[keep]
+    out[:, MEAN] = mean
+    out[:, LO] = np.where(has, a[ACC_MIN], math.nan)
+    out[:, HI] = np.where(has, a[ACC_MAX], math.nan)
+    out[:, COUNT], out[:, NONFINITE], out[:, FIRST_BAD] = n, a[ACC_BAD], a[ACC_FIRST_BAD]
+    out[:, SD] = sd
+    out[:, SUM_X], out[:, SUM_XX], out[:, SUM_T] = sx, a[ACC_SXX], st
+    out[:, SUM_TT], out[:, SUM_XT] = a[ACC_STT], a[ACC_SXT]
+    return out
+
+
 def _add_wander(t: _Track) -> None:
     """Close a chunk of the long-run wander reference: the robust scale (MAD around a Theil-Sen
     line, or second differences) of the latest WANDER_BLOCKS block means. A 6-block warm-up
@@ -569,8 +622,8 @@ class _BlockFold:
         # push's position inside the block: from the block's first step pushed (gaps count)
         self.dt = (steps - steps[starts][self.block]).astype(float)
 
-    def accumulate(self, x: np.ndarray, finite: np.ndarray, bad: np.ndarray) -> list[list[Any]]:
-        """push's accumulators (ACC_SUM .. ACC_SXT), each as a list over the blocks."""
+    def accumulate(self, x: np.ndarray, finite: np.ndarray, bad: np.ndarray) -> list[np.ndarray]:
+        """push's accumulators (ACC_SUM .. ACC_SXT), each as an array over the blocks."""
         f = np.flatnonzero(finite)
         row, col = self.block[f], self.pos[f]
         v, dt = x[f], self.dt[f]
@@ -580,31 +633,30 @@ class _BlockFold:
         m = np.zeros((5, *self.shape))
         with np.errstate(over="ignore", invalid="ignore"):  # push overflows to inf silently
             m[:, row, col] = (v, v * v, dt, dt * dt, v * dt)
-            sums = (m.cumsum(axis=2)[:, :, -1] + 0.0).tolist()
+            sums = list(m.cumsum(axis=2)[:, :, -1] + 0.0)
         n = self.n_blocks
         b = np.flatnonzero(bad)
         first_bad = np.full(n, -1, dtype=np.int64)
         blocks, first = np.unique(self.block[b], return_index=True)
         first_bad[blocks] = self.steps[b[first]]
-        out: list[list[Any]] = [[]] * (ACC_SXT + 1)
+        out: list[np.ndarray] = [first_bad] * (ACC_SXT + 1)
         out[ACC_SUM], out[ACC_SXX], out[ACC_ST], out[ACC_STT], out[ACC_SXT] = sums
-        out[ACC_N] = np.bincount(row, minlength=n).tolist()
-        out[ACC_BAD] = np.bincount(self.block[b], minlength=n).tolist()
+        out[ACC_N] = np.bincount(row, minlength=n)
+        out[ACC_BAD] = np.bincount(self.block[b], minlength=n)
         out[ACC_MIN] = self._extreme(math.inf, np.min, row, col, v)
         out[ACC_MAX] = self._extreme(-math.inf, np.max, row, col, v)
-        out[ACC_FIRST_BAD] = first_bad.tolist()
         return out
 
     def _extreme(
         self, fill: float, pick: Any, row: np.ndarray, col: np.ndarray, v: np.ndarray
-    ) -> list[float]:
+    ) -> np.ndarray:
         m = np.full(self.shape, fill)
         m[row, col] = v
         out = pick(m, axis=1)
         zero = np.flatnonzero(out == 0)
         if len(zero):  # 0.0 == -0.0: push keeps the first one seen
             out[zero] = m[zero, np.argmax(m[zero] == 0, axis=1)]
-        return out.tolist()
+        return out
 
 
 @dataclass(slots=True)
@@ -614,6 +666,7 @@ class _Track:
     buf: np.ndarray  # the last `window_blocks` block records, oldest first (rows of span_sd)
     acc: list[float] = field(default_factory=lambda: _new_acc())
     nb: int = 0  # rows of buf in use
+    ready: list[float] | None = None  # the next block's record, made by push_columns
     version: int = 0  # bumped whenever what a Series of this metric shows changes
     seen: bool = False
     baseline: Baseline | None = None
@@ -960,15 +1013,32 @@ class Monitor:
             for name, (values, logged) in columns.items()
             if name in self._tracks
         }
+        firsts, lasts = s[starts], s[ends]
+        # every block's record at once, for the blocks closed here (all but the last, which
+        # stays open: the next rows or close() finish it); None where a metric was not logged
+        ready: dict[str, list[list[float] | None]] = {}
+        for name, acc in accs.items():
+            got: list[list[float] | None] = [None] * len(starts)
+            done = [x[:-1] for x in acc]
+            logged = np.flatnonzero((done[ACC_N] > 0) | (done[ACC_BAD] > 0))
+            recs = _records(done, firsts[:-1], lasts[:-1]).tolist()
+            for j, rec in zip(logged.tolist(), recs, strict=True):
+                got[j] = rec
+            ready[name] = got
         new: list[Finding] = []
+        last_j = len(starts) - 1
         for j, (b, first, last) in enumerate(
-            zip(blocks[starts].tolist(), s[starts].tolist(), s[ends].tolist(), strict=True)
+            zip(blocks[starts].tolist(), firsts.tolist(), lasts.tolist(), strict=True)
         ):
             if self._block >= 0:
                 new += self._close_block()
             self._block, self._block_first = b, first
             for name, acc in accs.items():
-                self._tracks[name].acc = [x[j] for x in acc]
+                t = self._tracks[name]
+                if j == last_j:
+                    t.acc = [x[j].item() for x in acc]
+                else:
+                    t.ready = ready[name][j]
             self._last = last
         return new
 
@@ -998,17 +1068,16 @@ class Monitor:
         new_peak3: set[int] = set()
         logged = False
         for t in self._tracks.values():
-            a = t.acc
-            n = a[ACC_N]
-            if n == 0 and a[ACC_BAD] == 0:
-                continue
+            row: Sequence[float] | None = t.ready  # the record push_columns made at once
+            if row is None:
+                row = _record(t.acc, start, end)
+                if row is None:
+                    continue  # not logged in this block
+                t.acc = _new_acc()
+            else:
+                t.ready = None
+            n, mean, lo, hi, sd = row[COUNT], row[MEAN], row[LO], row[HI], row[SD]
             t.seen = True
-            mean = a[ACC_SUM] / n if n else math.nan
-            lo, hi = (a[ACC_MIN], a[ACC_MAX]) if n else (math.nan, math.nan)
-            sd = _detrended_sd(a)
-            # the block record, in the column order START .. SUM_XT (advisor.detectors)
-            row = (start, end, mean, lo, hi, n, a[ACC_BAD], a[ACC_FIRST_BAD], sd,
-                   a[ACC_SUM], a[ACC_SXX], a[ACC_ST], a[ACC_STT], a[ACC_SXT])  # fmt: skip
             if t.nb < len(t.buf):
                 t.buf[t.nb] = row
                 t.nb += 1
@@ -1035,7 +1104,6 @@ class Monitor:
                     t.trough, t.trough_step = mean, end
                 if not self._warm_done or t.baseline is None:
                     t.warm.append((mean, sd, t.nb))
-            t.acc = _new_acc()
         if new_peak3:
             self._keep_at_peak(new_peak3)
         if logged:
