@@ -325,12 +325,22 @@ def robust_scale(means: np.ndarray, floor: float, line: bool = True) -> float:
         return max(sd, floor)
     # Around a robust (Theil-Sen: median of pairwise slopes) line, so that a symptom already
     # starting inside the warm-up does not inflate the noise it will be measured against.
-    t = np.arange(len(x), dtype=float)
-    i, j = np.triu_indices(len(x), k=1)
-    slope = float(median((x[j] - x[i]) / (t[j] - t[i])))
+    t, i, j, dt = _pairs(len(x))
+    slope = float(median((x[j] - x[i]) / dt))
     resid = x - slope * t
     sd_line = _MAD_TO_SIGMA * float(median(np.abs(resid - median(resid))))
     return max(sd, sd_line, floor)
+
+
+@lru_cache(maxsize=64)
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The positions of n points as floats, all index pairs i < j and j - i (read-only)."""
+    i, j = np.triu_indices(n, k=1)
+    t = np.arange(n, dtype=float)
+    out = (t, i, j, t[j] - t[i])
+    for a in out:
+        a.setflags(write=False)
+    return out
 
 
 def _window_scale(s: Series) -> float:
@@ -898,7 +908,7 @@ def _trend_stats(y: np.ndarray) -> tuple[float, float, float]:
     """
     y = np.asarray(y, dtype=float)
     n = len(y)
-    i, j = np.triu_indices(n, k=1)  # all pairs i < j; x = block index has no ties
+    _, i, j, _ = _pairs(n)  # all pairs i < j; x = block index has no ties
     dy = y[j] - y[i]
     slope = float(median(dy / (j - i))) if n > 1 else math.nan
     tot = n * (n - 1) // 2
@@ -2101,3 +2111,196 @@ def swing(s: Series, p: Params) -> Evidence | None:
         ratio=st["ratio"],
         noise=st["noise"],
     )
+
+
+# ----------------------------------------------------------------------------- screens
+# A screen answers, for a whole column of block records at once, where a detector might fire:
+# `screen(rows, window, b, p)[i]` is False only where the detector surely returns None on the
+# Series whose window is rows[max(0, i - window + 1) : i + 1], with baseline `b` (None before
+# the warm-up ended) and the leaf's parameters `p` (companions not given). Each repeats the
+# detector's first gate, vectorised: the same operations in the same order where the gate
+# compares exact values, a bound with a margin far beyond rounding where it does not. The
+# engine's offline path (Monitor.push_columns) calls a detector only where its screen passes;
+# tests/engine/test_same_judgement.py replays every fixture online (no screens) and offline.
+Screen = Callable[[np.ndarray, int, "Baseline | None", Params], np.ndarray]
+SCREENS: dict[str, Screen] = {}
+
+
+def screen(name: str) -> Callable[[Screen], Screen]:
+    """Register the screen of detector `name`."""
+
+    def wrap(fn: Screen) -> Screen:
+        if name not in DETECTORS or name in SCREENS:
+            raise ValueError(f"screen {name!r}: no such detector, or registered twice")
+        SCREENS[name] = fn
+        return fn
+
+    return wrap
+
+
+def _maybe(rows: np.ndarray) -> np.ndarray:
+    return np.ones(len(rows), dtype=bool)
+
+
+def _trailing(x: np.ndarray, w: int) -> np.ndarray:
+    """x's last `w` values at each row (rows before the first w padded with nan)."""
+    pad = np.concatenate([np.full(w - 1, np.nan), x])
+    return np.lib.stride_tricks.sliding_window_view(pad, w)
+
+
+@screen("nonfinite")
+def _nonfinite_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
+    return rows[:, NONFINITE] != 0
+
+
+def _level_screen(rows: np.ndarray, p: Params, above: bool) -> np.ndarray:
+    value = float(p["value"])
+    x = rows[:, {"mean": MEAN, "max": HI, "min": LO}[str(p.get("stat", "mean"))]]
+    with np.errstate(invalid="ignore"):
+        return (x >= value) if above else (x <= value)
+
+
+@screen("above")
+def _above_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
+    return _level_screen(rows, p, above=True)
+
+
+@screen("below")
+def _below_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
+    return _level_screen(rows, p, above=False)
+
+
+@screen("shift")
+def _shift_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
+    if b is None or isinstance(p.get("per"), str) or isinstance(p.get("rounds"), str):
+        return _maybe(rows)  # counted per companion: the detector's own gate decides
+    up = str(p.get("direction", "up")) == "up"
+    min_z = float(p.get("min_z", 4.0))
+    sign = 1.0 if up else -1.0
+    x = rows[:, MEAN]
+    # _shifted on the latest block mean
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ok = sign * (x - b.median) / b.scale >= min_z
+        if "min_ratio" in p and b.median != 0:
+            r = x / b.median
+            ok &= (r >= float(p["min_ratio"])) if up else (r <= float(p["min_ratio"]))
+        if "min_abs" in p:
+            ok &= sign * (x - b.median) >= float(p["min_abs"])
+    return ok
+
+
+def _span_sd_lasts(rows: np.ndarray) -> np.ndarray:
+    """_span_sd_last at every row (nan before SPAN rows), with its operations in its order."""
+    out = np.full(len(rows), np.nan)
+    if len(rows) < SPAN:
+        return out
+    q = len(rows) - SPAN + 1
+    parts = [rows[j : j + q] for j in range(SPAN)]
+    c = parts[0][:, START]
+    nn = sx = sxx = st = stt = sxt = np.zeros(q)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        for r in parts:
+            d, n = r[:, START] - c, r[:, COUNT]
+            nn = nn + n
+            sx = sx + r[:, SUM_X]
+            sxx = sxx + r[:, SUM_XX]
+            st = st + (r[:, SUM_T] + n * d)
+            stt = stt + (r[:, SUM_TT] + 2 * d * r[:, SUM_T] + n * d * d)
+            sxt = sxt + (r[:, SUM_XT] + d * r[:, SUM_X])
+        vt = stt - st * st / nn
+        cxt = sxt - sx * st / nn
+        resid = sxx - sx * sx / nn - np.where(vt > 0, cxt * cxt / vt, 0.0)
+        sd = np.sqrt(np.where(resid < 0.0, 0.0, resid) / nn)  # max(resid, 0.0): nan stays
+    out[SPAN - 1 :] = np.where(nn < 2 * SPAN, np.nan, sd)
+    return out
+
+
+def _trimmed_rows(rows: np.ndarray) -> np.ndarray:
+    """_trimmed_means of block records."""
+    n, mean = rows[:, COUNT], rows[:, MEAN]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        trimmed = (mean * n - rows[:, LO] - rows[:, HI]) / (n - 2)
+    return np.where(n >= 3, trimmed, mean)
+
+
+_MARGIN = 1e-9  # relative slack of the bounds below: far beyond float rounding (~1e-15)
+
+
+@screen("volatility")
+def _volatility_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
+    # volatility's first gate: the within-span ratio past min_ratio (its `need` is at least
+    # that), or a run-up and a drawdown of `move` in the zigzag window (at most the range of
+    # its finite trimmed means: a difference of two of them never exceeds max - min, and
+    # rounding keeps that order)
+    if b is None:
+        return _maybe(rows)
+    min_ratio = float(p.get("min_ratio", 3.0))
+    slow_ratio = float(p.get("slow_ratio", 2 * min_ratio))
+    move = max(slow_ratio * b.scale, float(p.get("slow_sd", 2.0)) * b.sd)
+    if not move > 0:
+        return _maybe(rows)
+    w = min(int(p.get("window", 12)), window)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fast = _span_sd_lasts(rows) / b.sd
+        tm = _trimmed_rows(rows)
+        win = _trailing(np.where(np.isfinite(tm), tm, np.nan), w)
+        span = np.fmax.reduce(win, axis=1) - np.fmin.reduce(win, axis=1)
+        # (nan passes neither, as in the detector)
+        return (fast >= min_ratio * (1 - _MARGIN)) | (span >= move * (1 - _MARGIN))
+
+
+@screen("jump")
+def _jump_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
+    # jump's gate: the latest block at least min_level and min_ratio x the median of the three
+    # blocks around `lag` back (any of them nan: the detector decides)
+    lag = int(p.get("lag", 6))
+    x = _trimmed_rows(rows) if p.get("trimmed") else rows[:, MEAN]
+    out = _maybe(rows)
+    i = np.arange(len(rows))
+    at = np.flatnonzero((np.minimum(i + 1, window) > lag + 1) & (i >= lag + 1))
+    if not len(at):
+        return out
+    ref3 = np.stack([x[at - lag - 1], x[at - lag], x[at - lag + 1]], axis=1)
+    mid = np.sort(ref3, axis=1)[:, 1]
+    last = x[at]
+    floor = float(p.get("min_level", 0.0))
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = (last >= floor) & (last >= float(p.get("min_ratio", 5.0)) * np.where(
+            mid < 1e-12, 1e-12, mid))
+    out[at] = ok | np.isnan(ref3).any(axis=1)
+    return out
+
+
+@screen("swing")
+def _swing_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
+    # swing's gate at the latest window (full windows only): the residual spread around a line
+    # bounds the spread around the quadratic, which must carry the thresholds
+    k = int(p.get("k", 3))
+    w = min(int(p.get("window", 32)), window - (k - 1))
+    out = _maybe(rows)
+    if w < int(p.get("min_blocks", 12)) or len(rows) < window:
+        return out
+    ends = np.arange(window - 1, len(rows))
+    view = np.lib.stride_tricks.sliding_window_view
+    y = view(rows[:, MEAN], w)[ends - w + 1]
+    cnt = view(rows[:, COUNT], w)[ends - w + 1]
+    sd = view(rows[:, SD], w)[ends - w + 1]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        judged = (
+            np.isfinite(y).all(axis=1)
+            & (cnt >= int(p.get("min_points", 3))).all(axis=1)
+            & np.isfinite(sd).all(axis=1)
+        )
+        noise = np.maximum(np.median(sd / np.sqrt(cnt), axis=1), 1e-12)
+        need = np.maximum(
+            np.maximum(float(p.get("min_ratio", 5.0)) * noise, float(p.get("min_abs", 0.0))),
+            float(p.get("min_rel", 0.2)) * np.abs(np.median(y, axis=1)),
+        )
+        tc = np.arange(w, dtype=float) - (w - 1) / 2.0
+        yc = y - y.mean(axis=1, keepdims=True)
+        res = yc - ((yc @ tc) / float(tc @ tc))[:, None] * tc
+        rms = np.sqrt((res * res).sum(axis=1) / w)
+        bound = rms * (1 + 1e-6) + 1e-6 * np.abs(y).max(axis=1)
+        quiet = 2.0 * math.sqrt(2.0) * bound < need * (1 - 1e-6)
+    out[ends] = judged & ~quiet  # a window the detector does not judge: it returns None
+    return out

@@ -69,6 +69,7 @@ from advisor.detectors import (
     NONFINITE,
     READS_RUN_END,
     RECORD_WIDTH,
+    SCREENS,
     SD,
     START,
     SUM_T,
@@ -714,8 +715,13 @@ class _LeafPlan:
     params_keep: Mapping[str, Any]
     reads: tuple[_Track, ...]
     reads_end: bool
+    screen: Any = None  # advisor.detectors.SCREENS' entry, when the detector has one
     memo: tuple[Any, ...] | None = None
     memo_keep: tuple[Any, ...] | None = None
+    # per metric: (the records screened, the baseline they were screened with, the verdicts)
+    screened: dict[str, tuple[np.ndarray, Baseline | None, np.ndarray]] = field(
+        default_factory=dict
+    )
 
 
 @dataclass
@@ -851,6 +857,9 @@ class Monitor:
         self._evaluations = 0
         self._closed = False
         self._ended_clearing: set[int] = set()  # findings that cleared only at the last blocks
+        # push_columns' block records per metric while it closes blocks: (rows, the record
+        # count before the first row), read by the detectors' screens (_quiet)
+        self._columns: dict[str, tuple[np.ndarray, int]] = {}
         self.ending: RunEnding | None = None
 
     # -- set-up --------------------------------------------------------------------------
@@ -1026,11 +1035,20 @@ class Monitor:
                 got[j] = rec
             ready[name] = got
         new: list[Finding] = []
+        if self._block >= 0:  # the block left open before these rows closes first
+            new += self._close_block()
+        # every track's records as the block closes below will leave them (the window's rows
+        # before this call, then the records made here), for the detectors' screens
+        self._columns = {}
+        for name, t in self._tracks.items():
+            made = [r for r in ready.get(name, ()) if r is not None]
+            if made:
+                self._columns[name] = (np.vstack([t.buf[: t.nb], made]), t.total - t.nb)
         last_j = len(starts) - 1
         for j, (b, first, last) in enumerate(
             zip(blocks[starts].tolist(), firsts.tolist(), lasts.tolist(), strict=True)
         ):
-            if self._block >= 0:
+            if j:
                 new += self._close_block()
             self._block, self._block_first = b, first
             for name, acc in accs.items():
@@ -1040,6 +1058,7 @@ class Monitor:
                 else:
                     t.ready = ready[name][j]
             self._last = last
+        self._columns = {}  # the block left open is judged without screens
         return new
 
     def _block_of(self, step: int) -> int:
@@ -1349,6 +1368,7 @@ class Monitor:
             params_keep={**leaf.params, **leaf.keep},
             reads=tuple(self._tracks[n] for n in reads if n in self._tracks),
             reads_end=leaf.detector in READS_RUN_END,
+            screen=SCREENS.get(leaf.detector),
         )
         self._plans[key] = plan
         return plan
@@ -1375,12 +1395,39 @@ class Monitor:
             if memo[1] == ABSENT:
                 missing.update(leaf.metrics)
             return memo[1], memo[2]
+        if not keep and plan.screen is not None and self._columns and self._quiet(plan):
+            return NO, []
         out = self._judge_leaf(plan, cache, missing, keep)
         if keep:
             plan.memo_keep = (inputs, *out)
         else:
             plan.memo = (inputs, *out)
         return out
+
+    def _quiet(self, plan: _LeafPlan) -> bool:
+        """The leaf's detector surely returns None on every metric it reads that was logged,
+        by its screen over the block records push_columns made (at least one was logged)."""
+        seen = False
+        window = self._st.window_blocks
+        for name in plan.names:
+            t = self._tracks[name]
+            if not t.nb:
+                continue
+            seen = True
+            column = self._columns.get(name)
+            if column is None:
+                return False
+            rows, offset = column
+            i = t.total - 1 - offset  # the latest record's row
+            if not 0 <= i < len(rows):
+                return False
+            got = plan.screened.get(name)
+            if got is None or got[0] is not rows or got[1] is not t.baseline:
+                got = (rows, t.baseline, plan.screen(rows, window, t.baseline, plan.params))
+                plan.screened[name] = got
+            if got[2][i]:
+                return False
+        return seen
 
     def _judge_leaf(
         self, plan: _LeafPlan, cache: dict[str, Series | None], missing: set[str], keep: bool

@@ -1,7 +1,9 @@
 """The same judgement everywhere: every fixture replayed step by step through `Monitor.push`
 (the online hook's path), through `push_columns` in uneven chunks, and through `judge_run`
 (the offline path diagnose takes) gives identical findings (ids, severity, onset, evidence,
-cleared and recovered steps), notes, missing metrics and status.
+cleared and recovered steps), notes, missing metrics and status. The chunked replay also runs
+every detector the offline path's screens skip (advisor.detectors.SCREENS), and fails where
+one would have fired.
 
 The fixtures: every run of the committed corpus, the live-fire range, the public runs the
 harness reads (`../shared/real_runs`, when present) and generated healthy and sick runs."""
@@ -18,7 +20,7 @@ import polars as pl
 import pytest
 
 from advisor.config import load_config
-from advisor.engine import Judgement, Monitor, judge_run
+from advisor.engine import NO, Judgement, Monitor, judge_run
 from advisor.harness import default_real_dir, default_real_labels, discover, livefire_labels
 from advisor.ingest import load_run
 from advisor.types import Run
@@ -61,8 +63,25 @@ def _setup(run: Run, job: Path | None) -> tuple[dict[str, Any], dict[str, str]]:
     return dict(loaded.hyper_parameters), dict(loaded.origin)
 
 
-def _replays(run: Run, hp: dict[str, Any], origin: dict[str, str], seed: int) -> list[str]:
-    """judge_run's judgement, then the same run pushed step by step, then in chunks."""
+class _Audited(Monitor):
+    """A Monitor that also runs every detector its screens skip, and fails if one fires."""
+
+    screened = 0  # detectors skipped by a screen (and run here)
+
+    def _quiet(self, plan: Any) -> bool:
+        quiet = super()._quiet(plan)
+        if quiet:
+            state, evidence = self._judge_leaf(plan, {}, set(), False)
+            assert state == NO and not evidence, f"screen of {plan.leaf.detector} let a fire by"
+            self.screened += 1
+        return quiet
+
+
+def _replays(
+    run: Run, hp: dict[str, Any], origin: dict[str, str], seed: int
+) -> tuple[list[str], int]:
+    """judge_run's judgement, then the same run pushed step by step, then in chunks (and how
+    many detector calls the chunked replay's screens skipped)."""
     frame = run.frame
     merged = {**(run.config_hints or {}), **{k: v for k, v in hp.items() if v is not None}}
     steps = frame["step"].to_list() if "step" in frame.columns and frame.height else []
@@ -82,7 +101,7 @@ def _replays(run: Run, hp: dict[str, Any], origin: dict[str, str], seed: int) ->
     one.close(run.ending)
     out.append(_view(one.judgement()))
 
-    chunked = monitor()
+    chunked = _Audited(merged, origin=origin, expected_steps=expected)
     columns = {
         c: (col.to_numpy(), col.is_not_null().to_numpy()) for c, col in zip(cols, data, strict=True)
     }
@@ -92,7 +111,7 @@ def _replays(run: Run, hp: dict[str, Any], origin: dict[str, str], seed: int) ->
         chunked.push_columns(steps[a:b], part)
     chunked.close(run.ending)
     out.append(_view(chunked.judgement()))
-    return out
+    return out, chunked.screened
 
 
 FIXTURES = _fixtures()
@@ -104,7 +123,7 @@ FIXTURES = _fixtures()
 def test_every_fixture_judged_alike_three_ways(name: str, metrics: Path, job: Path | None) -> None:
     run = load_run(metrics)
     hp, origin = _setup(run, job)
-    batch, online, chunked = _replays(run, hp, origin, seed=len(name))
+    (batch, online, chunked), _ = _replays(run, hp, origin, seed=len(name))
     assert online == batch, f"{name}: push step by step differs from judge_run"
     assert chunked == batch, f"{name}: push_columns in chunks differs from judge_run"
 
@@ -133,6 +152,8 @@ def test_generated_runs_judged_alike_three_ways(
     label = json.loads((d / "label.json").read_text(encoding="utf-8"))
     run = load_run(d / label["metrics_file"])
     hp, origin = _setup(run, d / "job.yaml")
-    batch, online, chunked = _replays(run, hp, origin, seed=seed)
+    (batch, online, chunked), screened = _replays(run, hp, origin, seed=seed)
     assert online == batch, f"{d.name}: push step by step differs from judge_run"
     assert chunked == batch, f"{d.name}: push_columns in chunks differs from judge_run"
+    assert screened > 100, "the screens' audit is not vacuous"
+
