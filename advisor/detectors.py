@@ -2115,14 +2115,28 @@ def swing(s: Series, p: Params) -> Evidence | None:
 
 # ----------------------------------------------------------------------------- screens
 # A screen answers, for a whole column of block records at once, where a detector might fire:
-# `screen(rows, window, b, p)[i]` is False only where the detector surely returns None on the
-# Series whose window is rows[max(0, i - window + 1) : i + 1], with baseline `b` (None before
-# the warm-up ended) and the leaf's parameters `p` (companions not given). Each repeats the
-# detector's first gate, vectorised: the same operations in the same order where the gate
-# compares exact values, a bound with a margin far beyond rounding where it does not. The
-# engine's offline path (Monitor.push_columns) calls a detector only where its screen passes;
-# tests/engine/test_same_judgement.py replays every fixture online (no screens) and offline.
-Screen = Callable[[np.ndarray, int, "Baseline | None", Params], np.ndarray]
+# `screen(c, p)[i]` is False only where the detector surely returns None on the Series whose
+# window is c.rows[max(0, i - c.window + 1) : i + 1] (for rows from c.new on), with the
+# leaf's parameters `p` (companions not given). Each repeats the detector's first gate,
+# vectorised: the same operations in the same order where the gate compares exact values, a
+# bound with a margin far beyond rounding where it does not. The engine's offline path
+# (Monitor.push_columns) calls a detector only where its screen passes; the same-judgement
+# test (tests/engine/test_same_judgement.py) audits every call a screen skips. A detector in
+# READS_RUN_END is screened only where its metric was logged in the run's latest block.
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One metric's block records as a screen reads them."""
+
+    rows: np.ndarray  # the records, oldest first: the window's rows, then the new ones
+    window: int  # the Series window's length (blocks)
+    baseline: Baseline | None  # None before the warm-up ended
+    peak: float | None  # the run-wide highest block mean before rows[new] (Series.peak)
+    new: int  # the first row screened
+
+
+Screen = Callable[[Column, Params], np.ndarray]
 SCREENS: dict[str, Screen] = {}
 
 
@@ -2149,8 +2163,8 @@ def _trailing(x: np.ndarray, w: int) -> np.ndarray:
 
 
 @screen("nonfinite")
-def _nonfinite_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
-    return rows[:, NONFINITE] != 0
+def _nonfinite_screen(c: Column, p: Params) -> np.ndarray:
+    return c.rows[:, NONFINITE] != 0
 
 
 def _level_screen(rows: np.ndarray, p: Params, above: bool) -> np.ndarray:
@@ -2161,23 +2175,30 @@ def _level_screen(rows: np.ndarray, p: Params, above: bool) -> np.ndarray:
 
 
 @screen("above")
-def _above_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
-    return _level_screen(rows, p, above=True)
+def _above_screen(c: Column, p: Params) -> np.ndarray:
+    return _level_screen(c.rows, p, above=True)
 
 
 @screen("below")
-def _below_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
-    return _level_screen(rows, p, above=False)
+def _below_screen(c: Column, p: Params) -> np.ndarray:
+    return _level_screen(c.rows, p, above=False)
 
 
 @screen("shift")
-def _shift_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
-    if b is None or isinstance(p.get("per"), str) or isinstance(p.get("rounds"), str):
-        return _maybe(rows)  # counted per companion: the detector's own gate decides
+def _shift_screen(c: Column, p: Params) -> np.ndarray:
+    rows, b = c.rows, c.baseline
+    if b is None:
+        return _maybe(rows)
     up = str(p.get("direction", "up")) == "up"
     min_z = float(p.get("min_z", 4.0))
     sign = 1.0 if up else -1.0
     x = rows[:, MEAN]
+    if isinstance(p.get("per"), str) or isinstance(p.get("rounds"), str):
+        # counted per companion, the mean is divided by a growth >= 1: a rise past min_z
+        # sigmas of a non-negative mean needs one in the mean itself (a smaller quotient,
+        # and rounding keeps that order); anything else the detector decides
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            return ~(up & (x >= 0) & ~(sign * (x - b.median) / b.scale >= min_z))
     # _shifted on the latest block mean
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         ok = sign * (x - b.median) / b.scale >= min_z
@@ -2227,7 +2248,8 @@ _MARGIN = 1e-9  # relative slack of the bounds below: far beyond float rounding 
 
 
 @screen("volatility")
-def _volatility_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
+def _volatility_screen(c: Column, p: Params) -> np.ndarray:
+    rows, window, b = c.rows, c.window, c.baseline
     # volatility's first gate: the within-span ratio past min_ratio (its `need` is at least
     # that), or a run-up and a drawdown of `move` in the zigzag window (at most the range of
     # its finite trimmed means: a difference of two of them never exceeds max - min, and
@@ -2250,7 +2272,8 @@ def _volatility_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Par
 
 
 @screen("jump")
-def _jump_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
+def _jump_screen(c: Column, p: Params) -> np.ndarray:
+    rows, window = c.rows, c.window
     # jump's gate: the latest block at least min_level and min_ratio x the median of the three
     # blocks around `lag` back (any of them nan: the detector decides)
     lag = int(p.get("lag", 6))
@@ -2272,7 +2295,8 @@ def _jump_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -
 
 
 @screen("swing")
-def _swing_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) -> np.ndarray:
+def _swing_screen(c: Column, p: Params) -> np.ndarray:
+    rows, window = c.rows, c.window
     # swing's gate at the latest window (full windows only): the residual spread around a line
     # bounds the spread around the quadratic, which must carry the thresholds
     k = int(p.get("k", 3))
@@ -2304,3 +2328,104 @@ def _swing_screen(rows: np.ndarray, window: int, b: Baseline | None, p: Params) 
         quiet = 2.0 * math.sqrt(2.0) * bound < need * (1 - 1e-6)
     out[ends] = judged & ~quiet  # a window the detector does not judge: it returns None
     return out
+
+
+def _peaks(c: Column) -> np.ndarray | None:
+    """Series.peak at each row from c.new on (nan before), as the engine keeps it: the highest
+    finite block mean so far; None where that is not a plain running maximum (a nan mean
+    became the peak)."""
+    means = c.rows[c.new :, MEAN]
+    if c.peak is not None and math.isnan(c.peak):
+        return None
+    if c.peak is None and len(means) and math.isnan(means[0]):
+        return None
+    start = -math.inf if c.peak is None else c.peak
+    out = np.full(len(c.rows), np.nan)
+    with np.errstate(invalid="ignore"):
+        out[c.new :] = np.fmax.accumulate(np.r_[start, means])[1:]
+    return out
+
+
+@screen("drop_from_peak")
+def _drop_from_peak_screen(c: Column, p: Params) -> np.ndarray:
+    # drop_from_peak's gate against the raw peak, with the latest level taken no higher than
+    # the detector takes it (the least of the last `smooth` means, less a margin: their mean
+    # and the latest alone are at least that): a fall short of every threshold stays short
+    rows, b = c.rows, c.baseline
+    peak = _peaks(c)
+    smooth = int(p.get("smooth", 1))
+    if b is None or peak is None or smooth < 1:
+        return _maybe(rows)
+    x = rows[:, MEAN]
+    last = np.min(_trailing(x, smooth), axis=1) if smooth > 1 else x
+    with np.errstate(invalid="ignore", over="ignore"):
+        last = last - _MARGIN * np.abs(last)
+        rough = peak - last
+        rel = float(p.get("min_rel", 0.0))
+        base = np.maximum(peak - b.start, b.scale) if p.get("rel_to") == "rise" else np.abs(peak)
+        need = np.maximum(rel * base, float(p.get("min_frac", 0.0)) * np.abs(peak))
+        quiet = (rough < float(p.get("min_abs", 0.0))) | (rough < need)
+    out = ~quiet
+    out[: c.new] = True
+    return out
+
+
+@screen("collapse")
+def _collapse_screen(c: Column, p: Params) -> np.ndarray:
+    # collapse's gate: the latest mean at most max_frac x the run's best (a positive best)
+    rows = c.rows
+    peak = _peaks(c)
+    if peak is None:
+        return _maybe(rows)
+    with np.errstate(invalid="ignore"):
+        out = (peak > 0) & (rows[:, MEAN] <= float(p.get("max_frac", 0.3)) * peak)
+    out[: c.new] = True
+    return out
+
+
+@screen("constant")
+def _constant_screen(c: Column, p: Params) -> np.ndarray:
+    rows = c.rows
+    return (rows[:, COUNT] != 0) & (rows[:, NONFINITE] == 0) & (rows[:, LO] == rows[:, HI])
+
+
+@screen("near_zero")
+def _near_zero_screen(c: Column, p: Params) -> np.ndarray:
+    a, b = np.abs(c.rows[:, LO]), np.abs(c.rows[:, HI])
+    last = np.where(b > a, b, a)  # max(|lo|, |hi|) as Python's max takes it
+    with np.errstate(invalid="ignore"):
+        quiet = ~(last <= float(p["value"])) | ((last == 0) & (not p.get("exact_zero", False)))
+    return ~quiet
+
+
+@screen("growth")
+def _growth_screen(c: Column, p: Params) -> np.ndarray:
+    # growth's gates at full windows: the latest level, then the cheap look at the window's ends
+    rows, window = c.rows, c.window
+    k = int(p.get("k", 3))
+    w = min(int(p.get("window", 32)), window - (k - 1))
+    out = _maybe(rows)
+    if len(rows) < window:
+        return out
+    ends = np.arange(window - 1, len(rows))
+    if w < int(p.get("min_blocks", 12)):
+        out[ends] = False
+        return out
+    x = _trimmed_rows(rows) if p.get("trimmed") else rows[:, MEAN]
+    third = max(1, w // 4)
+    view = np.lib.stride_tricks.sliding_window_view
+    top = np.max(view(x, third)[ends - third + 1], axis=1)
+    low = np.min(view(x, third)[ends - w + 1], axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = (x[ends] >= float(p.get("min_level", 0.0))) & (
+            top >= float(p.get("min_ratio", 8.0)) * low
+        )
+    out[ends] = ok
+    return out
+
+
+@screen("stopped")
+def _stopped_screen(c: Column, p: Params) -> np.ndarray:
+    # a metric logged in the run's latest block has not stopped (READS_RUN_END: the engine
+    # asks only there)
+    return np.zeros(len(c.rows), dtype=bool)

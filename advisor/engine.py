@@ -80,6 +80,7 @@ from advisor.detectors import (
     WANDER_BLOCKS,
     WANDER_CHUNKS,
     Baseline,
+    Column,
     Series,
     median,
     percentile,
@@ -858,8 +859,9 @@ class Monitor:
         self._closed = False
         self._ended_clearing: set[int] = set()  # findings that cleared only at the last blocks
         # push_columns' block records per metric while it closes blocks: (rows, the record
-        # count before the first row), read by the detectors' screens (_quiet)
-        self._columns: dict[str, tuple[np.ndarray, int]] = {}
+        # count before the first row, the metric's peak before the new rows, the first new
+        # row), read by the detectors' screens (_quiet)
+        self._columns: dict[str, tuple[np.ndarray, int, float | None, int]] = {}
         self.ending: RunEnding | None = None
 
     # -- set-up --------------------------------------------------------------------------
@@ -1043,7 +1045,8 @@ class Monitor:
         for name, t in self._tracks.items():
             made = [r for r in ready.get(name, ()) if r is not None]
             if made:
-                self._columns[name] = (np.vstack([t.buf[: t.nb], made]), t.total - t.nb)
+                records = np.vstack([t.buf[: t.nb], made])
+                self._columns[name] = (records, t.total - t.nb, t.peak, t.nb)
         last_j = len(starts) - 1
         for j, (b, first, last) in enumerate(
             zip(blocks[starts].tolist(), firsts.tolist(), lasts.tolist(), strict=True)
@@ -1417,13 +1420,16 @@ class Monitor:
             column = self._columns.get(name)
             if column is None:
                 return False
-            rows, offset = column
+            rows, offset, peak, new = column
             i = t.total - 1 - offset  # the latest record's row
-            if not 0 <= i < len(rows):
+            if not new <= i < len(rows):
                 return False
+            if plan.reads_end and t.buf[t.nb - 1, END] != self._logged_end:
+                return False  # not logged in the run's latest block: the detector decides
             got = plan.screened.get(name)
             if got is None or got[0] is not rows or got[1] is not t.baseline:
-                got = (rows, t.baseline, plan.screen(rows, window, t.baseline, plan.params))
+                col = Column(rows, window, t.baseline, peak, new)
+                got = (rows, t.baseline, plan.screen(col, plan.params))
                 plan.screened[name] = got
             if got[2][i]:
                 return False
