@@ -690,11 +690,29 @@ class _Track:
 
 class _Context(NamedTuple):
     """One rule's evaluation at one block: the block's Series and leaf results (shared by
-    the rules), and the metrics the rule found missing."""
+    the rules), the metrics the rule found missing, and the leaves it reached (with the
+    track versions each result was judged on: None when the job's facts decided it)."""
 
     series: dict[str, Series | None]
     leaves: dict[tuple[str, ...], tuple[int, list[Evidence]]]
     missing: set[str]
+    reached: list[_Reached]
+
+
+class _Reached(NamedTuple):
+    plan: _LeafPlan
+    key: tuple[str, ...]
+    result: tuple[int, list[Evidence]]
+    inputs: tuple[Any, ...] | None
+
+
+class _Quiet(NamedTuple):
+    """A rule's latest evaluation that changed nothing (inactive, neither absent nor fired):
+    the job's facts then and the leaves it reached. While each leaf would give the same
+    result, so does the rule, and it is not evaluated again."""
+
+    facts: tuple[Any, ...]
+    reached: list[_Reached]
 
 
 _Eval = Callable[[_Context, bool], tuple[int, list[Evidence]]]
@@ -719,6 +737,8 @@ class _LeafPlan:
     screen: Any = None  # advisor.detectors.SCREENS' entry, when the detector has one
     memo: tuple[Any, ...] | None = None
     memo_keep: tuple[Any, ...] | None = None
+    inputs: tuple[Any, ...] | None = None  # the versions its latest result was judged on
+    quiet_at: tuple[int, bool] = (-1, False)  # (block, _quiet's answer at that block)
     # per metric: (the records screened, the baseline they were screened with, the verdicts)
     screened: dict[str, tuple[np.ndarray, Baseline | None, np.ndarray]] = field(
         default_factory=dict
@@ -833,6 +853,7 @@ class Monitor:
         # Each rule's condition tree, compiled once into nested evaluators (_tree); equal
         # leaves of different rules share one plan, so they share a result within a block.
         self._plans: dict[tuple[str, ...], _LeafPlan] = {}
+        self._quiets: dict[str, _Quiet] = {}  # rules whose latest evaluation changed nothing
         self._trees = {r.id: self._tree(r.when) for r in self._rules if r.when is not None}
         # (companion, metric): the metric's level is kept at each new best of the companion
         self._at_peak = sorted(
@@ -1253,15 +1274,28 @@ class Monitor:
         cache: dict[str, Series | None] = {}
         leaf_cache: dict[tuple[str, ...], tuple[int, list[Evidence]]] = {}
         trees = self._trees
+        facts = (full, *self._pred.values())
         new: list[Finding] = []
         for rule in self._rules:
             if rule.when is None or (rule.warmup and not full):
                 continue
             if rule.id not in self._active and any(x in self._active for x in rule.suppressed_by):
                 continue  # a more severe active symptom explains this one
-            missing: set[str] = set()
             active = rule.id in self._active
-            state, evidence = trees[rule.id](_Context(cache, leaf_cache, missing), active)
+            quiet = None if active else self._quiets.get(rule.id)
+            if quiet is not None and quiet.facts == facts and self._same(quiet, leaf_cache):
+                # the same leaves give the same verdict: nothing to do but share them with
+                # the rules after this one, as evaluating would have
+                for r in quiet.reached:
+                    leaf_cache.setdefault(r.key, r.result)
+                continue
+            missing: set[str] = set()
+            cx = _Context(cache, leaf_cache, missing, [])
+            state, evidence = trees[rule.id](cx, active)
+            if active or state == ABSENT or (state == FIRE and evidence):
+                self._quiets.pop(rule.id, None)
+            else:
+                self._quiets[rule.id] = _Quiet(facts, cx.reached)
             if state == ABSENT:
                 self._absent.setdefault(rule.id, set()).update(missing)
             elif rule.id in self._absent:
@@ -1342,6 +1376,7 @@ class Monitor:
             got = cx.leaves.get(key)
             if got is None:
                 got = cx.leaves[key] = self._leaf(plan, cx.series, cx.missing, keep)
+            cx.reached.append(_Reached(plan, key, got, plan.inputs))
             return got
 
         return leaf_of
@@ -1380,6 +1415,7 @@ class Monitor:
         self, plan: _LeafPlan, cache: dict[str, Series | None], missing: set[str], keep: bool
     ) -> tuple[int, list[Evidence]]:
         leaf, pred = plan.leaf, self._pred
+        plan.inputs = None
         if leaf.only_if and not all(pred[p] for p in leaf.only_if):
             # not applicable to this job: neither evidence nor a missing metric (under an
             # `any`, the other branches decide, and their absence is still said)
@@ -1390,9 +1426,7 @@ class Monitor:
             return ABSENT, []
         # A detector is a pure function of its Series: while the tracks it reads are unchanged
         # (a validation series logged every few blocks), its last result stands.
-        inputs: tuple[Any, ...] = tuple([t.version for t in plan.reads])
-        if plan.reads_end:
-            inputs += (self._logged_end,)
+        inputs = plan.inputs = self._inputs(plan)
         memo = plan.memo_keep if keep else plan.memo
         if memo is not None and memo[0] == inputs:
             if memo[1] == ABSENT:
@@ -1407,9 +1441,40 @@ class Monitor:
             plan.memo = (inputs, *out)
         return out
 
+    def _inputs(self, plan: _LeafPlan) -> tuple[Any, ...]:
+        """The versions of what the leaf's detector reads (the run's last logged step too,
+        for the detectors that read it)."""
+        inputs: tuple[Any, ...] = tuple([t.version for t in plan.reads])
+        return (*inputs, self._logged_end) if plan.reads_end else inputs
+
+    def _same(self, quiet: _Quiet, leaves: dict[tuple[str, ...], tuple[int, list[Evidence]]]
+              ) -> bool:  # fmt: skip
+        """Whether every leaf a quiet evaluation reached gives the same result now: already
+        judged at this block with it, or its tracks unchanged (or the job's facts decided
+        it), or still NO by its screen."""
+        for r in quiet.reached:
+            got = leaves.get(r.key)
+            if got is not None:
+                if got[0] != r.result[0] or got[1] != r.result[1]:
+                    return False
+            elif r.inputs is not None and self._inputs(r.plan) != r.inputs and not (
+                r.result[0] == NO and r.plan.screen is not None and self._columns
+                and self._quiet(r.plan)
+            ):  # fmt: skip
+                return False
+        return True
+
     def _quiet(self, plan: _LeafPlan) -> bool:
         """The leaf's detector surely returns None on every metric it reads that was logged,
         by its screen over the block records push_columns made (at least one was logged)."""
+        stamp = self._closed_blocks
+        if plan.quiet_at[0] == stamp:
+            return plan.quiet_at[1]
+        quiet = self._screened_out(plan)
+        plan.quiet_at = (stamp, quiet)
+        return quiet
+
+    def _screened_out(self, plan: _LeafPlan) -> bool:
         seen = False
         window = self._st.window_blocks
         for name in plan.names:
