@@ -756,6 +756,22 @@ class Judgement:
     missing_steps: int = 0
 
 
+_LEAF_KEYS: dict[int, tuple[Leaf, tuple[str, ...]]] = {}
+
+
+def _leaf_key(leaf: Leaf) -> tuple[str, ...]:
+    """What makes two leaves the same condition (their results are shared within a block);
+    kept per leaf object of the compiled rules."""
+    got = _LEAF_KEYS.get(id(leaf))
+    if got is None or got[0] is not leaf:
+        key = (leaf.detector, repr(leaf.metric), repr(sorted(leaf.params.items())),
+               repr(leaf.skip_if), repr(leaf.only_if), repr(sorted(leaf.keep.items())))  # fmt: skip
+        if len(_LEAF_KEYS) >= 4096:
+            _LEAF_KEYS.clear()
+        got = _LEAF_KEYS[id(leaf)] = (leaf, key)
+    return got[1]
+
+
 def _predicates(hp: Mapping[str, Any], kl_strong: float = 1.0) -> dict[str, bool]:
     """Named facts about the job that change what a metric means (metrics.md traps).
     `kl_strong`: the KL coefficient from which the KL term dominates any reward signal."""
@@ -811,6 +827,10 @@ def _num(x: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
+
+
+# (rulebook id, algorithm, facts) -> (the rulebook, its compiled rules, their notes)
+_COMPILED: dict[tuple[Any, ...], tuple[SymptomRulebook, list[SymptomRule], dict[str, str]]] = {}
 
 
 class Monitor:
@@ -914,16 +934,24 @@ class Monitor:
         return assumed
 
     def _compile(self) -> list[SymptomRule]:
-        """Resolve per-algorithm thresholds once; drop rules their `unless` excludes."""
-        out = []
-        for rule in sorted(self.rules.rules, key=lambda r: (r.priority, r.id)):
-            off = [p for p in rule.unless if self._pred[p]]
-            if off:
-                if rule.unless_note:
-                    self._notes[f"unless:{rule.id}"] = f"{rule.id} {rule.name}: {rule.unless_note}"
-                continue
-            out.append(rule.model_copy(update={"when": self._resolve(rule.when)}))
-        return out
+        """Resolve per-algorithm thresholds once; drop rules their `unless` excludes. The same
+        rulebook, algorithm and facts give the same rules: made once per process (a loaded
+        rulebook is read-only)."""
+        key = (id(self.rules), self.algorithm, tuple(sorted(p for p, v in self._pred.items() if v)))
+        got = _COMPILED.get(key)
+        if got is None or got[0] is not self.rules:
+            rules, notes = [], {}
+            for rule in sorted(self.rules.rules, key=lambda r: (r.priority, r.id)):
+                if any(self._pred[p] for p in rule.unless):
+                    if rule.unless_note:
+                        notes[f"unless:{rule.id}"] = f"{rule.id} {rule.name}: {rule.unless_note}"
+                    continue
+                rules.append(rule.model_copy(update={"when": self._resolve(rule.when)}))
+            if len(_COMPILED) >= 32:
+                _COMPILED.clear()
+            got = _COMPILED[key] = (self.rules, rules, notes)
+        self._notes.update(got[2])
+        return list(got[1])
 
     def _resolve(self, node: Node | None) -> Node | None:
         if node is None:
@@ -1383,8 +1411,7 @@ class Monitor:
 
     def _plan(self, leaf: Leaf) -> _LeafPlan:
         """What a leaf needs at each evaluation, resolved once (shared by equal leaves)."""
-        key = (leaf.detector, repr(leaf.metric), repr(sorted(leaf.params.items())),
-               repr(leaf.skip_if), repr(leaf.only_if), repr(sorted(leaf.keep.items())))  # fmt: skip
+        key = _leaf_key(leaf)
         if key in self._plans:
             return self._plans[key]
         per = str(leaf.params["per"]) if isinstance(leaf.params.get("per"), str) else None
