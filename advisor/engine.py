@@ -833,34 +833,42 @@ def _num(x: Any) -> float | None:
 _COMPILED: dict[tuple[Any, ...], tuple[SymptomRulebook, list[SymptomRule], dict[str, str]]] = {}
 
 
-class Monitor:
-    """The incremental judge: push steps in order; findings come out as they become conclusive.
+class _BlockFolding:
+    """Folding steps into blocks (the first of Monitor's jobs): each tracked metric's open-block
+    accumulators, its bounded window of block records, its run-wide references (peaks,
+    trough, first block, long-run wander) and its warm-up baseline; the window as the Series
+    a detector reads."""
 
-    `hp`: the effective hyperparameters (platform names). `origin` (optional, from load_config):
-    an `eval_steps` whose origin is "default" is treated as unknown. `expected_steps`: the run
-    length when known (judge_run knows it), used only to assume eval_steps.
-    """
+    # set by Monitor.__init__: the job as the rules see it
+    rules: SymptomRulebook
+    hp: dict[str, Any]
+    algorithm: str | None
+    eval_steps: int
+    warmup_steps: int
+    block_steps: int
+    _st: Settings
+    _notes: dict[str, str]  # the assumptions said, by key (in the order first said)
+    _pred: dict[str, bool]  # the job's facts (_predicates)
+    _rules: list[SymptomRule]  # resolved for the job (_RuleEvaluation._compile)
+    _by_id: dict[str, SymptomRule]
 
-    def __init__(
-        self,
-        hp: Mapping[str, Any] | None = None,
-        rules: SymptomRulebook | None = None,
-        *,
-        origin: Mapping[str, str] | None = None,
-        expected_steps: int | None = None,
-    ) -> None:
-        self.rules = rules if rules is not None else load_symptom_rules()
-        self.hp = dict(hp or {})
-        st = self.rules.settings
-        self._st = st
-        self._notes: dict[str, str] = {}
-        self.algorithm = self._algorithm()
-        self.eval_steps = self._eval_steps(origin or {}, expected_steps)
-        self.warmup_steps = max(3 * self.eval_steps, st.min_warmup_steps)
-        self.block_steps = max(1, self.warmup_steps // st.warmup_blocks)
-        self._pred = _predicates(self.hp, st.kl_strong_coef)
-        self._rules = self._compile()
-        self._by_id = {r.id: r for r in self._rules}
+    # what this job keeps
+    _tracks: dict[str, _Track]  # per metric the rules read
+    _at_peak: list[tuple[str, str]]  # (companion, metric): level kept at the companion's best
+    _first: int | None  # the first step pushed
+    _last: int | None  # the latest step pushed
+    _block: int  # the open block's index (-1: none yet)
+    _block_first: int | None  # the open block's first step
+    _warm_done: bool
+    _closed_blocks: int
+    _logged_end: int | None  # end of the latest block any metric was logged in
+    # push_columns' block records per metric while it closes blocks: (rows, the record count
+    # before the first row, the metric's peak before the new rows, the first new row), read
+    # by the detectors' screens (_RuleEvaluation._quiet)
+    _columns: dict[str, tuple[np.ndarray, int, float | None, int]]
+
+    def _init_blocks(self) -> None:
+        st = self._st
         metrics = {m for r in self._rules for leaf in _leaves(r.when) for m in leaf.metrics}
         metrics |= {
             companion
@@ -870,12 +878,6 @@ class Monitor:
             if companion is not None
         }
         self._tracks = {m: _Track(buf=np.empty((st.window_blocks, RECORD_WIDTH))) for m in metrics}
-        # Each rule's condition tree, compiled once into nested evaluators (_tree); equal
-        # leaves of different rules share one plan, so they share a result within a block.
-        self._plans: dict[tuple[str, ...], _LeafPlan] = {}
-        self._quiets: dict[str, _Quiet] = {}  # rules whose latest evaluation changed nothing
-        self._trees = {r.id: self._tree(r.when) for r in self._rules if r.when is not None}
-        # (companion, metric): the metric's level is kept at each new best of the companion
         self._at_peak = sorted(
             {
                 (leaf.per, m)
@@ -885,94 +887,12 @@ class Monitor:
                 for m in leaf.metrics
             }
         )
-        self.findings: list[Finding] = []
-        self._active: dict[str, Finding] = {}
-        self._misses: dict[str, int] = {}
-        self._absent: dict[str, set[str]] = {}
-        self._first: int | None = None
-        self._last: int | None = None
-        self._block: int = -1
-        self._block_first: int | None = None
+        self._first = self._last = None
+        self._block, self._block_first = -1, None
         self._warm_done = False
         self._closed_blocks = 0
-        self._logged_end: int | None = None  # end of the latest block any metric was logged in
-        self._evaluations = 0
-        self._closed = False
-        self._ended_clearing: set[int] = set()  # findings that cleared only at the last blocks
-        # push_columns' block records per metric while it closes blocks: (rows, the record
-        # count before the first row, the metric's peak before the new rows, the first new
-        # row), read by the detectors' screens (_quiet)
-        self._columns: dict[str, tuple[np.ndarray, int, float | None, int]] = {}
-        self.ending: RunEnding | None = None
-
-    # -- set-up --------------------------------------------------------------------------
-    def _algorithm(self) -> str | None:
-        algo = str(self.hp.get("algorithm") or "").lower() or None
-        if algo not in ALGORITHMS:
-            self._notes["algorithm"] = (
-                "algorithm unknown: the algorithm-neutral thresholds were used (GSPO clips ~100x "
-                "more tokens than GRPO and KL norms differ, so clip/KL evidence is weaker)."
-            )
-            return None
-        return algo
-
-    def _eval_steps(self, origin: Mapping[str, str], expected: int | None) -> int:
-        value = _num(self.hp.get("eval_steps"))
-        if value is not None and value >= 1 and origin.get("eval_steps") != "default":
-            return int(value)
-        st = self._st
-        if expected:
-            assumed = max(1, round(expected / st.eval_steps_fraction))
-            why = f"run length {expected} steps / {st.eval_steps_fraction} (the guide's advice)"
-        else:
-            assumed, why = st.default_eval_steps, "the rulebook's default"
-        # the warm-up's length is filled in when said: it ends on a block boundary
-        self._notes["eval_steps"] = (
-            f"eval_steps unknown: assumed {assumed} ({why}), so the warm-up is {{warmup}} "
-            "steps; pass --config or --set eval_steps=N."
-        )
-        return assumed
-
-    def _compile(self) -> list[SymptomRule]:
-        """Resolve per-algorithm thresholds once; drop rules their `unless` excludes. The same
-        rulebook, algorithm and facts give the same rules: made once per process (a loaded
-        rulebook is read-only)."""
-        key = (id(self.rules), self.algorithm, tuple(sorted(p for p, v in self._pred.items() if v)))
-        got = _COMPILED.get(key)
-        if got is None or got[0] is not self.rules:
-            rules, notes = [], {}
-            for rule in sorted(self.rules.rules, key=lambda r: (r.priority, r.id)):
-                if any(self._pred[p] for p in rule.unless):
-                    if rule.unless_note:
-                        notes[f"unless:{rule.id}"] = f"{rule.id} {rule.name}: {rule.unless_note}"
-                    continue
-                rules.append(rule.model_copy(update={"when": self._resolve(rule.when)}))
-            if len(_COMPILED) >= 32:
-                _COMPILED.clear()
-            got = _COMPILED[key] = (self.rules, rules, notes)
-        self._notes.update(got[2])
-        return list(got[1])
-
-    def _resolve(self, node: Node | None) -> Node | None:
-        if node is None:
-            return None
-        if isinstance(node, Leaf):
-            def pick(d: dict[str, Scalar | PerAlgorithm]) -> dict[str, Scalar | PerAlgorithm]:
-                return {
-                    k: (v.pick(self.algorithm) if isinstance(v, PerAlgorithm) else v)
-                    for k, v in d.items()
-                }
-
-            return node.model_copy(update={"params": pick(node.params), "keep": pick(node.keep)})
-        # copies, not new validated models: the rulebook was validated when it was loaded, and
-        # validating here would build these classes' validators (~10 ms) in every process
-        if isinstance(node, AllOf):
-            return node.model_copy(update={"all": [self._resolve(n) for n in node.all]})
-        if isinstance(node, AnyOf):
-            return node.model_copy(update={"any": [self._resolve(n) for n in node.any]})
-        if isinstance(node, NotOf):
-            return node.model_copy(update={"not_": self._resolve(node.not_)})
-        raise TypeError(f"a `use` of {node.use!r} left in a loaded rulebook")
+        self._logged_end = None
+        self._columns = {}
 
     @property
     def tracked(self) -> list[str]:
@@ -988,130 +908,6 @@ class Monitor:
         every = every if isinstance(every, int | float) and every > 0 else 1
         self._pred["late_start"] = step > max(50, 2 * every)
         return step
-
-    # -- the hot path --------------------------------------------------------------------
-    def push(self, step: int, metrics: Mapping[str, float | None]) -> list[Finding]:
-        """Fold one step in; return the findings new at this step. O(1) per metric except at a
-        block boundary (every `block_steps` steps), where the rules are evaluated."""
-        if self._closed or (self._last is not None and step <= self._last):
-            return []  # the engine only moves forward (a replayed step adds nothing)
-        first = self._first if self._first is not None else self._start(step)
-        new: list[Finding] = []
-        block = (step - first) // self.block_steps
-        if block != self._block:
-            if self._block >= 0:
-                new = self._close_block()
-            self._block, self._block_first = block, step
-        tracks = self._tracks
-        # position inside the block, for detrending
-        dt = float(step - (step if self._block_first is None else self._block_first))
-        for name, value in metrics.items():
-            t = tracks.get(name)
-            if t is None or value is None:
-                continue
-            try:
-                v = float(value)
-            except (TypeError, ValueError):
-                continue
-            a = t.acc
-            if v - v == 0.0:  # finite (NaN - NaN and inf - inf are NaN)
-                a[ACC_SUM] += v
-                a[ACC_N] += 1
-                if v < a[ACC_MIN]:
-                    a[ACC_MIN] = v
-                if v > a[ACC_MAX]:
-                    a[ACC_MAX] = v
-                a[ACC_SXX] += v * v
-                a[ACC_ST] += dt
-                a[ACC_STT] += dt * dt
-                a[ACC_SXT] += v * dt
-            else:
-                a[ACC_BAD] += 1
-                if a[ACC_BAD] == 1:  # the block's first (a step may be negative: no sentinel)
-                    a[ACC_FIRST_BAD] = step
-        self._last = step
-        return new
-
-    def push_columns(
-        self,
-        steps: Sequence[int | None],
-        columns: Mapping[str, tuple[np.ndarray, np.ndarray | None]],
-    ) -> list[Finding]:
-        """`push` of many steps at once, for a run already on disk: the same state and findings
-        as pushing row i as `{name: value[i] if logged[i] else None}` for i in order (each
-        column is `(float values, logged mask or None for all logged)`), with each whole block
-        folded by numpy between the same `_close_block` calls. Sums are added in step order, so
-        the accumulators equal push's bit for bit."""
-        if self._closed:
-            return []
-        rows, kept = self._forward(steps)
-        new: list[Finding] = []
-        k = 0  # rows of the block still open continue its sums: through push, one by one
-        while k < len(kept) and self._block >= 0 and self._block_of(kept[k]) == self._block:
-            i = rows[k]
-            new += self.push(kept[k], {n: _cell(v, m, i) for n, (v, m) in columns.items()})
-            k += 1
-        return new + self._fold_blocks(rows[k:], kept[k:], columns) if k < len(kept) else new
-
-    def _fold_blocks(
-        self,
-        rows: list[int],
-        kept: list[int],
-        columns: Mapping[str, tuple[np.ndarray, np.ndarray | None]],
-    ) -> list[Finding]:
-        """Rows that open new blocks: each block's accumulators at once, then the blocks closed
-        in turn as push would close them (at the first step of the next)."""
-        first = self._first if self._first is not None else self._start(kept[0])
-        s = np.asarray(kept, dtype=np.int64)
-        blocks = (s - first) // self.block_steps
-        starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
-        ends = np.r_[starts[1:], len(s)] - 1
-        fold = _BlockFold(s, starts)
-        at = np.asarray(rows, dtype=np.intp)
-        accs = {
-            name: fold.accumulate(*_column(values, logged, at))
-            for name, (values, logged) in columns.items()
-            if name in self._tracks
-        }
-        firsts, lasts = s[starts], s[ends]
-        # every block's record at once, for the blocks closed here (all but the last, which
-        # stays open: the next rows or close() finish it); None where a metric was not logged
-        ready: dict[str, list[list[float] | None]] = {}
-        for name, acc in accs.items():
-            got: list[list[float] | None] = [None] * len(starts)
-            done = [x[:-1] for x in acc]
-            logged = np.flatnonzero((done[ACC_N] > 0) | (done[ACC_BAD] > 0))
-            recs = _records(done, firsts[:-1], lasts[:-1]).tolist()
-            for j, rec in zip(logged.tolist(), recs, strict=True):
-                got[j] = rec
-            ready[name] = got
-        new: list[Finding] = []
-        if self._block >= 0:  # the block left open before these rows closes first
-            new += self._close_block()
-        # every track's records as the block closes below will leave them (the window's rows
-        # before this call, then the records made here), for the detectors' screens
-        self._columns = {}
-        for name, t in self._tracks.items():
-            made = [r for r in ready.get(name, ()) if r is not None]
-            if made:
-                records = np.vstack([t.buf[: t.nb], made])
-                self._columns[name] = (records, t.total - t.nb, t.peak, t.nb)
-        last_j = len(starts) - 1
-        for j, (b, first, last) in enumerate(
-            zip(blocks[starts].tolist(), firsts.tolist(), lasts.tolist(), strict=True)
-        ):
-            if j:
-                new += self._close_block()
-            self._block, self._block_first = b, first
-            for name, acc in accs.items():
-                t = self._tracks[name]
-                if j == last_j:
-                    t.acc = [x[j].item() for x in acc]
-                else:
-                    t.ready = ready[name][j]
-            self._last = last
-        self._columns = {}  # the block left open is judged without screens
-        return new
 
     def _block_of(self, step: int) -> int:
         assert self._first is not None
@@ -1132,8 +928,9 @@ class Monitor:
                 last = s
         return rows, kept
 
-    # -- block close ---------------------------------------------------------------------
-    def _close_block(self, trends: bool = True) -> list[Finding]:
+    def _fold_block(self, trends: bool = True) -> tuple[int, bool]:
+        """Close the open block: its records into the windows, the run-wide references and
+        the warm-up; (its last step, whether the rules judge trends at it)."""
         start, end, first = self._block_first, self._last, self._first
         assert start is not None and end is not None and first is not None
         new_peak3: set[int] = set()
@@ -1197,7 +994,7 @@ class Monitor:
             if self._warm_done and t.baseline is None and len(t.warm) >= 3 - in_warmup:
                 t.baseline = self._baseline(t, end, name)
                 t.version += 1
-        return self._evaluate(end, full=self._warm_done and not in_warmup and trends)
+        return end, self._warm_done and not in_warmup and trends
 
     def _keep_at_peak(self, new_peak3: set[int]) -> None:
         """At a companion's new best 3-block mean, keep each paired metric's mean level over the
@@ -1295,55 +1092,87 @@ class Monitor:
         cache[name] = s
         return s
 
-    # -- rules ---------------------------------------------------------------------------
-    def _evaluate(self, end: int, full: bool) -> list[Finding]:
-        if full:
-            self._evaluations += 1
-        cache: dict[str, Series | None] = {}
-        leaf_cache: dict[tuple[str, ...], tuple[int, list[Evidence]]] = {}
-        trees = self._trees
-        facts = (full, *self._pred.values())
-        new: list[Finding] = []
-        for rule in self._rules:
-            if rule.when is None or (rule.warmup and not full):
-                continue
-            if rule.id not in self._active and any(x in self._active for x in rule.suppressed_by):
-                continue  # a more severe active symptom explains this one
-            active = rule.id in self._active
-            quiet = None if active else self._quiets.get(rule.id)
-            if quiet is not None and quiet.facts == facts and self._same(quiet, leaf_cache):
-                # the same leaves give the same verdict: nothing to do but share them with
-                # the rules after this one, as evaluating would have
-                for r in quiet.reached:
-                    leaf_cache.setdefault(r.key, r.result)
-                continue
-            missing: set[str] = set()
-            cx = _Context(cache, leaf_cache, missing, [])
-            state, evidence = trees[rule.id](cx, active)
-            if active or state == ABSENT or (state == FIRE and evidence):
-                self._quiets.pop(rule.id, None)
-            else:
-                self._quiets[rule.id] = _Quiet(facts, cx.reached)
-            if state == ABSENT:
-                self._absent.setdefault(rule.id, set()).update(missing)
-            elif rule.id in self._absent:
-                del self._absent[rule.id]
-            if state == FIRE and evidence:
-                self._misses[rule.id] = 0
-                if rule.id not in self._active:
-                    evidence = _distinct(evidence)
-                    onset = self._onset(rule, evidence)
-                    if self._explained(rule, onset):
-                        continue
-                    new.append(self._fire(rule, evidence, end, onset))
-                else:
-                    self._refresh(self._active[rule.id], evidence)
-                    self._urgency(rule, self._active[rule.id])
-            elif rule.id in self._active:
-                self._misses[rule.id] = self._misses.get(rule.id, 0) + 1
-                if self._misses[rule.id] >= self._st.clear_after:
-                    self._active.pop(rule.id).cleared_step = end
-        return new
+
+class _RuleEvaluation(_BlockFolding):
+    """Evaluating the rules at a block close (the second): the rules resolved
+    for the job, each condition tree compiled once, a plan per leaf whose result stands while
+    the tracks it reads are unchanged, the detectors' screens over push_columns' records, and
+    rules not evaluated again while the leaves they reached give the same results."""
+
+    # what this job keeps
+    _plans: dict[tuple[str, ...], _LeafPlan]  # equal leaves of different rules share one
+    _quiets: dict[str, _Quiet]  # rules whose latest evaluation changed nothing
+    _trees: dict[str, _Eval]  # each rule's condition tree, compiled once (_tree)
+
+    def _init_trees(self) -> None:
+        self._plans = {}
+        self._quiets = {}
+        self._trees = {r.id: self._tree(r.when) for r in self._rules if r.when is not None}
+
+    def _compile(self) -> list[SymptomRule]:
+        """Resolve per-algorithm thresholds once; drop rules their `unless` excludes. The same
+        rulebook, algorithm and facts give the same rules: made once per process (a loaded
+        rulebook is read-only)."""
+        key = (id(self.rules), self.algorithm, tuple(sorted(p for p, v in self._pred.items() if v)))
+        got = _COMPILED.get(key)
+        if got is None or got[0] is not self.rules:
+            rules, notes = [], {}
+            for rule in sorted(self.rules.rules, key=lambda r: (r.priority, r.id)):
+                if any(self._pred[p] for p in rule.unless):
+                    if rule.unless_note:
+                        notes[f"unless:{rule.id}"] = f"{rule.id} {rule.name}: {rule.unless_note}"
+                    continue
+                rules.append(rule.model_copy(update={"when": self._resolve(rule.when)}))
+            if len(_COMPILED) >= 32:
+                _COMPILED.clear()
+            got = _COMPILED[key] = (self.rules, rules, notes)
+        self._notes.update(got[2])
+        return list(got[1])
+
+    def _resolve(self, node: Node | None) -> Node | None:
+        if node is None:
+            return None
+        if isinstance(node, Leaf):
+            def pick(d: dict[str, Scalar | PerAlgorithm]) -> dict[str, Scalar | PerAlgorithm]:
+                return {
+                    k: (v.pick(self.algorithm) if isinstance(v, PerAlgorithm) else v)
+                    for k, v in d.items()
+                }
+
+            return node.model_copy(update={"params": pick(node.params), "keep": pick(node.keep)})
+        # copies, not new validated models: the rulebook was validated when it was loaded, and
+        # validating here would build these classes' validators (~10 ms) in every process
+        if isinstance(node, AllOf):
+            return node.model_copy(update={"all": [self._resolve(n) for n in node.all]})
+        if isinstance(node, AnyOf):
+            return node.model_copy(update={"any": [self._resolve(n) for n in node.any]})
+        return node.model_copy(update={"not_": self._resolve(node.not_)})
+
+    def _verdict(
+        self,
+        rule: SymptomRule,
+        active: bool,
+        facts: tuple[Any, ...],
+        cache: dict[str, Series | None],
+        leaf_cache: dict[tuple[str, ...], tuple[int, list[Evidence]]],
+    ) -> tuple[int, list[Evidence], set[str]] | None:
+        """The rule's condition tree at this block: (state, evidence, the metrics it found
+        missing), or None when its latest evaluation changed nothing and each leaf it reached
+        gives the same result now (the verdict is the same: its leaf results are shared with
+        the rules after it, as evaluating would have)."""
+        quiet = None if active else self._quiets.get(rule.id)
+        if quiet is not None and quiet.facts == facts and self._same(quiet, leaf_cache):
+            for r in quiet.reached:
+                leaf_cache.setdefault(r.key, r.result)
+            return None
+        missing: set[str] = set()
+        cx = _Context(cache, leaf_cache, missing, [])
+        state, evidence = self._trees[rule.id](cx, active)
+        if active or state == ABSENT or (state == FIRE and evidence):
+            self._quiets.pop(rule.id, None)
+        else:
+            self._quiets[rule.id] = _Quiet(facts, cx.reached)
+        return state, evidence, missing
 
     def _tree(self, node: Node) -> _Eval:
         """The evaluator of a condition tree: (state, evidence) from (block context, whether
@@ -1561,6 +1390,68 @@ class Monitor:
         """The reward a leaf's `rounds` discount reads, on a DAPO job only (dynamic sampling)."""
         return leaf.rounds if self._pred["is_dapo"] else None
 
+
+class _Lifecycle(_RuleEvaluation):
+    """The finding lifecycle (the third): a symptom fires once with its onset,
+    is refreshed while it holds and clears after `clear_after` evaluations without it; at the
+    run's end an episode is settled, recovered or kept; the run's status and assumptions."""
+
+    # what this job keeps
+    findings: list[Finding]  # every finding, in the order they fired
+    ending: RunEnding | None
+    _active: dict[str, Finding]
+    _misses: dict[str, int]  # evaluations in a row without the active symptom
+    _absent: dict[str, set[str]]  # rules not judged: the metrics they need
+    _evaluations: int  # full evaluations (past the warm-up)
+    _closed: bool
+    _ended_clearing: set[int]  # findings that cleared only at the last blocks
+
+    def _init_findings(self) -> None:
+        self.findings = []
+        self.ending = None
+        self._active, self._misses, self._absent = {}, {}, {}
+        self._evaluations = 0
+        self._closed = False
+        self._ended_clearing = set()
+
+    def _evaluate(self, end: int, full: bool) -> list[Finding]:
+        if full:
+            self._evaluations += 1
+        cache: dict[str, Series | None] = {}
+        leaf_cache: dict[tuple[str, ...], tuple[int, list[Evidence]]] = {}
+        facts = (full, *self._pred.values())
+        new: list[Finding] = []
+        for rule in self._rules:
+            if rule.when is None or (rule.warmup and not full):
+                continue
+            if rule.id not in self._active and any(x in self._active for x in rule.suppressed_by):
+                continue  # a more severe active symptom explains this one
+            active = rule.id in self._active
+            verdict = self._verdict(rule, active, facts, cache, leaf_cache)
+            if verdict is None:
+                continue  # the same as at its last evaluation, which changed nothing
+            state, evidence, missing = verdict
+            if state == ABSENT:
+                self._absent.setdefault(rule.id, set()).update(missing)
+            elif rule.id in self._absent:
+                del self._absent[rule.id]
+            if state == FIRE and evidence:
+                self._misses[rule.id] = 0
+                if rule.id not in self._active:
+                    evidence = _distinct(evidence)
+                    onset = self._onset(rule, evidence)
+                    if self._explained(rule, onset):
+                        continue
+                    new.append(self._fire(rule, evidence, end, onset))
+                else:
+                    self._refresh(self._active[rule.id], evidence)
+                    self._urgency(rule, self._active[rule.id])
+            elif rule.id in self._active:
+                self._misses[rule.id] = self._misses.get(rule.id, 0) + 1
+                if self._misses[rule.id] >= self._st.clear_after:
+                    self._active.pop(rule.id).cleared_step = end
+        return new
+
     def _onset(self, rule: SymptomRule, evidence: list[Evidence]) -> int:
         # The symptom exists once all its conditions hold: its onset is the latest of theirs.
         onset = max(int(e.statistic.get("onset_step", e.window[0])) for e in evidence)
@@ -1683,7 +1574,263 @@ class Monitor:
             return "high"
         return "medium" if excess >= 1.2 or len(evidence) >= 2 else "low"
 
-    # -- the end -------------------------------------------------------------------------
+    @property
+    def span(self) -> int:
+        return 0 if self._first is None or self._last is None else self._last - self._first + 1
+
+    @property
+    def missing_steps(self) -> int:
+        return max(0, self.warmup_steps - self.span) if not self._evaluations else 0
+
+    @property
+    def status(self) -> Literal["healthy", "issues", "insufficient_data"]:
+        if any(f.severity.rank >= Severity.warning.rank for f in self.findings):
+            return "issues"
+        if self._evaluations == 0:
+            return "insufficient_data"
+        return "healthy"
+
+    def _warmup_why(self) -> str:
+        """How the warm-up length came about: the guide's eval_steps x 3, or the floor."""
+        if 3 * self.eval_steps >= self._st.min_warmup_steps:
+            return f"eval_steps {self.eval_steps} x 3"
+        return (
+            f"eval_steps {self.eval_steps} x 3 is {3 * self.eval_steps}, raised to the "
+            f"rulebook's minimum of {self._st.min_warmup_steps}"
+        )
+
+    @property
+    def assumptions(self) -> list[str]:
+        out = [n.replace("{warmup}", str(self.warmup_steps)) for n in self._notes.values()]
+        if self._evaluations == 0:
+            out.insert(
+                0,
+                "insufficient data: "
+                + (
+                    f"steps {self._first} to {self._last} seen (a span of {self.span})"
+                    if self._first is not None
+                    else "no step seen"
+                )
+                + "; trends are judged only after the "
+                f"warm-up of {self.warmup_steps} steps ({self._warmup_why()}) and one "
+                f"block of {self.block_steps} more; {self.missing_steps + self.block_steps} "
+                "steps missing.",
+            )
+        by_id = {r.id: r for r in self._rules}
+        for rid, metrics in sorted(self._absent.items(), key=lambda kv: by_id[kv[0]].priority):
+            if not metrics:  # not applicable (only_if, while_active), nothing missing
+                continue
+            rule = by_id[rid]
+            note = f" {rule.absent_note}" if rule.absent_note else ""
+            out.append(
+                f"{rid} {rule.name} not judged: needs {', '.join(sorted(metrics))}, "
+                f"not in this run.{note}"
+            )
+        return out
+
+    def judgement(self) -> Judgement:
+        return Judgement(
+            findings=list(self.findings),
+            warmup_steps=self.warmup_steps,
+            status=self.status,
+            assumptions=self.assumptions,
+            eval_steps=self.eval_steps,
+            block_steps=self.block_steps,
+            missing_steps=self.missing_steps,
+        )
+
+
+class Monitor(_Lifecycle):
+    """The incremental judge: push steps in order; findings come out as they become conclusive.
+
+    Its three jobs, one class each: folding steps into blocks (_BlockFolding), evaluating the
+    rules at each block's end (_RuleEvaluation), the findings' lifecycle (_Lifecycle); this
+    class sets the job up and drives them (push, push_columns, close).
+
+    `hp`: the effective hyperparameters (platform names). `origin` (optional, from load_config):
+    an `eval_steps` whose origin is "default" is treated as unknown. `expected_steps`: the run
+    length when known (judge_run knows it), used only to assume eval_steps.
+    """
+
+    def __init__(
+        self,
+        hp: Mapping[str, Any] | None = None,
+        rules: SymptomRulebook | None = None,
+        *,
+        origin: Mapping[str, str] | None = None,
+        expected_steps: int | None = None,
+    ) -> None:
+        self.rules = rules if rules is not None else load_symptom_rules()
+        self.hp = dict(hp or {})
+        st = self.rules.settings
+        self._st = st
+        self._notes: dict[str, str] = {}
+        self.algorithm = self._algorithm()
+        self.eval_steps = self._eval_steps(origin or {}, expected_steps)
+        self.warmup_steps = max(3 * self.eval_steps, st.min_warmup_steps)
+        self.block_steps = max(1, self.warmup_steps // st.warmup_blocks)
+        self._pred = _predicates(self.hp, st.kl_strong_coef)
+        self._rules = self._compile()
+        self._by_id = {r.id: r for r in self._rules}
+        self._init_blocks()
+        self._init_trees()
+        self._init_findings()
+
+    def _algorithm(self) -> str | None:
+        algo = str(self.hp.get("algorithm") or "").lower() or None
+        if algo not in ALGORITHMS:
+            self._notes["algorithm"] = (
+                "algorithm unknown: the algorithm-neutral thresholds were used (GSPO clips ~100x "
+                "more tokens than GRPO and KL norms differ, so clip/KL evidence is weaker)."
+            )
+            return None
+        return algo
+
+    def _eval_steps(self, origin: Mapping[str, str], expected: int | None) -> int:
+        value = _num(self.hp.get("eval_steps"))
+        if value is not None and value >= 1 and origin.get("eval_steps") != "default":
+            return int(value)
+        st = self._st
+        if expected:
+            assumed = max(1, round(expected / st.eval_steps_fraction))
+            why = f"run length {expected} steps / {st.eval_steps_fraction} (the guide's advice)"
+        else:
+            assumed, why = st.default_eval_steps, "the rulebook's default"
+        # the warm-up's length is filled in when said: it ends on a block boundary
+        self._notes["eval_steps"] = (
+            f"eval_steps unknown: assumed {assumed} ({why}), so the warm-up is {{warmup}} "
+            "steps; pass --config or --set eval_steps=N."
+        )
+        return assumed
+
+    def push(self, step: int, metrics: Mapping[str, float | None]) -> list[Finding]:
+        """Fold one step in; return the findings new at this step. O(1) per metric except at a
+        block boundary (every `block_steps` steps), where the rules are evaluated."""
+        if self._closed or (self._last is not None and step <= self._last):
+            return []  # the engine only moves forward (a replayed step adds nothing)
+        first = self._first if self._first is not None else self._start(step)
+        new: list[Finding] = []
+        block = (step - first) // self.block_steps
+        if block != self._block:
+            if self._block >= 0:
+                new = self._close_block()
+            self._block, self._block_first = block, step
+        tracks = self._tracks
+        # position inside the block, for detrending
+        dt = float(step - (step if self._block_first is None else self._block_first))
+        for name, value in metrics.items():
+            t = tracks.get(name)
+            if t is None or value is None:
+                continue
+            try:
+                v = float(value)
+            except (TypeError, ValueError):
+                continue
+            a = t.acc
+            if v - v == 0.0:  # finite (NaN - NaN and inf - inf are NaN)
+                a[ACC_SUM] += v
+                a[ACC_N] += 1
+                if v < a[ACC_MIN]:
+                    a[ACC_MIN] = v
+                if v > a[ACC_MAX]:
+                    a[ACC_MAX] = v
+                a[ACC_SXX] += v * v
+                a[ACC_ST] += dt
+                a[ACC_STT] += dt * dt
+                a[ACC_SXT] += v * dt
+            else:
+                a[ACC_BAD] += 1
+                if a[ACC_BAD] == 1:  # the block's first (a step may be negative: no sentinel)
+                    a[ACC_FIRST_BAD] = step
+        self._last = step
+        return new
+
+    def push_columns(
+        self,
+        steps: Sequence[int | None],
+        columns: Mapping[str, tuple[np.ndarray, np.ndarray | None]],
+    ) -> list[Finding]:
+        """`push` of many steps at once, for a run already on disk: the same state and findings
+        as pushing row i as `{name: value[i] if logged[i] else None}` for i in order (each
+        column is `(float values, logged mask or None for all logged)`), with each whole block
+        folded by numpy between the same `_close_block` calls. Sums are added in step order, so
+        the accumulators equal push's bit for bit."""
+        if self._closed:
+            return []
+        rows, kept = self._forward(steps)
+        new: list[Finding] = []
+        k = 0  # rows of the block still open continue its sums: through push, one by one
+        while k < len(kept) and self._block >= 0 and self._block_of(kept[k]) == self._block:
+            i = rows[k]
+            new += self.push(kept[k], {n: _cell(v, m, i) for n, (v, m) in columns.items()})
+            k += 1
+        return new + self._fold_blocks(rows[k:], kept[k:], columns) if k < len(kept) else new
+
+    def _fold_blocks(
+        self,
+        rows: list[int],
+        kept: list[int],
+        columns: Mapping[str, tuple[np.ndarray, np.ndarray | None]],
+    ) -> list[Finding]:
+        """Rows that open new blocks: each block's accumulators at once, then the blocks closed
+        in turn as push would close them (at the first step of the next)."""
+        first = self._first if self._first is not None else self._start(kept[0])
+        s = np.asarray(kept, dtype=np.int64)
+        blocks = (s - first) // self.block_steps
+        starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+        ends = np.r_[starts[1:], len(s)] - 1
+        fold = _BlockFold(s, starts)
+        at = np.asarray(rows, dtype=np.intp)
+        accs = {
+            name: fold.accumulate(*_column(values, logged, at))
+            for name, (values, logged) in columns.items()
+            if name in self._tracks
+        }
+        firsts, lasts = s[starts], s[ends]
+        # every block's record at once, for the blocks closed here (all but the last, which
+        # stays open: the next rows or close() finish it); None where a metric was not logged
+        ready: dict[str, list[list[float] | None]] = {}
+        for name, acc in accs.items():
+            got: list[list[float] | None] = [None] * len(starts)
+            done = [x[:-1] for x in acc]
+            logged = np.flatnonzero((done[ACC_N] > 0) | (done[ACC_BAD] > 0))
+            recs = _records(done, firsts[:-1], lasts[:-1]).tolist()
+            for j, rec in zip(logged.tolist(), recs, strict=True):
+                got[j] = rec
+            ready[name] = got
+        new: list[Finding] = []
+        if self._block >= 0:  # the block left open before these rows closes first
+            new += self._close_block()
+        # every track's records as the block closes below will leave them (the window's rows
+        # before this call, then the records made here), for the detectors' screens
+        self._columns = {}
+        for name, t in self._tracks.items():
+            made = [r for r in ready.get(name, ()) if r is not None]
+            if made:
+                records = np.vstack([t.buf[: t.nb], made])
+                self._columns[name] = (records, t.total - t.nb, t.peak, t.nb)
+        last_j = len(starts) - 1
+        for j, (b, first, last) in enumerate(
+            zip(blocks[starts].tolist(), firsts.tolist(), lasts.tolist(), strict=True)
+        ):
+            if j:
+                new += self._close_block()
+            self._block, self._block_first = b, first
+            for name, acc in accs.items():
+                t = self._tracks[name]
+                if j == last_j:
+                    t.acc = [x[j].item() for x in acc]
+                else:
+                    t.ready = ready[name][j]
+            self._last = last
+        self._columns = {}  # the block left open is judged without screens
+        return new
+
+    def _close_block(self, trends: bool = True) -> list[Finding]:
+        """The open block folded, then the rules evaluated at its end."""
+        end, full = self._fold_block(trends)
+        return self._evaluate(end, full)
+
     def close(self, ending: RunEnding | None = None) -> list[Finding]:
         """The run ended: judge the partial last block, then what only an ending tells."""
         if self._closed:
@@ -1755,72 +1902,6 @@ class Monitor:
                 + f": {what}"
             )
         return new
-
-    # -- what the caller reads -----------------------------------------------------------
-    @property
-    def span(self) -> int:
-        return 0 if self._first is None or self._last is None else self._last - self._first + 1
-
-    @property
-    def missing_steps(self) -> int:
-        return max(0, self.warmup_steps - self.span) if not self._evaluations else 0
-
-    @property
-    def status(self) -> Literal["healthy", "issues", "insufficient_data"]:
-        if any(f.severity.rank >= Severity.warning.rank for f in self.findings):
-            return "issues"
-        if self._evaluations == 0:
-            return "insufficient_data"
-        return "healthy"
-
-    def _warmup_why(self) -> str:
-        """How the warm-up length came about: the guide's eval_steps x 3, or the floor."""
-        if 3 * self.eval_steps >= self._st.min_warmup_steps:
-            return f"eval_steps {self.eval_steps} x 3"
-        return (
-            f"eval_steps {self.eval_steps} x 3 is {3 * self.eval_steps}, raised to the "
-            f"rulebook's minimum of {self._st.min_warmup_steps}"
-        )
-
-    @property
-    def assumptions(self) -> list[str]:
-        out = [n.replace("{warmup}", str(self.warmup_steps)) for n in self._notes.values()]
-        if self._evaluations == 0:
-            out.insert(
-                0,
-                "insufficient data: "
-                + (
-                    f"steps {self._first} to {self._last} seen (a span of {self.span})"
-                    if self._first is not None
-                    else "no step seen"
-                )
-                + "; trends are judged only after the "
-                f"warm-up of {self.warmup_steps} steps ({self._warmup_why()}) and one "
-                f"block of {self.block_steps} more; {self.missing_steps + self.block_steps} "
-                "steps missing.",
-            )
-        by_id = {r.id: r for r in self._rules}
-        for rid, metrics in sorted(self._absent.items(), key=lambda kv: by_id[kv[0]].priority):
-            if not metrics:  # not applicable (only_if, while_active), nothing missing
-                continue
-            rule = by_id[rid]
-            note = f" {rule.absent_note}" if rule.absent_note else ""
-            out.append(
-                f"{rid} {rule.name} not judged: needs {', '.join(sorted(metrics))}, "
-                f"not in this run.{note}"
-            )
-        return out
-
-    def judgement(self) -> Judgement:
-        return Judgement(
-            findings=list(self.findings),
-            warmup_steps=self.warmup_steps,
-            status=self.status,
-            assumptions=self.assumptions,
-            eval_steps=self.eval_steps,
-            block_steps=self.block_steps,
-            missing_steps=self.missing_steps,
-        )
 
 
 def judge_run(
