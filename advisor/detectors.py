@@ -2133,7 +2133,8 @@ class Column:
     window: int  # the Series window's length (blocks)
     baseline: Baseline | None  # None before the warm-up ended
     peak: float | None  # the run-wide highest block mean before rows[new] (Series.peak)
-    new: int  # the first row screened
+    new: int  # the first row made by this call (rows before: the window's past)
+    ask: int = 0  # the first row whose verdict is asked (rows before may be left True)
 
 
 Screen = Callable[[Column, Params], np.ndarray]
@@ -2154,6 +2155,10 @@ def screen(name: str) -> Callable[[Screen], Screen]:
 
 def _maybe(rows: np.ndarray) -> np.ndarray:
     return np.ones(len(rows), dtype=bool)
+
+
+def _never(rows: np.ndarray) -> np.ndarray:
+    return np.zeros(len(rows), dtype=bool)
 
 
 def _trailing(x: np.ndarray, w: int) -> np.ndarray:
@@ -2188,7 +2193,7 @@ def _below_screen(c: Column, p: Params) -> np.ndarray:
 def _shift_screen(c: Column, p: Params) -> np.ndarray:
     rows, b = c.rows, c.baseline
     if b is None:
-        return _maybe(rows)
+        return _never(rows)  # no warm-up level yet: shift does not judge
     up = str(p.get("direction", "up")) == "up"
     min_z = float(p.get("min_z", 4.0))
     sign = 1.0 if up else -1.0
@@ -2251,11 +2256,10 @@ _MARGIN = 1e-9  # relative slack of the bounds below: far beyond float rounding 
 def _volatility_screen(c: Column, p: Params) -> np.ndarray:
     rows, window, b = c.rows, c.window, c.baseline
     # volatility's first gate: the within-span ratio past min_ratio (its `need` is at least
-    # that), or a run-up and a drawdown of `move` in the zigzag window (at most the range of
-    # its finite trimmed means: a difference of two of them never exceeds max - min, and
-    # rounding keeps that order)
+    # that), or a run-up and a drawdown of `move` in the zigzag window (the same differences
+    # of its finite trimmed means as the detector takes)
     if b is None:
-        return _maybe(rows)
+        return _never(rows)
     min_ratio = float(p.get("min_ratio", 3.0))
     slow_ratio = float(p.get("slow_ratio", 2 * min_ratio))
     move = max(slow_ratio * b.scale, float(p.get("slow_sd", 2.0)) * b.sd)
@@ -2265,10 +2269,12 @@ def _volatility_screen(c: Column, p: Params) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         fast = _span_sd_lasts(rows) / b.sd
         tm = _trimmed_rows(rows)
-        win = _trailing(np.where(np.isfinite(tm), tm, np.nan), w)
-        span = np.fmax.reduce(win, axis=1) - np.fmin.reduce(win, axis=1)
+        win = _trailing(np.where(np.isfinite(tm), tm, np.nan), w)  # nan: left out
+        rise = np.fmax.reduce(win - np.fmin.accumulate(win, axis=1), axis=1)
+        fall = np.fmax.reduce(np.fmax.accumulate(win, axis=1) - win, axis=1)
+        spread = np.fmin(rise, fall)  # nan (no finite mean): the detector's 0
         # (nan passes neither, as in the detector)
-        return (fast >= min_ratio * (1 - _MARGIN)) | (span >= move * (1 - _MARGIN))
+        return (fast >= min_ratio * (1 - _MARGIN)) | (spread >= move * (1 - _MARGIN))
 
 
 @screen("jump")
@@ -2296,15 +2302,30 @@ def _jump_screen(c: Column, p: Params) -> np.ndarray:
 
 @screen("swing")
 def _swing_screen(c: Column, p: Params) -> np.ndarray:
-    rows, window = c.rows, c.window
-    # swing's gate at the latest window (full windows only): the residual spread around a line
-    # bounds the spread around the quadratic, which must carry the thresholds
-    k = int(p.get("k", 3))
-    w = min(int(p.get("window", 32)), window - (k - 1))
-    out = _maybe(rows)
-    if w < int(p.get("min_blocks", 12)) or len(rows) < window:
-        return out
-    ends = np.arange(window - 1, len(rows))
+    # swing's gate at the latest window: the residual spread around a line bounds the spread
+    # around the quadratic, which must carry the thresholds
+    return _by_window(c, int(p.get("k", 3)), int(p.get("window", 32)),
+                      int(p.get("min_blocks", 12)), lambda ends, w: _swing_may(c.rows, ends, w, p))
+
+
+def _by_window(
+    c: Column, k: int, w_max: int, min_blocks: int, may: Callable[[np.ndarray, int], np.ndarray]
+) -> np.ndarray:
+    """For detectors judged on the latest `w` = min(w_max, blocks in the window - (k - 1))
+    blocks: may(ends, w) at the rows ending windows of each length (below min_blocks the
+    detector does not judge)."""
+    n = np.minimum(np.arange(len(c.rows)) + 1, c.window)
+    ws = np.minimum(w_max, n - (k - 1))
+    ws[: c.ask] = -1
+    out = _maybe(c.rows)
+    out[c.ask :] = False
+    for w in np.unique(ws[ws >= min_blocks]).tolist():
+        ends = np.flatnonzero(ws == w)
+        out[ends] = may(ends, w)
+    return out
+
+
+def _swing_may(rows: np.ndarray, ends: np.ndarray, w: int, p: Params) -> np.ndarray:
     view = np.lib.stride_tricks.sliding_window_view
     y = view(rows[:, MEAN], w)[ends - w + 1]
     cnt = view(rows[:, COUNT], w)[ends - w + 1]
@@ -2326,8 +2347,7 @@ def _swing_screen(c: Column, p: Params) -> np.ndarray:
         rms = np.sqrt((res * res).sum(axis=1) / w)
         bound = rms * (1 + 1e-6) + 1e-6 * np.abs(y).max(axis=1)
         quiet = 2.0 * math.sqrt(2.0) * bound < need * (1 - 1e-6)
-    out[ends] = judged & ~quiet  # a window the detector does not judge: it returns None
-    return out
+    return judged & ~quiet  # a window the detector does not judge: it returns None
 
 
 def _peaks(c: Column) -> np.ndarray | None:
@@ -2400,28 +2420,21 @@ def _near_zero_screen(c: Column, p: Params) -> np.ndarray:
 
 @screen("growth")
 def _growth_screen(c: Column, p: Params) -> np.ndarray:
-    # growth's gates at full windows: the latest level, then the cheap look at the window's ends
-    rows, window = c.rows, c.window
-    k = int(p.get("k", 3))
-    w = min(int(p.get("window", 32)), window - (k - 1))
-    out = _maybe(rows)
-    if len(rows) < window:
-        return out
-    ends = np.arange(window - 1, len(rows))
-    if w < int(p.get("min_blocks", 12)):
-        out[ends] = False
-        return out
-    x = _trimmed_rows(rows) if p.get("trimmed") else rows[:, MEAN]
+    # growth's gates: the latest level, then the cheap look at the window's ends
+    x = _trimmed_rows(c.rows) if p.get("trimmed") else c.rows[:, MEAN]
+    return _by_window(c, int(p.get("k", 3)), int(p.get("window", 32)),
+                      int(p.get("min_blocks", 12)), lambda ends, w: _growth_may(x, ends, w, p))
+
+
+def _growth_may(x: np.ndarray, ends: np.ndarray, w: int, p: Params) -> np.ndarray:
     third = max(1, w // 4)
     view = np.lib.stride_tricks.sliding_window_view
     top = np.max(view(x, third)[ends - third + 1], axis=1)
     low = np.min(view(x, third)[ends - w + 1], axis=1)
     with np.errstate(invalid="ignore", over="ignore"):
-        ok = (x[ends] >= float(p.get("min_level", 0.0))) & (
+        return (x[ends] >= float(p.get("min_level", 0.0))) & (
             top >= float(p.get("min_ratio", 8.0)) * low
         )
-    out[ends] = ok
-    return out
 
 
 @screen("stopped")

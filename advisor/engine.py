@@ -1349,7 +1349,7 @@ class _RuleEvaluation(_BlockFolding):
                 return False  # not logged in the run's latest block: the detector decides
             got = plan.screened.get(name)
             if got is None or got[0] is not rows or got[1] is not t.baseline:
-                col = Column(rows, window, t.baseline, peak, new)
+                col = Column(rows, window, t.baseline, peak, new, ask=i)
                 got = (rows, t.baseline, plan.screen(col, plan.params))
                 plan.screened[name] = got
             if got[2][i]:
