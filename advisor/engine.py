@@ -2,7 +2,8 @@
 
 `Monitor(hp).push(step, metrics)` is the only judge. `judge_run(run, hp)` replays a finished
 Run's rows through a Monitor and closes it with the run's ending, so diagnose, watch and the
-online hook give identical findings on the same series by construction.
+online hook give identical findings on the same series (the offline path's shortcuts, below,
+skip only what cannot change them).
 
 How a run is judged (knowledge.md §4 "How to judge"):
 - Warm-up: nothing trend-like is judged before eval_steps x 3 steps (never fewer than the
@@ -38,9 +39,17 @@ How a run is judged (knowledge.md §4 "How to judge"):
   their thresholds.
 - Status: "issues" when a warning or error fired, else "insufficient_data" when the run never
   got past its warm-up, else "healthy" (info-level advice does not make a run unhealthy).
-- Speed (tests/engine/perf_engine.py): judge_run on 2,000 steps x 16 metrics takes ~30 ms of
-  CPU with eval_steps 50 (80 blocks) and ~60 ms with eval_steps 20 (200 blocks); push is ~5 us
-  per step with 30 metrics, a block close ~1-2 ms.
+- One judge, two paths: `push` folds one step; `push_columns` (judge_run's) folds whole columns
+  with numpy, makes every closed block's record at once, and lets a detector run only where its
+  screen (advisor.detectors.SCREENS, a vectorised test over the metric's records that is False
+  only where the detector surely returns None) passes. On both paths a leaf whose tracks did
+  not change keeps its last result, and a rule whose latest evaluation changed nothing is not
+  evaluated again while the leaves it reached give the same results. Findings, notes and
+  missing metrics are identical either way (tests/engine/test_same_judgement.py replays every
+  fixture both ways and audits every detector call a screen skipped).
+- Speed (tests/engine/perf_engine.py; bench/bench_scale.py): a healthy block costs ~0.1-0.2 ms
+  offline whatever the metric count; a block where findings are active costs what their
+  detectors do (~0.5 ms), since their evidence is refreshed at each block.
 
 False-alarm budget: ~1 % of healthy runs per warning/error symptom; see `advisor.detectors`.
 """
@@ -1750,11 +1759,12 @@ class Monitor(_Lifecycle):
         steps: Sequence[int | None],
         columns: Mapping[str, tuple[np.ndarray, np.ndarray | None]],
     ) -> list[Finding]:
-        """`push` of many steps at once, for a run already on disk: the same state and findings
-        as pushing row i as `{name: value[i] if logged[i] else None}` for i in order (each
-        column is `(float values, logged mask or None for all logged)`), with each whole block
-        folded by numpy between the same `_close_block` calls. Sums are added in step order, so
-        the accumulators equal push's bit for bit."""
+        """`push` of many steps at once, for a run already on disk: the same block history and
+        findings as pushing row i as `{name: value[i] if logged[i] else None}` for i in order
+        (each column is `(float values, logged mask or None for all logged)`), with each whole
+        block folded by numpy between the same `_close_block` calls. Sums are added in step
+        order, so the accumulators and block records equal push's bit for bit; a detector runs
+        only where its screen over those records passes (advisor.detectors.SCREENS)."""
         if self._closed:
             return []
         rows, kept = self._forward(steps)
