@@ -157,3 +157,23 @@ def test_generated_runs_judged_alike_three_ways(
     assert chunked == batch, f"{d.name}: push_columns in chunks differs from judge_run"
     assert screened > 100, "the screens' audit is not vacuous"
 
+
+
+def test_reads_run_end_names_every_detector_that_reads_it() -> None:
+    """A leaf keeps its last result while its metrics' tracks are unchanged, except for the
+    detectors in READS_RUN_END: any function of advisor.detectors that reads Series.run_end
+    must be one of them (a helper that read it would make a kept result stale)."""
+    import ast
+    import inspect
+
+    import advisor.detectors as d
+
+    tree = ast.parse(inspect.getsource(d))
+    readers = {
+        fn.name
+        for fn in tree.body
+        if isinstance(fn, ast.FunctionDef)
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Attribute) and node.attr == "run_end"
+    }
+    assert readers == {d.DETECTORS[name].__name__ for name in d.READS_RUN_END}
