@@ -1798,27 +1798,25 @@ class Monitor(_Lifecycle):
         }
         firsts, lasts = s[starts], s[ends]
         # every block's record at once, for the blocks closed here (all but the last, which
-        # stays open: the next rows or close() finish it); None where a metric was not logged
-        ready: dict[str, list[list[float] | None]] = {}
+        # stays open: the next rows or close() finish it): per metric its records and, per
+        # block, the row of its record there (-1: not logged in that block)
+        made: dict[str, tuple[np.ndarray, list[int]]] = {}
         for name, acc in accs.items():
-            got: list[list[float] | None] = [None] * len(starts)
             done = [x[:-1] for x in acc]
-            logged = np.flatnonzero((done[ACC_N] > 0) | (done[ACC_BAD] > 0))
-            recs = _records(done, firsts[:-1], lasts[:-1]).tolist()
-            for j, rec in zip(logged.tolist(), recs, strict=True):
-                got[j] = rec
-            ready[name] = got
+            logged = (done[ACC_N] > 0) | (done[ACC_BAD] > 0)
+            at_block = np.where(logged, np.cumsum(logged) - 1, -1).tolist()
+            made[name] = (_records(done, firsts[:-1], lasts[:-1]), at_block)
         new: list[Finding] = []
         if self._block >= 0:  # the block left open before these rows closes first
             new += self._close_block()
         # every track's records as the block closes below will leave them (the window's rows
         # before this call, then the records made here), for the detectors' screens
         self._columns = {}
-        for name, t in self._tracks.items():
-            made = [r for r in ready.get(name, ()) if r is not None]
-            if made:
-                records = np.vstack([t.buf[: t.nb], made])
-                self._columns[name] = (records, t.total - t.nb, t.peak, t.nb)
+        for name, (records, _) in made.items():
+            t = self._tracks[name]
+            if len(records):
+                column = np.vstack([t.buf[: t.nb], records])
+                self._columns[name] = (column, t.total - t.nb, t.peak, t.nb)
         last_j = len(starts) - 1
         for j, (b, first, last) in enumerate(
             zip(blocks[starts].tolist(), firsts.tolist(), lasts.tolist(), strict=True)
@@ -1831,7 +1829,9 @@ class Monitor(_Lifecycle):
                 if j == last_j:
                     t.acc = [x[j].item() for x in acc]
                 else:
-                    t.ready = ready[name][j]
+                    records, at_block = made[name]
+                    r = at_block[j]
+                    t.ready = records[r].tolist() if r >= 0 else None
             self._last = last
         self._columns = {}  # the block left open is judged without screens
         return new
