@@ -1317,15 +1317,19 @@ class _RuleEvaluation(_BlockFolding):
         """Whether every leaf a quiet evaluation reached gives the same result now: already
         judged at this block with it, or its tracks unchanged (or the job's facts decided
         it), or still NO by its screen."""
+        screening = bool(self._columns)
         for r in quiet.reached:
             got = leaves.get(r.key)
             if got is not None:
-                if got[0] != r.result[0] or got[1] != r.result[1]:
+                if got is not r.result and (got[0] != r.result[0] or got[1] != r.result[1]):
                     return False
-            elif r.inputs is not None and self._inputs(r.plan) != r.inputs and not (
-                r.result[0] == NO and r.plan.screen is not None and self._columns
-                and self._quiet(r.plan)
-            ):  # fmt: skip
+                continue
+            if r.inputs is None:
+                continue  # decided by the job's facts, which are the same
+            plan = r.plan
+            if r.result[0] == NO and screening and plan.screen is not None and self._quiet(plan):
+                continue
+            if self._inputs(plan) != r.inputs:
                 return False
         return True
 
@@ -1342,8 +1346,7 @@ class _RuleEvaluation(_BlockFolding):
     def _screened_out(self, plan: _LeafPlan) -> bool:
         seen = False
         window = self._st.window_blocks
-        for name in plan.names:
-            t = self._tracks[name]
+        for name, t in zip(plan.names, plan.reads, strict=False):  # reads: the names' first
             if not t.nb:
                 continue
             seen = True
