@@ -2135,6 +2135,7 @@ class Column:
     peak: float | None  # the run-wide highest block mean before rows[new] (Series.peak)
     new: int  # the first row made by this call (rows before: the window's past)
     ask: int = 0  # the first row whose verdict is asked (rows before may be left True)
+    companions: bool = False  # the leaf divides the metric by its companions (per, rounds)
 
 
 Screen = Callable[[Column, Params], np.ndarray]
@@ -2198,7 +2199,7 @@ def _shift_screen(c: Column, p: Params) -> np.ndarray:
     min_z = float(p.get("min_z", 4.0))
     sign = 1.0 if up else -1.0
     x = rows[:, MEAN]
-    if isinstance(p.get("per"), str) or isinstance(p.get("rounds"), str):
+    if c.companions:
         # counted per companion, the mean is divided by a growth >= 1: a rise past min_z
         # sigmas of a non-negative mean needs one in the mean itself (a smaller quotient,
         # and rounding keeps that order); anything else the detector decides

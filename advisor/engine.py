@@ -774,7 +774,8 @@ def _leaf_key(leaf: Leaf) -> tuple[str, ...]:
     got = _LEAF_KEYS.get(id(leaf))
     if got is None or got[0] is not leaf:
         key = (leaf.detector, repr(leaf.metric), repr(sorted(leaf.params.items())),
-               repr(leaf.skip_if), repr(leaf.only_if), repr(sorted(leaf.keep.items())))  # fmt: skip
+               repr(leaf.skip_if), repr(leaf.only_if), repr(sorted(leaf.keep.items())),
+               repr((leaf.per, leaf.rounds)))  # fmt: skip
         if len(_LEAF_KEYS) >= 4096:
             _LEAF_KEYS.clear()
         got = _LEAF_KEYS[id(leaf)] = (leaf, key)
@@ -1155,7 +1156,9 @@ class _RuleEvaluation(_BlockFolding):
             return node.model_copy(update={"all": [self._resolve(n) for n in node.all]})
         if isinstance(node, AnyOf):
             return node.model_copy(update={"any": [self._resolve(n) for n in node.any]})
-        return node.model_copy(update={"not_": self._resolve(node.not_)})
+        if isinstance(node, NotOf):
+            return node.model_copy(update={"not_": self._resolve(node.not_)})
+        raise TypeError(f"a `use` of {node.use!r} left in a loaded rulebook")
 
     def _verdict(
         self,
@@ -1217,6 +1220,7 @@ class _RuleEvaluation(_BlockFolding):
                 return (NO, []) if NO in states else (ABSENT, [])
 
             return any_of
+        assert isinstance(node, NotOf)  # uses are expanded when the rulebook loads
         inner = self._tree(node.not_)
 
         def not_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
@@ -1252,13 +1256,13 @@ class _RuleEvaluation(_BlockFolding):
         key = _leaf_key(leaf)
         if key in self._plans:
             return self._plans[key]
-        per = str(leaf.params["per"]) if isinstance(leaf.params.get("per"), str) else None
+        per = leaf.per
         rounds = self._rounds_of(leaf)
         names = tuple(leaf.metrics)
         # the tracks whose versions say whether the detector's inputs changed
         reads = [n for n in (*names, per, rounds) if n is not None]
         if rounds is not None:
-            reads.append("gen_batches")
+            reads.append(self._st.rounds_metric)
         plan = _LeafPlan(
             leaf=leaf,
             fn=DETECTORS[leaf.detector],
@@ -1361,7 +1365,8 @@ class _RuleEvaluation(_BlockFolding):
                 return False  # not logged in the run's latest block: the detector decides
             got = plan.screened.get(name)
             if got is None or got[0] is not rows or got[1] is not t.baseline:
-                col = Column(rows, window, t.baseline, peak, new, ask=i)
+                companions = plan.per is not None or plan.rounds is not None
+                col = Column(rows, window, t.baseline, peak, new, ask=i, companions=companions)
                 got = (rows, t.baseline, plan.screen(col, plan.params))
                 plan.screened[name] = got
             if got[2][i]:
@@ -1862,7 +1867,7 @@ class Monitor(_Lifecycle):
             assert self._block_first is not None and self._last is not None
             size = self._last - self._block_first + 1
             partial = size < self.block_steps
-            val = self._tracks.get("val_reward")
+            val = self._tracks.get(self._st.evaluation_metric)
             final_eval = val is not None and val.acc[ACC_N] > 0
             new = self._close_block(trends=size >= self.block_steps / 2 or final_eval)
         # A symptom whose evidence no longer held at the last judged block is reported as
