@@ -698,10 +698,13 @@ class _Track:
 
 
 class _Context(NamedTuple):
-    """One rule's evaluation at one block: the block's Series and leaf results (shared by
-    the rules), the metrics the rule found missing, and the leaves it reached (with the
-    track versions each result was judged on: None when the job's facts decided it)."""
+    """One rule's evaluation at one block: the Monitor judging (given at each call, so that
+    the compiled trees hold no reference back to it: no reference cycle, which a run without
+    the garbage collector would keep), the block's Series and leaf results (shared by the
+    rules), the metrics the rule found missing, and the leaves it reached (with the track
+    versions each result was judged on: None when the job's facts decided it)."""
 
+    judge: _RuleEvaluation
     series: dict[str, Series | None]
     leaves: dict[tuple[str, ...], tuple[int, list[Evidence]]]
     missing: set[str]
@@ -1178,7 +1181,7 @@ class _RuleEvaluation(_BlockFolding):
                 leaf_cache.setdefault(r.key, r.result)
             return None
         missing: set[str] = set()
-        cx = _Context(cache, leaf_cache, missing, [])
+        cx = _Context(self, cache, leaf_cache, missing, [])
         state, evidence = self._trees[rule.id](cx, active)
         if active or state == ABSENT or (state == FIRE and evidence):
             self._quiets.pop(rule.id, None)
@@ -1245,7 +1248,7 @@ class _RuleEvaluation(_BlockFolding):
             key = plan.key_keep if keep else plan.key
             got = cx.leaves.get(key)
             if got is None:
-                got = cx.leaves[key] = self._leaf(plan, cx.series, cx.missing, keep)
+                got = cx.leaves[key] = cx.judge._leaf(plan, cx.series, cx.missing, keep)
             cx.reached.append(_Reached(plan, key, got, plan.inputs))
             return got
 
