@@ -237,7 +237,16 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=None, help="rounds of the 2,000-step rows")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--tmp", type=Path, default=None, help="where to write the files")
+    ap.add_argument(
+        "--only",
+        nargs="+",
+        choices=PARTS,
+        default=list(PARTS),
+        help="the parts to run (default: all): 2k = the 2,000-step rows, slope = 200k x 30, "
+        "memory = 200k x 150, huge = 1M x 150, batch = diagnose_many, observe",
+    )
     args = ap.parse_args()
+    only = set(args.only)
     quick = args.quick
     rounds = args.rounds or (3 if quick else 7)
     big = 20_000 if quick else 200_000
@@ -251,90 +260,111 @@ def main() -> None:
         cli = advisor_cmd()
         print(f"rl-advisor: {' '.join(cli)}; floor: {sys.executable} -c 'import polars; ...'")
         print(f"load average {load0:.2f} at the start, {os.cpu_count()} CPUs")
-        healthy = write_verl_jsonl(tmp / "h2k.jsonl", 2000, 150)
-        sick = write_verl_jsonl(tmp / "s2k.jsonl", 2000, 150, sick=True)
-        out = tmp / "out"
-        print(
-            f"\n2,000 steps x 150 metrics ({healthy.stat().st_size / 1e6:.1f} MB), {rounds} rounds:"
-        )
         d = [*cli, "diagnose"]
-        print_rows(
-            paired(
-                {
-                    "--format json": (
-                        healthy,
-                        [*d, str(healthy), "-c", str(job), "--format", "json"],
-                        "<= 1.4",
-                    ),
-                    "--format json, with findings": (
-                        sick,
-                        [*d, str(sick), "-c", str(job), "--format", "json"],
-                        "<= 1.4",
-                    ),
-                    "-o report.md, with findings and their charts": (
-                        sick,
-                        [*d, str(sick), "-c", str(job), "-o", str(out / "r.md")],
-                        "<= 1.8",
-                    ),
-                },
-                rounds,
-            )
-        )
-        charts = sorted(p.name for p in out.glob("*.svg"))
-        print(f"  ({len(charts)} charts beside the report: {', '.join(charts)})")
-
-        slope = write_verl_jsonl(tmp / "b30.jsonl", big, 30)
-        print(f"\n{big:,} steps x 30 metrics ({slope.stat().st_size / 1e6:.0f} MB), 3 rounds:")
-        print_rows(
-            paired(
-                {
-                    "--format json": (
-                        slope,
-                        [*d, str(slope), "-c", str(job), "--format", "json"],
-                        "<= 3",
-                    )
-                },
-                3,
-            )
-        )
-        slope.unlink()
-
-        wide = write_verl_jsonl(tmp / "b150.jsonl", big, 150)
-        print(f"\n{big:,} steps x 150 metrics ({wide.stat().st_size / 1e9:.2f} GB), 1 round:")
-        print_rows(
-            paired(
-                {
-                    "peak memory, --format json": (
-                        wide,
-                        [*d, str(wide), "--format", "json"],
-                        "<= 1.5",
-                    )
-                },
-                1,
-            ),
-            "memory",
-        )
-        wide.unlink()
-
-        if huge is not None:
-            need = huge * 5_700
-            if shutil.disk_usage(tmp).free < need * 1.1:
-                print(f"\n{huge:,} x 150: skipped, {need / 1e9:.1f} GB free needed in {tmp}")
-            else:
-                path = write_verl_jsonl(tmp / "h150.jsonl", huge, 150)
-                wall, _, peak, code = run_once([*d, str(path), "--format", "json"])
-                print(
-                    f"\n{huge:,} steps x 150 metrics ({path.stat().st_size / 1e9:.1f} GB): "
-                    f"{wall:.1f} s, peak {peak / 1024:.2f} GB, exit {code} [completes, <= 16 GB]"
-                )
-                path.unlink()
-
-        print("\nin-process API:")
-        bench_batch(tmp, runs, args.workers)
-        bench_observe(20_000 if quick else 100_000)
+        if "2k" in only:
+            rows_2k(tmp, job, d, rounds)
+        if "slope" in only:
+            rows_slope(tmp, job, d, big)
+        if "memory" in only:
+            rows_memory(tmp, d, big)
+        if "huge" in only and huge is not None:
+            rows_huge(tmp, d, huge)
+        if only & {"batch", "observe"}:
+            print("\nin-process API:")
+        if "batch" in only:
+            bench_batch(tmp, runs, args.workers)
+        if "observe" in only:
+            bench_observe(20_000 if quick else 100_000)
         print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+PARTS = ("2k", "slope", "memory", "huge", "batch", "observe")
+
+
+def rows_2k(tmp: Path, job: Path, d: list[str], rounds: int) -> None:
+    healthy = write_verl_jsonl(tmp / "h2k.jsonl", 2000, 150)
+    sick = write_verl_jsonl(tmp / "s2k.jsonl", 2000, 150, sick=True)
+    out = tmp / "out"
+    print(
+        f"\n2,000 steps x 150 metrics ({healthy.stat().st_size / 1e6:.1f} MB), {rounds} rounds:"
+    )
+    print_rows(
+        paired(
+            {
+                "--format json": (
+                    healthy,
+                    [*d, str(healthy), "-c", str(job), "--format", "json"],
+                    "<= 1.4",
+                ),
+                "--format json, with findings": (
+                    sick,
+                    [*d, str(sick), "-c", str(job), "--format", "json"],
+                    "<= 1.4",
+                ),
+                "-o report.md, with findings and their charts": (
+                    sick,
+                    [*d, str(sick), "-c", str(job), "-o", str(out / "r.md")],
+                    "<= 1.8",
+                ),
+            },
+            rounds,
+        )
+    )
+    charts = sorted(p.name for p in out.glob("*.svg"))
+    print(f"  ({len(charts)} charts beside the report: {', '.join(charts)})")
+
+
+def rows_slope(tmp: Path, job: Path, d: list[str], big: int) -> None:
+    slope = write_verl_jsonl(tmp / "b30.jsonl", big, 30)
+    print(f"\n{big:,} steps x 30 metrics ({slope.stat().st_size / 1e6:.0f} MB), 3 rounds:")
+    print_rows(
+        paired(
+            {
+                "--format json": (
+                    slope,
+                    [*d, str(slope), "-c", str(job), "--format", "json"],
+                    "<= 3",
+                )
+            },
+            3,
+        )
+    )
+    slope.unlink()
+
+
+def rows_memory(tmp: Path, d: list[str], big: int) -> None:
+    wide = write_verl_jsonl(tmp / "b150.jsonl", big, 150)
+    print(f"\n{big:,} steps x 150 metrics ({wide.stat().st_size / 1e9:.2f} GB), 1 round:")
+    print_rows(
+        paired(
+            {
+                "peak memory, --format json": (
+                    wide,
+                    [*d, str(wide), "--format", "json"],
+                    "<= 1.5",
+                )
+            },
+            1,
+        ),
+        "memory",
+    )
+    wide.unlink()
+
+
+def rows_huge(tmp: Path, d: list[str], huge: int) -> None:
+    need = huge * 5_700
+    if shutil.disk_usage(tmp).free < need * 1.1:
+        print(f"\n{huge:,} x 150: skipped, {need / 1e9:.1f} GB free needed in {tmp}")
+    else:
+        path = write_verl_jsonl(tmp / "h150.jsonl", huge, 150)
+        wall, _, peak, code = run_once([*d, str(path), "--format", "json"])
+        print(
+            f"\n{huge:,} steps x 150 metrics ({path.stat().st_size / 1e9:.1f} GB): "
+            f"{wall:.1f} s, peak {peak / 1024:.2f} GB, exit {code} [completes, <= 16 GB]"
+        )
+        path.unlink()
 
 
 if __name__ == "__main__":
