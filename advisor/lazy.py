@@ -10,10 +10,11 @@ dialect modules cost ~5 ms each). These are the exceptions, with what importing 
 | `engine` | ~65 ms (numpy and the engine) | judging a run; `rules` |
 | `polars` | ~120 ms | reading a run |
 | `numpy` | ~55 ms | reading a run, judging it, drawing its charts |
-| `jinja2` | ~15 ms | the Markdown report's templates (not `--format json`) |
+| `jinja2` | ~15 ms | the Markdown templates (report, `validate`, `rules`; not `--format json`) |
 | `remedy` | the engine's (it imports the engine's action specs) | the advice, after judging |
 
-`import advisor`, `rl-advisor validate` and the online Advisor's import import none of them.
+`import advisor` and the online Advisor's import import none of them; `rl-advisor validate`
+imports jinja2 alone.
 A diagnosis in a fresh process reads the run on a second thread while it imports the engine
 (`api._read_while_importing`): imported at the top of `api`, the engine would be imported
 before the read instead of alongside it.

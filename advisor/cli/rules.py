@@ -258,7 +258,7 @@ def rules(
     ),
 ) -> None:
     """List every rule (config and symptom), or explain one: rl-advisor rules C201."""
-    from advisor.templates import render
+    from advisor.report.templating import render
     from advisor.types import InputError
 
     docs, note = all_rule_docs()

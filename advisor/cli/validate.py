@@ -77,8 +77,8 @@ def exit_code(findings: Sequence[ConfigFinding], fail_on: FailOn) -> int:
 def _markdown(
     job: Path, loaded: LoadedConfig, diag: Diagnosis, show_config: bool, n_rules: int
 ) -> str:
+    from advisor.report.templating import render
     from advisor.static import fmt
-    from advisor.templates import render
 
     findings = [_view(f, fmt) for f in diag.config_findings]
     by_sev = {s: [f for f in findings if f["severity"] == s] for s in ("error", "warning", "info")}

@@ -1,21 +1,19 @@
 """The Markdown report: jinja2 templates fed with a small view of the Diagnosis.
 
 The Python side only computes values (sparklines, the diff lines, the verdict's numbers); every
-piece of Markdown lives in `templates/*.j2`.
+piece of Markdown lives in `templates/*.j2` (advisor.report.templating).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from advisor import lazy
-from advisor.report.escape import FILTERS, Md, code, finalize, prose
 from advisor.report.plots import draw
+from advisor.report.templating import render
+from advisor.report.values import change_text, fmt
 from advisor.types import Change, Diagnosis, Finding
 
 TICKS = "▁▂▃▄▅▆▇█"
@@ -54,35 +52,6 @@ def sparkline(values: Sequence[float | None], width: int = 40) -> str:
     return "".join(out)
 
 
-def fmt(value: Any) -> str:
-    """A number as a person would write it: 4e-06, 0.0012, 8192, 0.31."""
-    if isinstance(value, bool) or value is None:
-        return str(value).lower() if isinstance(value, bool) else "-"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6):
-            return f"{value:.3g}"
-        return f"{value:.4g}"
-    return str(value)
-
-
-def clause(text: Any) -> str:
-    """A sentence without its final period, to go on with `;` or `.` in the template."""
-    return str(text).strip().rstrip(".")
-
-
-def steps_text(steps: Sequence[int], most: int = 12) -> str:
-    """Steps as a list a cell can hold: a long one as its first and last few."""
-    if len(steps) <= most:
-        return ", ".join(map(str, steps))
-    half = most // 2
-    head, tail = ", ".join(map(str, steps[:half])), ", ".join(map(str, steps[-half:]))
-    return f"{head}, ... ({len(steps) - most:,} more), {tail}"
-
-
 def yaml_value(value: Any) -> str:
     if isinstance(value, str):
         return f'"{value}"'
@@ -105,33 +74,6 @@ def diff_lines(changes: Sequence[Change], framework: str = "platform") -> list[s
                 out.append(f"-{indent}{key}: {yaml_value(old)}")
             out.append(f"+{indent}{key}: {yaml_value(new)}")
     return out
-
-
-def _old(value: Any, assumed: bool) -> str:
-    if value is None:
-        return "unset"
-    return fmt(value) + (" (assumed)" if assumed else "")
-
-
-def change_text(c: Change) -> Md:
-    """A change in the run's framework's names where it has them (`beta` 0 → 0.04), the
-    guide's otherwise; an assumed old value says so. Escaped: names as code, the rest as
-    text."""
-    how = ""
-    if c.factor is not None:
-        how = f" (x{fmt(c.factor)})" if c.op == "multiply" else f" ({c.factor:+g})"
-    notes = [c.note] if c.note else []
-    if c.framework_keys:
-        said = ", ".join(
-            f"{code(k.key)} {prose(f'{_old(k.from_, k.assumed)} → {fmt(k.to)}')}"
-            for k in c.framework_keys
-        )
-        notes += [k.note for k in c.framework_keys if k.note]
-        known = c.framework_keys[0].from_ is not None
-        text = said + (" " + prose(how.strip()) if known and how else "")
-    else:
-        text = f"{code(c.param)} {prose(f'{_old(c.from_, c.assumed)} → {fmt(c.to)}{how}')}"
-    return Md(text + "".join(f" - {prose(n)}" for n in notes))
 
 
 def verdict(d: Diagnosis) -> str:
@@ -233,44 +175,6 @@ def _curves(d: Diagnosis) -> list[dict[str, Any]]:
     return out
 
 
-def _bytecode_cache(jinja2: Any) -> Any:
-    class _Quiet(jinja2.FileSystemBytecodeCache):  # type: ignore[misc, name-defined]
-        """A cache that never fails a report: a full or read-only disk just means no cache."""
-
-        def load_bytecode(self, bucket: Any) -> None:
-            with contextlib.suppress(OSError):
-                super().load_bytecode(bucket)
-
-        def dump_bytecode(self, bucket: Any) -> None:
-            with contextlib.suppress(OSError):
-                super().dump_bytecode(bucket)
-
-    try:
-        return _Quiet()
-    except (OSError, RuntimeError):  # no private temp dir can be made: compile every time
-        return None
-
-
-@lru_cache(maxsize=1)
-def _env() -> Any:
-    jinja2 = lazy.jinja2
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
-        autoescape=False,  # Markdown, not HTML: escaped by `finalize` (advisor.report.escape)
-        finalize=finalize,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-        # Compiling the templates costs more than importing jinja2: keep the compiled code in
-        # jinja2's per-user temp cache (keyed by the template's checksum, so never stale).
-        bytecode_cache=_bytecode_cache(jinja2),
-    )
-    env.filters.update(FILTERS)
-    env.filters.update(fmt=fmt, change=change_text, clause=clause, steps=steps_text)
-    return env
-
-
 def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "report") -> str:
     plots: dict[str, str] = dict(d.plots)
     if out_dir is not None and d.findings:
@@ -284,4 +188,4 @@ def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "repo
         "ckpt": d.checkpoint,
         "curves": _curves(d),
     }
-    return _env().get_template("report.md.j2").render(**view)
+    return render("report.md.j2", **view)

@@ -1,0 +1,68 @@
+"""The values the Markdown templates print, as text: numbers as a person writes them, a list
+of steps a cell can hold, a change in the run's framework's names. The templates' filters
+`fmt`, `clause`, `steps`, `change` (advisor.report.templating)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from advisor.report.escape import Md, code, prose
+from advisor.types import Change
+
+
+def fmt(value: Any) -> str:
+    """A number as a person would write it: 4e-06, 0.0012, 8192, 0.31."""
+    if isinstance(value, bool) or value is None:
+        return str(value).lower() if isinstance(value, bool) else "-"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6):
+            return f"{value:.3g}"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def clause(text: Any) -> str:
+    """A sentence without its final period, to go on with `;` or `.` in the template."""
+    return str(text).strip().rstrip(".")
+
+
+def steps_text(steps: Sequence[int], most: int = 12) -> str:
+    """Steps as a list a cell can hold: a long one as its first and last few."""
+    if len(steps) <= most:
+        return ", ".join(map(str, steps))
+    half = most // 2
+    head, tail = ", ".join(map(str, steps[:half])), ", ".join(map(str, steps[-half:]))
+    return f"{head}, ... ({len(steps) - most:,} more), {tail}"
+
+
+def _old(value: Any, assumed: bool) -> str:
+    if value is None:
+        return "unset"
+    return fmt(value) + (" (assumed)" if assumed else "")
+
+
+def change_text(c: Change) -> Md:
+    """A change in the run's framework's names where it has them (`beta` 0 → 0.04), the
+    guide's otherwise; an assumed old value says so. Escaped: names as code, the rest as
+    text."""
+    how = ""
+    if c.factor is not None:
+        how = f" (x{fmt(c.factor)})" if c.op == "multiply" else f" ({c.factor:+g})"
+    notes = [c.note] if c.note else []
+    if c.framework_keys:
+        said = ", ".join(
+            f"{code(k.key)} {prose(f'{_old(k.from_, k.assumed)} → {fmt(k.to)}')}"
+            for k in c.framework_keys
+        )
+        notes += [k.note for k in c.framework_keys if k.note]
+        known = c.framework_keys[0].from_ is not None
+        text = said + (" " + prose(how.strip()) if known and how else "")
+    else:
+        text = f"{code(c.param)} {prose(f'{_old(c.from_, c.assumed)} → {fmt(c.to)}{how}')}"
+    return Md(text + "".join(f" - {prose(n)}" for n in notes))
