@@ -26,12 +26,10 @@ from typing import Any, Literal, NoReturn
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.resources import write_text_atomic
-from advisor.types import ConfigFinding, InputError, Severity
+from advisor.types import ConfigFinding, InputError, Scalar, Severity
 
-# A hyperparameter value as the job holds it (a choice is its string); `HyperParams`: a job's
-# values by name, what the engine, the remedy and the hooks take.
-HpValue = bool | int | float | str
-HyperParams = Mapping[str, HpValue]
+# A job's values by name (a choice is its string), what the engine, the remedy and the hooks take.
+HyperParams = Mapping[str, Scalar]
 Origin = Literal["default", "file", "run", "set"]
 Layout = Literal["yaml", "keyword", "flat", "none"]
 
@@ -142,7 +140,7 @@ class LoadedConfig:
 
     config: JobConfig
     findings: list[ConfigFinding]
-    hyper_parameters: dict[str, HpValue]
+    hyper_parameters: dict[str, Scalar]
     origin: dict[str, Origin]
     source: Path | None
     layout: Layout = "none"
@@ -1116,7 +1114,7 @@ def load_config(
     sets: Sequence[str] = (),
     hints: Mapping[str, object] | None = None,
     training_samples: int | None = None,
-    defaults: Mapping[str, HpValue] | None = None,
+    defaults: Mapping[str, Scalar] | None = None,
 ) -> LoadedConfig:
     """Load a job config (any of the three shapes), layer defaults < run hints < file < --set.
 

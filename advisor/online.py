@@ -39,11 +39,12 @@ from advisor.types import (
     Run,
     RunEnding,
     RunInfo,
+    Scalar,
     Severity,
 )
 
 if TYPE_CHECKING:
-    from advisor.config import HpValue, HyperParams, LoadedConfig
+    from advisor.config import HyperParams, LoadedConfig
     from advisor.engine import Judgement, Monitor, SymptomRulebook
 
 log = logging.getLogger("rl_advisor")
@@ -130,7 +131,7 @@ class Advisor:
         self.expected_steps = expected_steps  # run length, when the trainer knows it
         self._loaded: LoadedConfig | None = config
         # the framework defaults _config loaded with (None: a LoadedConfig handed in)
-        self._loaded_with: dict[str, HpValue] | None = None
+        self._loaded_with: dict[str, Scalar] | None = None
         self._config_given = config is not None  # a LoadedConfig from the caller: used as is
         self._rules = rules
         self.auto_apply = auto_apply
@@ -215,7 +216,7 @@ class Advisor:
             self._loaded_with = defaults
         return self._loaded
 
-    def _framework_defaults(self) -> dict[str, HpValue]:
+    def _framework_defaults(self) -> dict[str, Scalar]:
         """The run's framework's own defaults where its hints say nothing (diagnose's
         resolve_job applies the same: dialect.framework_assumed)."""
         from advisor.dialect import framework_assumed
@@ -223,7 +224,7 @@ class Advisor:
         return framework_assumed(self._log_framework(), self._hints)
 
     @property
-    def hyper_parameters(self) -> dict[str, HpValue]:
+    def hyper_parameters(self) -> dict[str, Scalar]:
         """The effective hyperparameters the engine judges with."""
         return dict(self._config().hyper_parameters)
 

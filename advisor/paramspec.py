@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from advisor.types import InputError
+from advisor.types import InputError, Scalar
 
 if TYPE_CHECKING:
     from advisor.engine import Leaf, Node, SymptomRulebook
 
-Scalar = float | int | bool | str
 Companion = Literal["per", "rounds"]
 
 

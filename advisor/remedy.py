@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from advisor.config import HpValue, HyperParams, load_config
+from advisor.config import HyperParams, load_config
 from advisor.engine import ActionSpec, ChangeSpec
 from advisor.static import RequireCheck, Unknown, check, evaluate, render, rulebook
-from advisor.types import Action, Change, ConfigFinding, Finding, Patch
+from advisor.types import Action, Change, ConfigFinding, Finding, Patch, Scalar
 
 if TYPE_CHECKING:
     from advisor.dialect import Speaker
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 _EXCLUSIVE_FLOOR = {"inference_gpu_memory_utilization": 0.05}
 # What an algorithm switch implies, only where the guide says so (knowledge.md §3: DAPO's
 # typical KL coefficient is 0, and kl_loss_coef 0 is an anti-pattern only outside DAPO).
-IMPLIED_BY_SWITCH: dict[tuple[str, HpValue], dict[str, tuple[HpValue, str]]] = {
+IMPLIED_BY_SWITCH: dict[tuple[str, Scalar], dict[str, tuple[Scalar, str]]] = {
     ("algorithm", "dapo"): {
         "kl_loss_coef": (
             0.0,
@@ -111,12 +111,12 @@ def choose_amount(spec: ChangeSpec, strength: float) -> float:
 
 
 @lru_cache(maxsize=1)
-def valid_ranges() -> tuple[dict[str, tuple[float, float, bool]], dict[str, tuple[HpValue, ...]]]:
+def valid_ranges() -> tuple[dict[str, tuple[float, float, bool]], dict[str, tuple[Scalar, ...]]]:
     """Ranges and choices of the hyperparameters, from the config rulebook
     (`rulebook/config.yaml`, the one source of truth)."""
     specs = rulebook().hyper_parameters
     bounds: dict[str, tuple[float, float, bool]] = {}
-    choices: dict[str, tuple[HpValue, ...]] = {}
+    choices: dict[str, tuple[Scalar, ...]] = {}
     for name, spec in specs.items():
         if spec.choices:
             choices[name] = tuple(spec.choices)
@@ -229,7 +229,7 @@ def _change(
 
 
 # ----------------------------------------------------------------------------- couplings
-def repair_couplings(hp: dict[str, HpValue], changed: set[str]) -> list[Change]:
+def repair_couplings(hp: dict[str, Scalar], changed: set[str]) -> list[Change]:
     """Re-check the couplings of knowledge.md §2.3 after a change and repair each one broken,
     as the config rulebook declares it (a C1xx rule's `repair`: its `require` check is the
     relation, its first move that applies says which side moves and to what). The repairs
@@ -256,7 +256,7 @@ def repair_couplings(hp: dict[str, HpValue], changed: set[str]) -> list[Change]:
     return repairs
 
 
-def _judgeable(value: HpValue | None, kind: str) -> bool:
+def _judgeable(value: Scalar | None, kind: str) -> bool:
     """A value of the type the rulebook declares for it (an int for an int parameter)."""
     if kind == "int":
         return isinstance(value, int)
@@ -286,7 +286,7 @@ def _static_warnings(hp: HyperParams) -> tuple[ConfigFinding, ...]:
 
 
 @lru_cache(maxsize=4096)
-def _static_check_cached(key: tuple[tuple[str, HpValue], ...]) -> tuple[ConfigFinding, ...]:
+def _static_check_cached(key: tuple[tuple[str, Scalar], ...]) -> tuple[ConfigFinding, ...]:
     # The remedy checks the same job (and the same patched jobs) many times over a batch.
     return _static_check(dict(key))
 
@@ -475,7 +475,7 @@ def _further(old: Any, new: Any, ref: Any) -> bool:
     return abs(new - ref) > abs(old - ref)
 
 
-def _implied(change: Change, patched: dict[str, HpValue]) -> list[Change]:
+def _implied(change: Change, patched: dict[str, Scalar]) -> list[Change]:
     out = []
     for param, (value, note) in IMPLIED_BY_SWITCH.get((change.param, change.to), {}).items():
         if patched.get(param) != value:

@@ -19,6 +19,11 @@ if TYPE_CHECKING:  # polars is imported lazily at run time; keep `import advisor
 
 SCHEMA_VERSION = 1
 
+# One setting's value: a job's hyperparameter, a rule's or a detector's parameter. A number, a
+# flag or a choice (its string). pydantic keeps each value's own type whatever the order; this
+# order is the one the rulebook's exported JSON schemas list.
+Scalar = float | int | bool | str
+
 # Canonical metric vocabulary (contract.md "Metric names"); readers map framework names onto it.
 CANONICAL_METRICS: tuple[str, ...] = (
     "reward_mean",
