@@ -30,25 +30,17 @@ import json
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+from advisor import lazy
 from advisor.types import Diagnosis, InputError
 
-SYMPTOM_IDS: tuple[str, ...] = (
-    "P1",
-    "P2",
-    "P3",
-    "KL0",
-    "P4",
-    "SLOW",
-    "OOM",
-    "P9",
-    "P6",
-    "NAN",
-    "DIV",
-)
 ALARM_SEVERITIES = frozenset({"warning", "error"})
+# The rows of the guide's troubleshooting table (knowledge.md §4), in its order: the order the
+# harness lists the symptoms in. Which symptoms are scored is the rulebook's to say.
+GUIDE_ORDER = ("P1", "P2", "P3", "KL0", "P4", "SLOW", "OOM", "P9", "P6")
 HEALTHY = "healthy"
 _SIDE_FILES = {"label.json", "job.yaml", "job.yml", "README.md", "SOURCE.md"}
 
@@ -62,6 +54,17 @@ TARGETS = {
 
 
 # ----------------------------------------------------------------------------- data
+
+
+@cache
+def symptom_ids() -> tuple[str, ...]:
+    """The scored symptoms: the rulebook's alarms (rules at warning or error), the guide's rows
+    in the guide's order, then the others in the rulebook's."""
+    alarms = [
+        r.id for r in lazy.engine.load_symptom_rules().rules if r.severity in ALARM_SEVERITIES
+    ]
+    guide = [g for g in GUIDE_ORDER if g in alarms]
+    return (*guide, *(a for a in alarms if a not in guide))
 
 
 @dataclass(frozen=True)
@@ -408,8 +411,9 @@ class _Timing:
 def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") -> CorpusScore:
     """Score predictions against labels (see the module doc for every definition)."""
     by_id = {p.run_id: p for p in preds}
-    counts = {s: {"tp": 0, "fp": 0, "fn": 0, "support": 0} for s in SYMPTOM_IDS}
-    timing = {s: _Timing() for s in SYMPTOM_IDS}
+    scored = symptom_ids()
+    counts = {s: {"tp": 0, "fp": 0, "fn": 0, "support": 0} for s in scored}
+    timing = {s: _Timing() for s in scored}
     confusion: dict[str, dict[str, int]] = {}
     by_format: dict[str, dict[str, int]] = {}
     failures: list[str] = []
@@ -428,7 +432,7 @@ def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") 
             healthy_alarm += bool(alarmed)
         expected, allowed = set(case.symptoms), set(case.symptoms) | set(case.acceptable)
         exact += expected <= pred.found_ids and alarmed <= allowed
-        for sid in SYMPTOM_IDS:
+        for sid in scored:
             c = counts[sid]
             if sid in expected:
                 c["support"] += 1
@@ -441,7 +445,7 @@ def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") 
             elif sid in alarmed and sid not in allowed:
                 c["fp"] += 1
         failures += [f for f in _explain(case, pred, expected, allowed) if f not in failures]
-    per = [_symptom_score(s, counts[s], timing[s]) for s in SYMPTOM_IDS]
+    per = [_symptom_score(s, counts[s], timing[s]) for s in scored]
     total = _Timing()
     for t in timing.values():
         total.merge(t)
@@ -599,7 +603,9 @@ def _real_score(
     either = ids("expected_any")
     if forbidden == ["ALL"]:
         forbidden = [
-            s for s in SYMPTOM_IDS if s not in expected and s not in acceptable and s not in either
+            s
+            for s in symptom_ids()
+            if s not in expected and s not in acceptable and s not in either
         ]
     alarms = sorted(pred.alarm_ids)
     found = pred.found_ids
@@ -677,7 +683,7 @@ def _livefire_score(
     forbidden, primary = ids("forbidden"), ids("primary_any")
     if forbidden == ["ALL"]:
         allowed = set(expected) | set(any_of) | set(acceptable)
-        forbidden = [s for s in SYMPTOM_IDS if s not in allowed]
+        forbidden = [s for s in symptom_ids() if s not in allowed]
     endings = [str(v) for v in spec.get("ending_any") or []]
     alarms, found = sorted(pred.alarm_ids), pred.found_ids  # found: alarmed or recovered
     missing = [e for e in expected if e not in found]
@@ -902,10 +908,11 @@ def _corpus_markdown(s: CorpusScore, failures: int) -> list[str]:
 
 
 def _confusion_markdown(conf: Mapping[str, Mapping[str, int]]) -> list[str]:
-    order = [HEALTHY, *SYMPTOM_IDS]
+    scored = symptom_ids()
+    order = [HEALTHY, *scored]
     labels = [k for k in order if k in conf] + sorted(k for k in conf if k not in order)
     cols_seen = {c for row in conf.values() for c in row if c not in ("runs", "none")}
-    cols = [c for c in SYMPTOM_IDS if c in cols_seen] + sorted(cols_seen - set(SYMPTOM_IDS))
+    cols = [c for c in scored if c in cols_seen] + sorted(cols_seen - set(scored))
     cols.append("none")
     head = "| label | runs | " + " | ".join(cols) + " |"
     sep = "|---|---:|" + "---:|" * len(cols)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor import harness as h
-from advisor.types import InputError
+from advisor.types import InputError, Severity
 
 
 def _label_dir(root: Path, run_id: str, symptoms: list[str], onset: int | None,
@@ -100,8 +100,8 @@ def test_advisor_errors_are_counted_not_raised(corpus: Path) -> None:
     assert s is not None and s.errors == 5 and not s.meets_targets
 
 
-@given(st.lists(st.tuples(st.sampled_from(["", *h.SYMPTOM_IDS]),
-                          st.sets(st.sampled_from(h.SYMPTOM_IDS), max_size=3)),
+@given(st.lists(st.tuples(st.sampled_from(["", *h.symptom_ids()]),
+                          st.sets(st.sampled_from(h.symptom_ids()), max_size=3)),
                 min_size=1, max_size=30))
 @settings(max_examples=60, deadline=None)
 def test_counts_are_consistent(runs: list[tuple[str, set[str]]]) -> None:
@@ -248,3 +248,26 @@ def test_sets_side_by_side_and_recovered_episodes(tmp_path: Path) -> None:
     rows = h.summary_table(rep)
     assert len(rows) == 4 and "0/1" in rows[2] and "1/1" in rows[3]
     assert "## Side by side" in h.render_markdown(rep)
+
+
+def test_the_scored_symptoms_are_the_rulebooks_alarms(monkeypatch: pytest.MonkeyPatch) -> None:
+    from advisor import engine
+
+    book = engine.load_symptom_rules()
+    p2 = book.by_id["P2"]
+    added = [
+        p2.model_copy(update={"id": "NEWW", "severity": Severity.warning}),
+        p2.model_copy(update={"id": "NEWI", "severity": Severity.info}),
+    ]
+    bigger = book.model_copy(update={"rules": [*added, *book.rules]})
+    monkeypatch.setattr(engine, "load_symptom_rules", lambda: bigger)
+    h.symptom_ids.cache_clear()
+    try:
+        ids = h.symptom_ids()
+    finally:
+        h.symptom_ids.cache_clear()
+    alarms = {r.id for r in bigger.rules if r.severity.value in ("warning", "error")}
+    assert set(ids) == alarms and "NEWW" in ids and "NEWI" not in ids
+    # the guide's rows first, in the guide's table order; the others after, in the rulebook's
+    assert ids[: len(h.GUIDE_ORDER)] == h.GUIDE_ORDER
+    assert ids[len(h.GUIDE_ORDER) :] == ("NEWW", "NAN", "DIV")
