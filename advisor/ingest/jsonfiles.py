@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -126,15 +127,26 @@ def _jsonl_chunked(path: Path, source: str) -> Run | None:
         return None
     df = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
     del frames
+    return _records_frame(
+        df.rechunk(), source, _line_warnings(source, cut, bad), _fmt(nested), order
+    )
+
+
+def _line_warnings(source: str, cut: int | None, bad: list[int]) -> list[str]:
+    """What a user is told of the lines dropped: a cut-off last line (`cut`), and the lines
+    that are not JSON (`bad`, the first named)."""
     warnings = []
     if cut is not None:
         warnings.append(f"{source}:{cut}: the last line is cut off (not valid JSON); dropped it")
     if bad:
         more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
         warnings.append(f"{source}:{bad[0]}: skipped a line that is not JSON{more}")
-    return _records_frame(
-        df.rechunk(), source, warnings, "verl-jsonl" if nested else "jsonl", order
-    )
+    return warnings
+
+
+def _fmt(nested: bool) -> str:
+    """The format of JSON lines: verl's file logger nests the metrics under `data`."""
+    return "verl-jsonl" if nested else "jsonl"
 
 
 def _unnested(df: Any) -> tuple[Any, bool]:
@@ -152,27 +164,39 @@ def _unnested(df: Any) -> tuple[Any, bool]:
 def _records_of(
     piece: bytes, before: int
 ) -> tuple[list[dict[str, Any]], list[int], int | None, bool]:
-    """The records of a piece polars refused, line by line as `_jsonl_python` reads them:
-    (records, line numbers of junk lines, the line number of a cut last line, nested)."""
-    records: list[dict[str, Any]] = []
-    bad: list[int] = []
-    cut = None
-    nested = False
+    """The records of a piece polars refused, line by line as `_jsonl_python` reads them."""
     lines = piece.split(b"\n")
     last_cut = not piece.endswith(b"\n")  # only the file's last piece can end without one
     if not last_cut:
         lines.pop()
-    for i, raw in enumerate(lines):
-        text = raw.decode("utf-8", "replace").strip()
+    n = len(lines)
+    return _parse_lines(
+        (before + i + 1, raw.decode("utf-8", "replace"), last_cut and i == n - 1)
+        for i, raw in enumerate(lines)
+    )
+
+
+def _parse_lines(
+    lines: Iterable[tuple[int, str, bool]],
+) -> tuple[list[dict[str, Any]], list[int], int | None, bool]:
+    """The JSON objects of (line number, text, is a last line without its newline) lines,
+    flattened: (records, line numbers of junk lines, the line number of a cut last line,
+    whether a record nests its metrics under `data`)."""
+    records: list[dict[str, Any]] = []
+    bad: list[int] = []
+    cut = None
+    nested = False
+    for lineno, line, last in lines:
+        text = line.strip()
         if not text:
             continue
         try:
             rec = json.loads(text)
         except ValueError:
-            if last_cut and i == len(lines) - 1:
-                cut = before + i + 1
+            if last:
+                cut = lineno
             else:
-                bad.append(before + i + 1)
+                bad.append(lineno)
             continue
         if isinstance(rec, dict):
             nested = nested or isinstance(rec.get("data"), dict)
@@ -356,35 +380,11 @@ def _jsonl_python(path: Path, source: str) -> tuple[Any, list[str], str]:
 
     from advisor.ingest.console import iter_lines
 
-    records: list[dict[str, Any]] = []
-    nested = False
-    bad: list[int] = []
-    cut = None
-    for lineno, line, last in iter_lines(path):
-        text = line.strip()
-        if not text:
-            continue
-        try:
-            rec = json.loads(text)
-        except ValueError:
-            if last:
-                cut = lineno
-            else:
-                bad.append(lineno)
-            continue
-        if isinstance(rec, dict):
-            nested = nested or isinstance(rec.get("data"), dict)
-            records.append(_flat_record(rec))
-    warnings = []
-    if cut is not None:
-        warnings.append(f"{source}:{cut}: the last line is cut off (not valid JSON); dropped it")
-    if bad:
-        more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
-        warnings.append(f"{source}:{bad[0]}: skipped a line that is not JSON{more}")
+    records, bad, cut, nested = _parse_lines(iter_lines(path))
+    warnings = _line_warnings(source, cut, bad)
     if not records:
         raise InputError(f"{source}:1: expected one JSON object per line, found none readable")
-    fmt = "verl-jsonl" if nested else "jsonl"
-    return pl.from_dicts(records, infer_schema_length=None), warnings, fmt
+    return pl.from_dicts(records, infer_schema_length=None), warnings, _fmt(nested)
 
 
 def _flat_record(rec: dict[str, Any]) -> dict[str, Any]:
