@@ -596,38 +596,60 @@ def score_real(
 def _real_score(
     name: str, metrics: Path, spec: Mapping[str, Any], pred: Prediction
 ) -> RealRunScore:
-    def ids(key: str) -> list[str]:
-        return [str(v).upper() for v in spec.get(key) or []]
-
-    expected, acceptable, forbidden = ids("expected"), ids("acceptable"), ids("forbidden")
-    either = ids("expected_any")
-    if forbidden == ["ALL"]:
-        forbidden = [
-            s
-            for s in symptom_ids()
-            if s not in expected and s not in acceptable and s not in either
-        ]
-    alarms = sorted(pred.alarm_ids)
-    found = pred.found_ids
-    missing = [e for e in expected if e not in found]
-    if either and not found & set(either):
-        missing.append(" or ".join(either))
-    hits = [a for a in alarms if a in forbidden]
-    unexpected = [a for a in alarms if a not in expected + acceptable + forbidden]
+    v = _against(spec, pred)
+    missing = v.missing + ([" or ".join(v.expected_any)] if v.any_missed else [])
+    listed = v.expected + v.acceptable + v.forbidden
     return RealRunScore(
         name=name,
         metrics=metrics.name,
-        expected=expected,
-        acceptable=acceptable,
-        forbidden=forbidden,
-        alarms=alarms,
+        expected=v.expected,
+        acceptable=v.acceptable,
+        forbidden=v.forbidden,
+        alarms=v.alarms,
         missing=missing,
-        forbidden_hits=hits,
-        unexpected=unexpected,
-        passed=not missing and not hits and pred.error is None,
+        forbidden_hits=v.hits,
+        unexpected=[a for a in v.alarms if a not in listed],
+        passed=not missing and not v.hits and pred.error is None,
         status=pred.status,
         error=pred.error,
         note=str(spec.get("note", "")),
+    )
+
+
+@dataclass(frozen=True)
+class _Against:
+    """A prediction against a label's ids (a public run's, a live-fire case's)."""
+
+    expected: list[str]
+    expected_any: list[str]
+    acceptable: list[str]
+    forbidden: list[str]  # `[ALL]` stands for every scored symptom the label does not allow
+    alarms: list[str]
+    missing: list[str]  # expected ids neither alarmed nor recovered
+    any_missed: bool  # expected_any given and none of it alarmed or recovered
+    hits: list[str]  # forbidden ids alarmed
+
+
+def _ids(label: Mapping[str, Any], key: str) -> list[str]:
+    return [str(v).upper() for v in label.get(key) or []]
+
+
+def _against(label: Mapping[str, Any], pred: Prediction) -> _Against:
+    expected, any_of = _ids(label, "expected"), _ids(label, "expected_any")
+    acceptable, forbidden = _ids(label, "acceptable"), _ids(label, "forbidden")
+    if forbidden == ["ALL"]:
+        allowed = {*expected, *any_of, *acceptable}
+        forbidden = [s for s in symptom_ids() if s not in allowed]
+    alarms, found = sorted(pred.alarm_ids), pred.found_ids  # found: alarmed or recovered
+    return _Against(
+        expected=expected,
+        expected_any=any_of,
+        acceptable=acceptable,
+        forbidden=forbidden,
+        alarms=alarms,
+        missing=[e for e in expected if e not in found],
+        any_missed=bool(any_of) and not set(any_of) & found,
+        hits=[a for a in alarms if a in forbidden],
     )
 
 
@@ -676,27 +698,17 @@ def score_livefire(runs_dir: Path, predictor: Predictor | None = None) -> list[L
 def _livefire_score(
     case: str, name: str, label: Mapping[str, Any], spec: Mapping[str, Any], pred: Prediction
 ) -> LiveFireScore:
-    def ids(key: str) -> list[str]:
-        return [str(v).upper() for v in label.get(key) or []]
-
-    expected, any_of, acceptable = ids("expected"), ids("expected_any"), ids("acceptable")
-    forbidden, primary = ids("forbidden"), ids("primary_any")
-    if forbidden == ["ALL"]:
-        allowed = set(expected) | set(any_of) | set(acceptable)
-        forbidden = [s for s in symptom_ids() if s not in allowed]
-    endings = [str(v) for v in spec.get("ending_any") or []]
-    alarms, found = sorted(pred.alarm_ids), pred.found_ids  # found: alarmed or recovered
-    missing = [e for e in expected if e not in found]
-    if any_of and not set(any_of) & found:
-        missing.append("one of " + "/".join(any_of))
-    hits = [a for a in alarms if a in forbidden]
+    v = _against(label, pred)
+    primary = _ids(label, "primary_any")
+    endings = [str(e) for e in spec.get("ending_any") or []]
+    missing = v.missing + (["one of " + "/".join(v.expected_any)] if v.any_missed else [])
     problems = []
     if pred.error:
         problems.append(f"advisor error: {pred.error}")
     if missing:
         problems.append("missed " + ", ".join(missing))
-    if hits:
-        problems.append("forbidden " + ", ".join(hits))
+    if v.hits:
+        problems.append("forbidden " + ", ".join(v.hits))
     if primary and pred.patch_from not in primary:
         problems.append(f"patch from {pred.patch_from or 'nothing'}, not {'/'.join(primary)}")
     if endings and pred.ending not in endings:
@@ -705,15 +717,15 @@ def _livefire_score(
         case=case,
         input=name,
         cause=str(label.get("cause", "")),
-        expected=expected,
-        expected_any=any_of,
-        acceptable=acceptable,
-        forbidden=forbidden,
+        expected=v.expected,
+        expected_any=v.expected_any,
+        acceptable=v.acceptable,
+        forbidden=v.forbidden,
         primary_any=primary,
         ending_any=endings,
-        alarms=alarms,
+        alarms=v.alarms,
         missing=missing,
-        forbidden_hits=hits,
+        forbidden_hits=v.hits,
         patch_from=pred.patch_from,
         ending=pred.ending,
         problems=problems,
