@@ -216,22 +216,13 @@ class _Axes:
         bottom = TOP + self.h
         xt = _ticks(self.x0, self.x1, 8)
         for t, label in zip(xt, _labels(xt), strict=True):
-            x = self.px(t)
-            parts.append(
-                f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}" stroke="black"'
-                ' stroke-width="0.8"/>'
-                f'<text x="{x:.1f}" y="{bottom + 14}" font-size="9" text-anchor="middle">'
-                f"{label}</text>"
-            )
+            x = f"{self.px(t):.1f}"
+            parts.append(_tick((x, bottom, x, bottom + 4), (x, bottom + 14), "middle", label))
         yt = _ticks(self.y0, self.y1, 5)
         for t, label in zip(yt, _labels(yt), strict=True):
             y = self.py(t)
-            parts.append(
-                f'<line x1="{LEFT - 4}" y1="{y:.1f}" x2="{LEFT}" y2="{y:.1f}" stroke="black"'
-                ' stroke-width="0.8"/>'
-                f'<text x="{LEFT - 6}" y="{y + 3:.1f}" font-size="9" text-anchor="end">'
-                f"{label}</text>"
-            )
+            at = (LEFT - 6, f"{y + 3:.1f}")
+            parts.append(_tick((LEFT - 4, f"{y:.1f}", LEFT, f"{y:.1f}"), at, "end", label))
         return "\n".join(parts)
 
 
@@ -247,6 +238,15 @@ def _decimated(x: Any, y: Any) -> Any:
     low = np.lexsort((-y, col))[starts]
     return np.unique(np.concatenate((starts, ends, top, low)))
 
+
+def _tick(line: tuple[object, ...], at: tuple[object, object], anchor: str, label: str) -> str:
+    """An axis tick: its mark from (x1, y1) to (x2, y2) and its label at `at`, coordinates
+    already formatted as they print."""
+    x1, y1, x2, y2 = line
+    return (
+        f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="black" stroke-width="0.8"/>'
+        f'<text x="{at[0]}" y="{at[1]}" font-size="9" text-anchor="{anchor}">{label}</text>'
+    )
 
 def _box(style: str) -> str:
     return f'<rect x="0" y="-7" width="14" height="7" {style}/>'
