@@ -524,14 +524,24 @@ def resolve(
         reason = "the rule has no primary action"
     if ra.fallback is None:
         return Resolved(None, [], reason)
-    changes = [
-        c for c in _resolve(ra.fallback, hp, finding.strength, caps) if c.from_ != c.to
-    ]
+    changes = _moves(ra.fallback, hp, finding.strength, caps, facts)
     bad = _anti_pattern(changes[0], hp, check, before) if changes else None
     if bad:  # advise it, but do not write an anti-pattern into the job file
         reason += f"; the fallback is advice only: {bad}"
         changes = []
     return Resolved(_action(ra.fallback, "fallback", changes), changes, reason)
+
+
+def _moves(
+    spec: ActionSpec,
+    hp: HyperParams,
+    strength: float,
+    caps: Mapping[str, float] | None,
+    facts: Mapping[str, object] | None,
+) -> list[Change]:
+    """The changes of an action that move a value, resolved against the job and the run's
+    facts: the fallback `resolve` applies is the one `plan` shows."""
+    return [c for c in _resolve(spec, hp, strength, caps, facts) if c.from_ != c.to]
 
 
 def _action(spec: ActionSpec, kind: ActionKind, changes: list[Change]) -> Action:
@@ -613,23 +623,9 @@ def plan(
     for f in ranked:
         r = resolve(f, hp, rules, previous, check, before, caps, into_range, facts)
         fb = actions_for(f, rules).fallback
-        fallback = (
-            None
-            if r.action is not None and r.action.kind == "fallback"
-            else (
-                _action(
-                    fb,
-                    "fallback",
-                    [
-                        c
-                        for c in _resolve(fb, hp, f.strength, caps, facts)
-                        if c.from_ != c.to
-                    ],
-                )
-                if fb
-                else None
-            )
-        )
+        fallback = None
+        if fb is not None and (r.action is None or r.action.kind != "fallback"):
+            fallback = _action(fb, "fallback", _moves(fb, hp, f.strength, caps, facts))
         out.append(f.model_copy(update={"action": r.action, "fallback": fallback}))
         resolved.append(r)
     patch, steps = _patch(out, resolved, hp, speaker)

@@ -307,3 +307,30 @@ def test_without_a_job_file_a_change_is_not_carried_into_range(rules, hp) -> Non
     hp["learning_rate"] = 1e-4  # a LoRA run's lr, say: without the job, x0.5 as the rule says
     res = remedy.plan([finding("P2")], hp, rules, check=builtin_anti_patterns, into_range=False)
     assert res.patch.hyper_parameters["learning_rate"] == 5e-5
+
+
+def test_the_fallback_applied_is_sized_as_the_one_shown(hp) -> None:
+    # A fallback raising max_length is sized from the run's finished answers (TRL's
+    # completions/mean_terminated_length) whether it is applied or only shown.
+    from advisor.types import Action, Change
+
+    raise_cap = Action(
+        advice="raise max_length",
+        changes=[Change(param="max_length", op="add", factor=2048.0)],
+    )
+    facts = {"terminated_length": 300.0, "response_cap": 8192}
+    f = finding("P6").model_copy(
+        update={
+            "action": Action(
+                advice="fewer epochs",
+                changes=[Change(param="n_epochs", op="add", factor=-1.0)],
+            ),
+            "fallback": raise_cap,
+        }
+    )
+    shown = remedy.plan([f], hp, None, check=builtin_anti_patterns, facts=facts)
+    assert [c.to for c in shown.findings[0].fallback.changes] == [8192 + 512]
+    hp["n_epochs"] = 1  # the primary is at its bound: the fallback is applied
+    applied = remedy.plan([f], hp, None, check=builtin_anti_patterns, facts=facts)
+    assert applied.patch.kind == "fallback"
+    assert [c.to for c in applied.patch.changes] == [8192 + 512]
