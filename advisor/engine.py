@@ -96,7 +96,7 @@ from advisor.detectors import (
     robust_scale,
     span_sd,
 )
-from advisor.types import Evidence, Finding, InputError, RunEnding, Severity
+from advisor.types import Evidence, Finding, InputError, RunEnding, Scalar, Severity
 
 if TYPE_CHECKING:
     from advisor.types import Run
@@ -106,7 +106,6 @@ ALGORITHMS = ("gspo", "grpo", "dapo")
 Predicate = Literal[
     "on_policy", "kl_off", "kl_strong", "is_dapo", "is_gspo", "is_grpo", "crashed", "late_start"
 ]
-Scalar = float | int | bool | str
 
 
 # ============================================================================ rulebook schema
