@@ -56,22 +56,6 @@ def _rules() -> Any:
     return lazy.engine.load_symptom_rules()
 
 
-def _load_config(
-    config: Path | str | None,
-    sets: Sequence[str] = (),
-    hints: Mapping[str, Any] | None = None,
-    training_samples: int | None = None,
-    defaults: Mapping[str, Any] | None = None,
-) -> LoadedConfig:
-    return load_config(
-        Path(config) if config is not None else None,
-        sets,
-        hints=hints,
-        training_samples=training_samples,
-        defaults=defaults,
-    )
-
-
 @dataclasses.dataclass(frozen=True)
 class Job:
     """The job a diagnosis is about, resolved once from the job file, the run's hints and
@@ -143,9 +127,9 @@ def _load_config_once(
     training_samples: int | None = None,
     defaults: Mapping[str, Any] | None = None,
 ) -> LoadedConfig:
-    """`_load_config`, remembered within a batch (see _BATCH); each caller gets its own copy."""
+    """`load_config`, remembered within a batch (see _BATCH); each caller gets its own copy."""
     if _BATCH["id"] is None:
-        return _load_config(config, sets, hints, training_samples, defaults)
+        return load_config(config, sets, hints, training_samples, defaults)
     key = (
         str(config) if config is not None else None,
         tuple(sets),
@@ -155,7 +139,7 @@ def _load_config_once(
     )
     loaded = _BATCH["loaded"].get(key)
     if loaded is None:
-        loaded = _BATCH["loaded"][key] = _load_config(
+        loaded = _BATCH["loaded"][key] = load_config(
             config, sets, hints, training_samples, defaults
         )
     return copy.deepcopy(loaded)

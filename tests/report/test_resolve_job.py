@@ -90,13 +90,13 @@ def test_a_batch_loads_its_job_once_per_set_of_hints(
     job = runs[0].parent / "job.yaml"
     alone = [diagnose(r, job, previous=job).model_dump_json() for r in runs]
     loads: list[object] = []
-    real = api._load_config
+    real = api.load_config
 
     def counted(config, *args, **kwargs):  # type: ignore[no-untyped-def]
         loads.append(config)
         return real(config, *args, **kwargs)
 
-    monkeypatch.setattr(api, "_load_config", counted)
+    monkeypatch.setattr(api, "load_config", counted)
     got = api.diagnose_many([*runs, *runs], job, previous=job, workers=1)
     assert [d.model_dump_json() for d in got] == alone + alone  # type: ignore[union-attr]
     hints = {repr(sorted(load_run(r).config_hints.items())) for r in runs}
