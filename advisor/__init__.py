@@ -5,6 +5,7 @@ The public API is imported lazily so that `import advisor` (and the CLI start-up
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
@@ -28,7 +29,5 @@ _LAZY = {
 
 def __getattr__(name: str) -> object:
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'advisor' has no attribute {name!r}")

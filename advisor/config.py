@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import io
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -24,8 +26,23 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.util import load_yaml_guess_indent
 
+from advisor.dialect import (
+    dialects,
+    framework_key_params,
+    framework_of_document,
+    set_names,
+    trl_hints,
+    verl_facts,
+)
+from advisor.ingest import json_depth
+from advisor.ingest.hints import verl_hints
+from advisor.pyconfig import read_python_job
 from advisor.resources import write_text_atomic
+from advisor.static import FieldSpec, fmt, rulebook
 from advisor.types import ConfigFinding, InputError, Scalar, Severity
 
 # A job's values by name (a choice is its string), what the engine, the remedy and the hooks take.
@@ -183,8 +200,6 @@ class LoadedConfig:
 
 
 def _yaml(typ: str = "rt") -> Any:
-    from ruamel.yaml import YAML
-
     y = YAML(typ=typ, pure=True)
     y.preserve_quotes = True
     return y
@@ -209,7 +224,6 @@ def _joined_surrogates(obj: Any) -> Any:
 
 def read_document(path: Path) -> Any:
     """Parse a YAML or JSON job file (ruamel, YAML 1.2: `1e-6` is a float) keeping line info."""
-    from ruamel.yaml.error import MarkedYAMLError
 
     if not path.exists():
         raise InputError(f"{path}: no such file")
@@ -272,8 +286,6 @@ _MAX_LINES = 5_000  # a job file is a few dozen lines; ruamel reads ~4,000 lines
 
 
 def _check_nesting(path: Path | str, text: str) -> None:
-    from advisor.ingest import json_depth
-
     lines = text.count("\n") + text.count("\r") + 1
     if lines > _MAX_LINES and len(_CONTENT_LINE.findall(text)) > _MAX_LINES:
         raise InputError(
@@ -350,7 +362,6 @@ def _strip_assignment(text: str) -> str:
 
 def _python_job(text: str) -> Mapping[str, Any] | None:
     """The keyword arguments of a run()/submit_job() call written in Python, if any."""
-    from advisor.pyconfig import read_python_job
 
     return read_python_job(text)
 
@@ -361,7 +372,6 @@ def _json_error(path: Path, text: str, always: bool = False) -> None:
         return
     if not text.strip():
         return  # empty: reported as such by the caller
-    import json
 
     try:
         json.loads(text)
@@ -416,8 +426,6 @@ def detect_layout(doc: Mapping[str, Any]) -> Layout:
 
 
 def _hp_names() -> list[str]:
-    from advisor.static import rulebook
-
     return list(rulebook().hyper_parameters)
 
 
@@ -429,8 +437,6 @@ class _Pass:
     """Walks one document, collecting findings and the cleaned canonical values."""
 
     def __init__(self, label: str, lines: dict[str, int]) -> None:
-        from advisor.static import rulebook
-
         self.book = rulebook()
         self.label = label
         self.findings: list[ConfigFinding] = []
@@ -515,7 +521,6 @@ class _Bad(Exception):
 
 def _show(raw: Any, limit: int = 80) -> str:
     """A value as a message quotes it: at most `limit` characters, whatever its size."""
-    from advisor.static import fmt
 
     if raw is None:
         return "null (no value)"
@@ -619,8 +624,6 @@ def _in_range(value: Any, spec: Any) -> bool:
 
 
 def _range_text(spec: Any) -> str:
-    from advisor.static import fmt
-
     lo = "(" if spec.min_exclusive else "["
     if spec.max is None:
         return f">= {fmt(spec.min)}" if not spec.min_exclusive else f"> {fmt(spec.min)}"
@@ -718,8 +721,6 @@ class _Walker(_Pass):
         if raw is None:
             return None
         if isinstance(raw, str) and key == "reward_ids":  # the CLI's '["rw-xxx"]' or one id
-            import json
-
             try:
                 raw = json.loads(raw) if raw.strip().startswith("[") else [raw]
             except json.JSONDecodeError:
@@ -737,7 +738,6 @@ class _Walker(_Pass):
         runtime: tuple[Any, int | None] | None,
         index: int | None = None,
     ) -> None:
-        from advisor.static import FieldSpec
 
         at = "" if index is None else f"[{index}]"
         id_path = f"{kind}_id" if index is None else f"reward_ids{at}"
@@ -785,8 +785,6 @@ class _Walker(_Pass):
         return None
 
     def top_scalar(self, key: str, raw: Any, path: str, line: int | None) -> None:
-        from advisor.static import FieldSpec
-
         spec = (
             FieldSpec(type="choice", choices=["reinforcement"])
             if key == "mode"
@@ -858,8 +856,6 @@ class _Walker(_Pass):
             self.function(item, f"{path}[{i}]", _line(raw, i) or line)
 
     def function(self, raw: Any, path: str, line: int | None) -> None:
-        from advisor.static import FieldSpec
-
         m = self.mapping(raw, path, line)
         if m is None:
             return
@@ -900,15 +896,11 @@ class _Walker(_Pass):
         self.out["functions"].append({k: v for k, v in fn.items() if v is not None})
 
     def function_type(self, raw: Any, path: str, line: int | None) -> str | None:
-        from advisor.static import FieldSpec
-
         if isinstance(raw, str):  # FunctionType.ROLLOUT written as ROLLOUT
             raw = raw.split(".")[-1].lower()
         return self.value(path, raw, FieldSpec(type="choice", choices=["rollout", "reward"]), line)
 
     def metric_weights(self, raw: Any, path: str, line: int | None) -> dict[str, float] | None:
-        from advisor.static import FieldSpec
-
         m = self.mapping(raw, path, line)
         if m is None:
             return None
@@ -917,8 +909,6 @@ class _Walker(_Pass):
         return {k: v for k, v in clean.items() if v is not None}
 
     def fcmodel(self, raw: Any, path: str, line: int | None) -> dict[str, Any] | None:
-        from advisor.static import FieldSpec
-
         m = self.mapping(raw, path, line)
         out = {}
         for key, sub in (m or {}).items():
@@ -950,8 +940,6 @@ class _Walker(_Pass):
         return out
 
     def datasets(self, key: str, raw: Any, path: str, line: int | None) -> None:
-        from advisor.static import FieldSpec
-
         if not isinstance(raw, list):
             self.invalid.add(path)
             self.add("C002", [path], f"{path} must be a list of datasets", line=line)
@@ -1034,8 +1022,6 @@ def parse_set(item: str) -> tuple[str, Any]:
 
 def _set_target(key: str) -> tuple[str, str]:
     """Where a --set key lands: ('hp'|'resources'|'extra'|'top'|'function', name)."""
-    from advisor.dialect import framework_key_params, set_names
-    from advisor.static import rulebook
 
     book = rulebook()
     said = set_names()
@@ -1089,8 +1075,6 @@ def _apply_function_set(walker: _Walker, key: str, value: Any) -> None:
             fns[i].setdefault("runtime", {})[rest[1]] = clean
         return
     if rest[0] in ("timeout", "weight", "name", "entity_id") and len(rest) == 1:
-        from advisor.static import FieldSpec
-
         spec = (
             FieldSpec(type="str")
             if rest[0] in ("name", "entity_id")
@@ -1122,7 +1106,6 @@ def load_config(
     TRL's algorithm); their origin stays "default", as assumptions.
     Raises InputError only when the file or a --set is unusable; everything else is a finding.
     """
-    from advisor.static import rulebook
 
     book = rulebook()
     source = Path(path) if path is not None else None
@@ -1182,23 +1165,16 @@ def _framework_file(doc: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]
     """(framework, its values in the guide's names plus the framework's own facts) for a verl
     config tree (a copy of ppo_trainer.yaml, a Hydra dump .hydra/config.yaml) or TRL arguments
     (a `trl grpo --config` YAML, a saved TrainingArguments JSON); (None, {}) for a job file."""
-    from advisor.dialect import framework_of_document, trl_hints, verl_facts
 
     framework = framework_of_document(doc)
     if framework is None:
         return None, {}
     plain = _plain(doc)
-    if framework == "verl":
-        from advisor.ingest.hints import verl_hints
-
-        facts = {**verl_hints(plain), **verl_facts(plain)}
-    else:
-        facts = trl_hints(plain)
+    facts = {**verl_hints(plain), **verl_facts(plain)} if framework == "verl" else trl_hints(plain)
     response = facts.get("max_response_length")
     if "max_length" not in facts and isinstance(response, int):
         # the guide's max_length is prompt + response; TRL >= 1.0 caps only the completion:
         # the prompt budget is the file's or the guide's, and the dialect subtracts the same
-        from advisor.static import rulebook
 
         prompt = facts.get("max_prompt_length")
         if not isinstance(prompt, int):
@@ -1209,7 +1185,6 @@ def _framework_file(doc: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]
 
 def _framework_lines(doc: Mapping[str, Any], framework: str) -> dict[str, int]:
     """Guide parameter -> line of its framework key in the file (top-level keys: TRL's)."""
-    from advisor.dialect import dialects
 
     out: dict[str, int] = {}
     for param, per in dialects().names.items():
@@ -1269,7 +1244,6 @@ def _layer_hints(
     An explicit job file wins over them: the patch is a diff
     of the file the user will resubmit. A disagreement is reported as C006 so it is never silent.
     """
-    from advisor.static import fmt
 
     specs = walker.book.hyper_parameters
     hints = _with_max_length(hints, walker)
@@ -1344,8 +1318,6 @@ def _layer_set(
         _apply_function_set(walker, name, value)
         return
     if where == "extra":
-        from advisor.static import FieldSpec
-
         clean = walker.value(f"--set {key}", value, FieldSpec(type=_EXTRAS[name], min=0), None)
         if clean is not None:
             extras[name] = clean
@@ -1375,7 +1347,6 @@ def _converted(walker: _Walker, key: str, value: Any) -> tuple[str, Any]:
     """A framework key whose value is not the guide's (TRL's max_completion_length is
     max_length minus max_prompt_length; verl's ppo_mini_batch_size counts prompts):
     (guide parameter, the guide's value)."""
-    from advisor.dialect import dialects, framework_key_params
 
     specs = walker.book.hyper_parameters
     for fw in ("trl", "verl"):
@@ -1397,7 +1368,6 @@ def _converted(walker: _Walker, key: str, value: Any) -> tuple[str, Any]:
 def _fill_defaults(
     walker: _Walker, origin: dict[str, Origin], report_missing: bool
 ) -> tuple[dict[str, Any], list[str]]:
-    from advisor.static import fmt
 
     specs = walker.book.hyper_parameters
     hp: dict[str, Any] = {}
@@ -1538,7 +1508,6 @@ def _apply_changes(
 ) -> None:
     """Put each change where the file keeps it, making the mappings that are absent; a value
     of another kind on the way (`hyper_parameters: [1, 2]`) is an InputError, not replaced."""
-    from advisor.static import rulebook
 
     book = rulebook()
     hp_path = {"yaml": ["training", "hyper_parameters"], "keyword": ["hyper_parameters"]}.get(
@@ -1590,16 +1559,10 @@ def _cannot_patch(
 
 
 def _dump(doc: Any, text: str | None, is_json: bool) -> str:
-    import io
-
     if is_json:
-        import json
-
         return json.dumps(_plain(doc), indent=2, ensure_ascii=False) + "\n"
     y = _yaml()
     if text is not None:
-        from ruamel.yaml.util import load_yaml_guess_indent
-
         _, seq, offset = load_yaml_guess_indent(text)
         y.indent(mapping=_mapping_indent(text), sequence=seq or 2, offset=offset or 0)
     y.width = 4096
@@ -1610,7 +1573,6 @@ def _dump(doc: Any, text: str | None, is_json: bool) -> str:
 
 def _mapping_indent(text: str) -> int:
     """The indent of the first nested block mapping (ruamel's guess covers sequences only)."""
-    import re
 
     match = re.search(
         r"^([^\s#-][^\n]*):[ \t]*(?:#[^\n]*)?\n((?:[ \t]*#[^\n]*\n)*)( +)[^\s-]", text, re.M

@@ -9,6 +9,7 @@ keywords TRL takes. The table is data; this module only knows how to read it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -18,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from advisor.ingest.hints import _get
+from advisor.resources import load_validated, read_yaml_data, rulebook_dir
 from advisor.types import Change, FrameworkKey
 
 Framework = Literal["platform", "trl", "verl", "openrlhf"]
@@ -67,7 +69,6 @@ class DialectBook(_Strict):
 @cache
 def dialects() -> DialectBook:
     """The name table, validated against its schema (cached)."""
-    from advisor.resources import load_validated, read_yaml_data, rulebook_dir
 
     def build(path: Path) -> DialectBook:
         return DialectBook.model_validate(read_yaml_data(path))
@@ -134,9 +135,7 @@ _VERL_TOP = frozenset({"actor_rollout_ref", "algorithm", "trainer", "data", "cri
 def trl_fields() -> frozenset[str]:
     """GRPOConfig's field names: from the installed TRL, else the table's TRL keys."""
     try:
-        import dataclasses
-
-        from trl import GRPOConfig
+        from trl import GRPOConfig  # optional: TRL is the user's, not a dependency
 
         return frozenset(f.name for f in dataclasses.fields(GRPOConfig))
     except Exception:  # TRL not installed (the extra) or broken: the table's own names

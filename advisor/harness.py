@@ -27,14 +27,19 @@ the report names (`ending_any`, e.g. a traceback).
 from __future__ import annotations
 
 import json
+import multiprocessing
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ruamel.yaml import YAML
+
 from advisor import lazy
+from advisor.api import diagnose
 from advisor.types import Diagnosis, InputError
 
 ALARM_SEVERITIES = frozenset({"warning", "error"})
@@ -284,8 +289,6 @@ def _metrics_file(run_dir: Path, label: Mapping[str, Any], where: Path) -> Path:
 
 
 def _eval_steps_from_yaml(path: Path) -> int | None:
-    from ruamel.yaml import YAML
-
     try:
         doc = YAML(typ="safe").load(path.read_text(encoding="utf-8")) or {}
         hp = (doc.get("training") or {}).get("hyper_parameters") or doc.get("hyper_parameters")
@@ -303,7 +306,6 @@ Predictor = Callable[[Path, Path | None], Prediction]
 
 def predict(metrics: Path, config: Path | None) -> Prediction:
     """Run the advisor (advisor.api.diagnose) on one run; errors become a Prediction.error."""
-    from advisor.api import diagnose
 
     run_id = metrics.parent.name if metrics.is_file() else metrics.name
     try:
@@ -350,8 +352,6 @@ def predict_all(
         return [_renamed(predictor(c.metrics, c.config), c.run_id) for c in cases]
     if workers <= 1 or len(cases) < 2:
         return [_predict_case(c) for c in cases]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
 
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
@@ -574,7 +574,6 @@ def score_real(
     real_dir: Path, labels_path: Path, predictor: Predictor | None = None
 ) -> list[RealRunScore]:
     """Score the public runs against their hand-written labels (expected/acceptable/forbidden)."""
-    from ruamel.yaml import YAML
 
     if not labels_path.exists():
         raise InputError(f"{labels_path}: not found; expected the labels of the public runs")

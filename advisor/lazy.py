@@ -12,6 +12,7 @@ dialect modules cost ~5 ms each). These are the exceptions, with what importing 
 | `numpy` | ~55 ms | reading a run, judging it, drawing its charts |
 | `jinja2` | ~15 ms | the Markdown templates (report, `validate`, `rules`; not `--format json`) |
 | `remedy` | the engine's (it imports the engine's action specs) | the advice, after judging |
+| `typer` | ~25 ms (click and the CLI framework) | every command but a plain `diagnose` call |
 
 `import advisor` and the online Advisor's import import none of them; `rl-advisor validate`
 imports jinja2 alone.
@@ -30,10 +31,11 @@ if TYPE_CHECKING:
     import jinja2
     import numpy
     import polars
+    import typer
 
     from advisor import engine, remedy
 
-__all__ = ["engine", "jinja2", "numpy", "polars", "remedy"]
+__all__ = ["engine", "jinja2", "numpy", "polars", "remedy", "typer"]
 
 _MODULES = {
     "engine": "advisor.engine",
@@ -41,6 +43,7 @@ _MODULES = {
     "polars": "polars",
     "numpy": "numpy",
     "jinja2": "jinja2",
+    "typer": "typer",
 }
 
 

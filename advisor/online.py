@@ -13,6 +13,7 @@ hook on its own (`auto_apply=True` with an `apply` callback); everything else is
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import threading
@@ -21,6 +22,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
+from advisor import lazy
+from advisor.api import assemble, config_findings_of, file_framework, with_file_diff
+from advisor.config import load_config
+from advisor.dialect import framework_assumed, framework_of_run
+from advisor.ingest import names
 from advisor.ingest.frame import (
     LONGEST,
     TRL_GRPO_KEYS,
@@ -29,7 +35,9 @@ from advisor.ingest.frame import (
     response_cap,
     trl_without_kl,
 )
-from advisor.ingest.names import is_training_record
+from advisor.ingest.names import canonicalize, is_training_record
+from advisor.report import render
+from advisor.static import scale_caps
 from advisor.types import (
     CANONICAL_METRICS,
     Action,
@@ -51,7 +59,6 @@ log = logging.getLogger("rl_advisor")
 
 FindingCallback = Callable[[Finding], None]
 ApplyCallback = Callable[[Finding, Action], None]
-
 
 
 class AdvisorOptions(TypedDict, total=False):
@@ -201,8 +208,6 @@ class Advisor:
         if known and self._monitor is None and defaults != self._loaded_with:
             self._loaded = None  # the framework is known now: its defaults apply
         if self._loaded is None:
-            from advisor.config import load_config
-
             # Explicit hyper_parameters are the caller's own values: they go in as --set does,
             # above the file and the run's hints.
             sets = list(self._sets) + [_as_set(k, v) for k, v in self._explicit.items()]
@@ -219,7 +224,6 @@ class Advisor:
     def _framework_defaults(self) -> dict[str, Scalar]:
         """The run's framework's own defaults where its hints say nothing (diagnose's
         resolve_job applies the same: dialect.framework_assumed)."""
-        from advisor.dialect import framework_assumed
 
         return framework_assumed(self._log_framework(), self._hints)
 
@@ -234,12 +238,10 @@ class Advisor:
         return self._monitor
 
     def _new_monitor(self) -> Monitor:
-        from advisor.engine import Monitor
-
         loaded = self._config()
         # origin and the run length as diagnose gives them: a defaulted eval_steps is then
         # assumed the same way (from the run length when it is known)
-        return Monitor(
+        return lazy.engine.Monitor(
             loaded.hyper_parameters,
             self._rules,
             origin=dict(loaded.origin),
@@ -361,8 +363,6 @@ class Advisor:
         if plan is None:
             plan = self._plan(numeric)
         if plan is _SLOW:
-            from advisor.ingest.names import canonicalize
-
             row = canonicalize(numeric)
         else:
             row = {}
@@ -386,7 +386,6 @@ class Advisor:
     def _plan(self, numeric: Mapping[str, float | None]) -> Any:
         """How one set of keys maps onto canonical names (cached per key set: a run logs the
         same keys step after step, so the lookups are made once, not per step)."""
-        from advisor.ingest import names
 
         groups: dict[str, list[tuple[int, str]]] = {}
         plan: Any = None
@@ -486,14 +485,10 @@ class Advisor:
         """
         todo = [f for f in found if _key(f) not in self._planned]
         if todo:
-            from advisor.engine import load_symptom_rules
-            from advisor.remedy import plan
-            from advisor.static import scale_caps
-
-            rules = self._rules if self._rules is not None else load_symptom_rules()
+            rules = self._rules if self._rules is not None else lazy.engine.load_symptom_rules()
             cfg = self._config()
             caps = scale_caps(cfg)
-            for f in plan(todo, cfg.hyper_parameters, rules, caps=caps).findings:
+            for f in lazy.remedy.plan(todo, cfg.hyper_parameters, rules, caps=caps).findings:
                 self._planned[_key(f)] = f
         out = []
         for f in found:
@@ -595,7 +590,6 @@ class Advisor:
     def framework(self) -> str:
         """Whose run this is (trl, verl, openrlhf, platform): the job file's framework when it
         is a TRL or verl file, else the format, the raw metric names seen, the hints."""
-        from advisor.api import file_framework
 
         if self._config_path is not None:
             said = file_framework(self._config())
@@ -605,7 +599,6 @@ class Advisor:
 
     def _log_framework(self) -> str:
         """Whose run the log and its hints say this is (framework without the job file)."""
-        from advisor.dialect import framework_of_run
 
         keys = sorted({k for ks in self._plans for k in ks} | self._trl_keys)
         return framework_of_run(self.format, keys, self._hints)
@@ -639,8 +632,6 @@ class Advisor:
         """The Diagnosis `diagnose` would build from the same series (so far): the same
         assembly (`advisor.api.assemble`: remedy, checkpoint advice, assumptions), fed from the
         Monitor's judgement and the bounded history this Advisor keeps."""
-        from advisor.api import assemble, config_findings_of, with_file_diff
-        from advisor.static import scale_caps
 
         loaded = self._report_config()
         d = assemble(
@@ -668,7 +659,6 @@ class Advisor:
         derived = self._derived_hints()
         if not derived:
             return self._config()
-        from advisor.config import load_config
 
         sets = list(self._sets) + [_as_set(k, v) for k, v in self._explicit.items()]
         hints = {**self._hints, **derived}
@@ -683,7 +673,7 @@ class Advisor:
     def _history_run(self) -> Run:
         """A small Run of what is kept: the thinned series, the best and the last evaluation
         (all the checkpoint advice reads), the first and last step, and how the run ended."""
-        import polars as pl
+        pl = lazy.polars
 
         rows: dict[int, dict[str, float | None]] = {}
         for name, series in self._series.items():
@@ -715,7 +705,6 @@ class Advisor:
     ) -> str:
         """The same report diagnose writes, for what has been seen so far; with `out_dir`
         (Markdown) the plots are drawn there, as diagnose draws them beside --output."""
-        from advisor.report import render
 
         out = Path(out_dir) if out_dir is not None else None
         return render(self.diagnosis(), format=format, out_dir=out, stem=stem)
@@ -769,7 +758,6 @@ def _step(step: Any) -> int:
 
 def _as_set(key: str, value: object) -> str:
     """A hyperparameter as a --set string; JSON scalars parse back as YAML scalars do."""
-    import json
 
     text = value if isinstance(value, str) else json.dumps(value)
     return f"{key}={text}"

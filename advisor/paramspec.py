@@ -10,6 +10,7 @@ out of range, and lets `rl-advisor rules ID` say every threshold in words.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 from collections.abc import Iterator
 from functools import cache
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from advisor.resources import read_rulebook_data, rulebook_dir
 from advisor.types import InputError, Scalar
 
 if TYPE_CHECKING:
@@ -130,15 +132,12 @@ class DetectorBook(_Strict):
 
 
 def spec_path() -> Path:
-    from advisor.resources import rulebook_dir
-
     return rulebook_dir() / "detectors.yaml"
 
 
 @cache
 def detector_book(path: Path | None = None) -> DetectorBook:
     """rulebook/detectors.yaml, schema-checked (cached per path)."""
-    from advisor.resources import read_rulebook_data
 
     p = path or spec_path()
     data = read_rulebook_data(p, "detector parameters")
@@ -152,7 +151,7 @@ def detector_book(path: Path | None = None) -> DetectorBook:
 
 def walk(node: Node | None, where: str = "when") -> Iterator[tuple[str, Leaf]]:
     """Every leaf of a condition tree with its place (`when.any[1].all[0]`)."""
-    from advisor.engine import AllOf, AnyOf, Leaf, NotOf
+    from advisor.engine import AllOf, AnyOf, Leaf, NotOf  # a cycle: the engine imports this
 
     if node is None:
         return
@@ -250,7 +249,6 @@ def summary(detector: str) -> str:
 
 def write_schema(dest: Path | None = None) -> Path:
     """Write detectors.yaml's JSON schema (`python -m advisor.paramspec` regenerates it)."""
-    import json
 
     path = dest or spec_path().parent / "schema_detectors.json"
     schema = DetectorBook.model_json_schema()

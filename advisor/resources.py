@@ -8,11 +8,17 @@ import functools
 import hashlib
 import json
 import os
+import pickle
 import stat
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
+from importlib.resources import files
 from pathlib import Path
 from typing import IO, Any, TypeVar
+
+import pydantic
+from ruamel.yaml import YAML, YAMLError
 
 from advisor.types import InputError
 
@@ -24,7 +30,6 @@ def rulebook_dir() -> Path:
     repo = Path(__file__).resolve().parent.parent / "rulebook"
     if (repo / "__init__.py").exists():
         return repo
-    from importlib.resources import files
 
     return Path(str(files("advisor.rulebook")))
 
@@ -53,7 +58,6 @@ def read_yaml_data(path: Path) -> Any:
             return json.loads(cached.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             pass
-    from ruamel.yaml import YAML, YAMLError
 
     try:
         data = YAML(typ="safe", pure=True).load(raw.decode("utf-8"))
@@ -93,12 +97,9 @@ def load_validated(
     """
     raw = path.read_bytes() + b"".join(p.read_bytes() for p in also)
     source = Path(sys.modules[schema_module].__file__ or "").read_bytes()
-    import pydantic
 
     cached = _cache_file(path, raw + source + pydantic.VERSION.encode(), suffix=".pickle")
     if cached is not None and cached.exists():
-        import pickle
-
         try:
             with cached.open("rb") as fh:
                 return pickle.load(fh)  # written by build() below, by this user
@@ -111,8 +112,6 @@ def load_validated(
 
 
 def _write_pickle(dest: Path, obj: Any) -> None:
-    import pickle
-
     try:
         write_atomic(dest, lambda fh: pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL), True)
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
@@ -138,7 +137,6 @@ def write_text_atomic(dest: Path, text: str) -> None:
 def write_atomic(dest: Path, fill: Callable[[IO[Any]], object], binary: bool = False) -> None:
     """`fill(fh)` writes the content; it goes to a temp file beside `dest`, renamed into place:
     a failure never leaves a partly written file, and a reader never sees one."""
-    import tempfile
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
@@ -209,7 +207,6 @@ def write_all(items: list[tuple[str, Path, bytes]]) -> None:
     failure (a full disk, a folder that refuses writing) removes the temp files, the files
     this call already put in place that did not exist before and the folders it made, and is
     an InputError naming the output."""
-    import tempfile
 
     staged: list[tuple[str, Path, str, bool]] = []
     made: list[Path] = []

@@ -11,6 +11,8 @@ judges on a value it invented.
 from __future__ import annotations
 
 import ast
+import difflib
+import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -20,7 +22,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from advisor.types import ConfigFinding, Severity
+from advisor import __version__
+from advisor.resources import load_validated, read_yaml_data, rulebook_dir
+from advisor.types import ConfigFinding, Diagnosis, InputError, Severity
 
 if TYPE_CHECKING:
     from advisor.config import LoadedConfig
@@ -305,8 +309,6 @@ def profiles() -> ProfileBook:
 
 
 def _book(name: str, schema: type[_B]) -> _B:
-    from advisor.resources import load_validated
-
     def build(path: Path) -> _B:
         return schema.model_validate(_read_yaml(path))
 
@@ -314,20 +316,15 @@ def _book(name: str, schema: type[_B]) -> _B:
 
 
 def _rulebook_file(name: str) -> Path:
-    from advisor.resources import rulebook_dir
-
     return rulebook_dir() / name
 
 
 def _read_yaml(path: Path) -> Any:
-    from advisor.resources import read_yaml_data
-
     return read_yaml_data(path)
 
 
 def export_schema(dest: Path) -> None:
     """Write the JSON schema of the config rulebook (rulebook/schema_config.json)."""
-    import json
 
     schema = {
         "title": "rl-advisor config rulebook",
@@ -854,11 +851,8 @@ def compare_profile(loaded: LoadedConfig, name: str) -> list[ConfigFinding]:
     """Info findings where the effective config differs from a named starting point."""
     book = profiles().profiles
     if name not in book:
-        import difflib
-
         near = difflib.get_close_matches(name, list(book), n=1)
         hint = f"; did you mean {near[0]}?" if near else ""
-        from advisor.types import InputError
 
         raise InputError(f"--profile {name}: unknown profile (known: {', '.join(book)}){hint}")
     prof = book[name]
@@ -921,9 +915,7 @@ def validate_job(
     """Load, check and wrap as a Diagnosis (run null, findings empty): the one verdict on a job
     config, what `rl-advisor validate` prints and `advisor.validate` returns. Status "issues"
     when a finding is a warning or an error, else "healthy"."""
-    from advisor import __version__
-    from advisor.config import load_config
-    from advisor.types import Diagnosis
+    from advisor.config import load_config  # a cycle: config imports this module
 
     loaded = load_config(path, sets, hints=hints, training_samples=training_samples)
     found = loaded.findings + check(loaded)

@@ -10,12 +10,14 @@ through it.
 
 from __future__ import annotations
 
+import gc
+import importlib
 import os
 import sys
 from enum import IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from advisor import __version__
+from advisor import __version__, lazy
 
 if TYPE_CHECKING:
     import typer
@@ -40,7 +42,7 @@ class FailOn(StrEnum):
 
 
 def _build_app() -> typer.Typer:
-    import typer
+    typer = lazy.typer
 
     app = typer.Typer(
         name="rl-advisor",
@@ -86,7 +88,7 @@ def __getattr__(name: str) -> Any:
 
 def fail(message: str) -> None:
     """Print one line on stderr and exit 2 (unusable input)."""
-    import typer
+    typer = lazy.typer
 
     typer.echo(f"rl-advisor: error: {message}", err=True)
     raise typer.Exit(Exit.UNUSABLE)
@@ -99,7 +101,6 @@ def _register(argv: list[str]) -> None:
     """Each command module adds itself to `app`. A call naming its command loads that one only
     (click's lazy subcommands: building every command's parameters costs ~20 ms a start);
     `--help`, no command or an unknown one loads them all, to list them or suggest one."""
-    import importlib
 
     named = next((a for a in argv if not a.startswith("-")), None)
     for name in (named,) if named in _COMMANDS else _COMMANDS:
@@ -132,8 +133,6 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["diagnose"]:
-        import gc
-
         # The collector stays off while the types' pydantic models are built, as it does for
         # the command's own work (diagnose_core._without_cyclic_gc); on again after, for a
         # caller's process that goes on.
@@ -153,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _guarded(call: Any) -> int:
     """`call()`'s exit code; what it raises becomes the CLI's one line on stderr (as below)."""
+    # advisor.types and diagnose_core: imported after main turned the collector off
     from advisor.cli.diagnose_core import echo
     from advisor.types import InputError
 
@@ -169,9 +169,8 @@ def _guarded(call: Any) -> int:
 
 
 def _framework(args: list[str]) -> int:
-    import typer
-
-    from advisor.types import InputError
+    typer = lazy.typer
+    from advisor.types import InputError  # as in _guarded
 
     _register(args)
     try:

@@ -13,7 +13,10 @@ from typing import Annotated
 
 import typer
 
+from advisor import harness as h
 from advisor.cli import Exit, OutputFormat, app
+from advisor.cli.diagnose import write_atomic
+from advisor.types import InputError
 
 
 @app.command("harness")
@@ -56,8 +59,6 @@ def harness(
     ] = True,
 ) -> None:
     """Score the advisor on a labelled corpus (and the public runs)."""
-    from advisor import harness as h
-    from advisor.types import InputError
 
     if not corpus and not real and livefire is None:
         raise InputError("harness: expected a CORPUS_DIR, --real or --livefire DIR")
@@ -76,8 +77,6 @@ def harness(
     else:
         text = h.render_markdown(rep, failures)
     if output is not None:
-        from advisor.cli.diagnose import write_atomic
-
         write_atomic(output, text)
     else:
         typer.echo(text, nl=False)

@@ -5,6 +5,7 @@ Generated from the rulebooks (rulebook/config.yaml and rulebook/symptoms.yaml), 
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -12,7 +13,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from advisor import lazy
 from advisor.cli import OutputFormat, app
+from advisor.paramspec import meanings, summary
+from advisor.report.escape import Md, prose
+from advisor.report.templating import render
+from advisor.static import rulebook
+from advisor.types import InputError
 
 if TYPE_CHECKING:
     from advisor.engine import Leaf, Node, SymptomRule
@@ -37,8 +44,6 @@ class RuleDoc:
 
 
 def config_rule_docs() -> list[RuleDoc]:
-    from advisor.static import rulebook
-
     return [
         RuleDoc(
             id=r.id,
@@ -89,9 +94,7 @@ def _repair_lines(repair: CouplingRepair) -> list[str]:
 def symptom_rule_docs() -> tuple[list[RuleDoc], str]:
     """The engine's symptom rules, or none and a note when the engine is not available."""
     try:
-        from advisor.engine import load_symptom_rules
-
-        book = load_symptom_rules()
+        book = lazy.engine.load_symptom_rules()
     except Exception as err:  # the engine is another module; never let it break `rules`
         return [], f"Symptom rules unavailable ({type(err).__name__}: {err})."
     means = {name: c.means for name, c in book.conditions.items()}
@@ -136,7 +139,6 @@ _ITEM = re.compile(r"^(\s*)(- |\d+\. )?(.*)$")
 def _list_md(lines: list[str]) -> str:
     """Lines of a Markdown list (or a paragraph), each escaped as prose after its marker: the
     template prints the body as it is, so its line breaks stay."""
-    from advisor.report.escape import Md, prose
 
     out = []
     for line in lines:
@@ -151,22 +153,22 @@ def _when_lines(node: Node, depth: int, conditions: dict[str, str] | None = None
     """A rule's condition tree as nested Markdown bullets a reviewer can check: each node with
     its named condition (`conditions`: name -> what it means), the reason for its thresholds
     and each threshold in words."""
-    from advisor.engine import AllOf, AnyOf, Leaf, NotOf
-    from advisor.paramspec import summary
-
+    engine = lazy.engine
     pad = "  " * depth
     named = node._condition
     label = f" (`{named}`: {(conditions or {}).get(named, '')})" if named else ""
     reason = [f"{pad}  - why: {node.reason}"] if node.reason else []
-    if isinstance(node, AllOf | AnyOf):
-        word, children = ("all of", node.all) if isinstance(node, AllOf) else ("any of", node.any)
+    if isinstance(node, engine.AllOf | engine.AnyOf):
+        word, children = (
+            ("all of", node.all) if isinstance(node, engine.AllOf) else ("any of", node.any)
+        )
         lines = [f"{pad}- {word}{label}:", *reason]
         for child in children:
             lines += _when_lines(child, depth + 1, conditions)
         return lines
-    if isinstance(node, NotOf):
+    if isinstance(node, engine.NotOf):
         return [f"{pad}- not{label}:", *reason, *_when_lines(node.not_, depth + 1, conditions)]
-    assert isinstance(node, Leaf)  # uses are expanded when the rulebook loads
+    assert isinstance(node, engine.Leaf)  # uses are expanded when the rulebook loads
     metric = node.metric if isinstance(node.metric, str) else " or ".join(node.metric)
     text = f"{pad}- `{node.detector}` on `{metric}`"
     said = summary(node.detector)
@@ -185,7 +187,6 @@ def _when_lines(node: Node, depth: int, conditions: dict[str, str] | None = None
 
 def _meaning_lines(leaf: Leaf, pad: str) -> list[str]:
     """Each threshold a leaf sets, said in words (rulebook/detectors.yaml)."""
-    from advisor.paramspec import meanings
 
     said = meanings(leaf.detector)
     lines = []
@@ -228,9 +229,6 @@ def all_rule_docs() -> tuple[list[RuleDoc], str]:
 
 def find_rule(docs: list[RuleDoc], key: str) -> RuleDoc:
     """By id (case-insensitive) or name; InputError with the nearest ones otherwise."""
-    import difflib
-
-    from advisor.types import InputError
 
     wanted = key.strip().lower()
     # C2O1 / CZ01 / c2l1: a letter typed for a digit in an id
@@ -258,8 +256,6 @@ def rules(
     ),
 ) -> None:
     """List every rule (config and symptom), or explain one: rl-advisor rules C201."""
-    from advisor.report.templating import render
-    from advisor.types import InputError
 
     docs, note = all_rule_docs()
     if rule_id is not None:

@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from advisor.cli import Exit, FailOn, OutputFormat, app
+from advisor.report.templating import render
+from advisor.static import fmt, rulebook, validate_job
+from advisor.types import Severity
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -47,7 +50,6 @@ def validate(
     ] = None,
 ) -> None:
     """Check a job config against the platform guide's rules (exit 0/1/2 like a linter)."""
-    from advisor.static import rulebook, validate_job
 
     loaded, diag = validate_job(
         job, set_ or (), training_samples=training_samples, profile=profile, previous=previous
@@ -68,7 +70,6 @@ def exit_code(findings: Sequence[ConfigFinding], fail_on: FailOn) -> int:
     """1 when a finding is at or above --fail-on, else 0."""
     if fail_on is FailOn.never:
         return Exit.OK
-    from advisor.types import Severity
 
     bar = Severity(fail_on.value).rank
     return Exit.FINDINGS if any(f.severity.rank >= bar for f in findings) else Exit.OK
@@ -77,8 +78,6 @@ def exit_code(findings: Sequence[ConfigFinding], fail_on: FailOn) -> int:
 def _markdown(
     job: Path, loaded: LoadedConfig, diag: Diagnosis, show_config: bool, n_rules: int
 ) -> str:
-    from advisor.report.templating import render
-    from advisor.static import fmt
 
     findings = [_view(f, fmt) for f in diag.config_findings]
     by_sev = {s: [f for f in findings if f["severity"] == s] for s in ("error", "warning", "info")}

@@ -18,8 +18,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.padding import Padding
 
 from advisor.cli import FailOn, OutputFormat, app
+from advisor.cli.diagnose import _check_outputs, exit_code, staged_report, write_all
+from advisor.ingest import is_regular, load_run
+from advisor.integrations.follow import Sidecar, resolve_log
+from advisor.online import Advisor
 from advisor.types import Finding, InputError
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -31,8 +38,6 @@ class Alerts:
     """Prints findings as they fire and runs the --on-finding command."""
 
     def __init__(self, on_finding: str | None, timeout: float, console: Any = None) -> None:
-        from rich.console import Console
-
         self.console = console or Console(stderr=True, highlight=False)
         self.command = on_finding
         self.timeout = timeout
@@ -44,9 +49,6 @@ class Alerts:
             self.run_command(finding)
 
     def show(self, f: Finding) -> None:
-        from rich.markup import escape
-        from rich.padding import Padding
-
         sev = f.severity.value
         where = f"step {f.onset_step}" if f.onset_step is not None else "end of run"
         seen = (
@@ -98,8 +100,6 @@ class Alerts:
             self._failed(f, f"exit {done.returncode}: {last[0][:200]}")
 
     def _failed(self, f: Finding, why: str) -> None:
-        from rich.markup import escape
-
         self.failures += 1
         self.console.print(
             f"[red]rl-advisor: --on-finding command failed for {escape(f.id)}: {escape(why)}[/]"
@@ -142,17 +142,9 @@ def watch(
     ] = None,
 ) -> None:
     """Follow a growing log, alert on each finding as it fires, end with the full report."""
-    from rich.markup import escape
-
-    from advisor.cli.diagnose import _check_outputs, exit_code, staged_report, write_all
-    from advisor.ingest import is_regular
-    from advisor.integrations.follow import Sidecar, resolve_log
-    from advisor.online import Advisor
 
     path = resolve_log(metrics)
     if os.path.lexists(path) and not is_regular(path):  # a pipe or a device never ends
-        from advisor.ingest import load_run
-
         load_run(path)  # raises the reader's one-line refusal
     if output is not None and output.resolve() == path.resolve():
         raise InputError(f"--output {output}: is the log being watched; expected a new path")
@@ -177,7 +169,6 @@ def watch(
         )
     if adv.steps == 0:
         # nothing followed: a file diagnose would refuse is refused here too (exit 2)
-        from advisor.ingest import load_run
 
         load_run(path)
     d = adv.diagnosis()

@@ -29,12 +29,15 @@ runs, then files by kind (JSONL, Parquet, CSV, JSON, text logs), four levels dow
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import errno
 import os
 import re
 import stat
+import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +261,9 @@ def _load_file(p: Path) -> Run:
     if not head.strip():
         raise InputError(f"{p}:1: empty file; expected training metrics")
     fmt = detect_format(p, head)
+    # Each reader is imported when a file of its format is read: validate and the online
+    # Advisor import this package for its helpers and read no file; the stores reader
+    # imports this package's depth guard (a cycle at the top).
     if fmt == "parquet":
         from advisor.ingest.tables import read_parquet
 
@@ -302,8 +308,6 @@ def _load_file(p: Path) -> Run:
 def _load_utf16(p: Path) -> Run:
     """A UTF-16 text file (what Windows PowerShell's `>` and `Tee-Object` write): transcoded to
     UTF-8 in a temporary copy, chunk by chunk (a long log is not held in memory), then read."""
-    import codecs
-    import tempfile
 
     with tempfile.TemporaryDirectory(prefix="rl-advisor-") as tmp:
         copy = Path(tmp) / p.name
@@ -445,6 +449,4 @@ def _load_store(d: Path) -> Run:
 
 
 def _with_warning(run: Run, note: str) -> Run:
-    from dataclasses import replace
-
     return replace(run, warnings=[note, *run.warnings])

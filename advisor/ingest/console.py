@@ -11,7 +11,9 @@ into key/value pairs is done in polars and the columns are laid out with numpy
 
 from __future__ import annotations
 
+import ast
 import json
+import mmap
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,11 +21,12 @@ from itertools import pairwise, repeat
 from pathlib import Path
 from typing import Any, overload
 
+from advisor import lazy
 from advisor.ingest import hints as hint_map
 from advisor.ingest.ending import EndingScanner
 from advisor.ingest.frame import build_run, flatten_keys
 from advisor.ingest.names import canonical_name
-from advisor.ingest.payloads import WRAPPED_VALUE
+from advisor.ingest.payloads import WRAPPED_VALUE, payloads_to_frame
 from advisor.types import InputError, Run, RunEnding
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
@@ -157,8 +160,6 @@ def iter_chunks(path: Path, state: _State | None = None) -> Iterator[tuple[int, 
 
 
 def _chunks(path: Path, state: _State | None) -> Iterator[tuple[int, str, bool]]:
-    import mmap
-
     with path.open("rb") as fh:
         try:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -216,7 +217,7 @@ def _read_chunks(fh: Any, state: _State | None) -> Iterator[tuple[int, str, bool
 
 
 def _newlines(data: Any) -> int:
-    import numpy as np
+    np = lazy.numpy
 
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10)) if data else 0
 
@@ -311,7 +312,7 @@ def read_console(path: Path, source: str) -> Run:
     if any("train_runtime" not in r for r in st.dict_rows):
         return _finish_dicts(st)
     # transformers' notebook table, pasted (a training summary dict may follow it)
-    from advisor.ingest.notebook import read_notebook_table
+    from advisor.ingest.notebook import read_notebook_table  # a cycle: it imports this module
 
     table = read_notebook_table(path, source)
     if table is not None:
@@ -814,7 +815,6 @@ def _is_num(v: Any) -> bool:
 
 def _config_hints(st: _State) -> dict[str, Any]:
     """verl's printed config dump if there is one, else its command-line overrides."""
-    import ast
 
     for text in st.configs:
         try:
@@ -832,7 +832,6 @@ def _config_hints(st: _State) -> dict[str, Any]:
 
 def _nest(flat: dict[str, str]) -> dict[str, Any]:
     """{'data.train_batch_size': '256'} -> {'data': {'train_batch_size': 256}}."""
-    import ast
 
     out: dict[str, Any] = {}
     for key, raw in flat.items():
@@ -855,7 +854,6 @@ def _nest(flat: dict[str, str]) -> dict[str, Any]:
 
 def _flush_verl(st: _State) -> None:
     """The payloads read so far into a frame; their strings are let go."""
-    from advisor.ingest.payloads import payloads_to_frame
 
     texts, offsets, steps = st.verl_texts, st.verl_offsets, st.verl_rows
     if not texts:
@@ -871,7 +869,7 @@ def _flush_verl(st: _State) -> None:
 
 
 def _finish_verl(st: _State) -> Run:
-    import polars as pl
+    pl = lazy.polars
 
     _flush_verl(st)
     # a key new in a later part comes after the keys of the parts before: the file's order
@@ -901,7 +899,7 @@ def _three_decimals(payload: str) -> bool:
 
 
 def _finish_dicts(st: _State) -> Run:
-    import polars as pl
+    pl = lazy.polars
 
     rows = [r for r in st.dict_rows if "train_runtime" not in r]
     if not rows:
@@ -997,7 +995,7 @@ def _add_bar_rates(st: _State, rows: list[dict[str, Any]]) -> None:
 def _finish_spaced(st: _State) -> Run:
     """Groups of `key: value` lines, one step each: numbered by their `step` when each has one,
     else 1, 2, ... in the order printed (the lines print no step)."""
-    import polars as pl
+    pl = lazy.polars
 
     rows = st.spaced_rows
     if all("step" in r for r in rows):

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from advisor import lazy
 from advisor.ingest import names
 from advisor.types import CANONICAL_METRICS, InputError, Run, RunEnding
 
@@ -50,7 +51,7 @@ def flatten_keys(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def to_float_frame(df: pl.DataFrame) -> pl.DataFrame:
     """`step` as Int64, every other column Float64; text columns that hold no number are dropped."""
-    import polars as pl
+    pl = lazy.polars
 
     if "step" not in df.columns:
         raise InputError("internal: reader produced no step column")
@@ -95,8 +96,8 @@ def _ranges(steps: list[int]) -> str:
 
 def _train_mask(df: pl.DataFrame) -> np.ndarray:
     """Rows that hold a training metric (a validation-only row shares its step legitimately)."""
-    import numpy as np
-    import polars as pl
+    np = lazy.numpy
+    pl = lazy.polars
 
     train_cols = [
         c for c in df.columns if c != "step" and c not in _BOOKKEEPING and not is_eval_key(c)
@@ -110,7 +111,7 @@ def _restarts(df: pl.DataFrame) -> tuple[np.ndarray, list[str]]:
     """Rows to keep, and what happened. A training row whose step is not above every earlier
     training step starts a new attempt (a resume from a checkpoint, or a restart from scratch):
     the trainer threw away what the earlier attempt logged from that step on, so do we."""
-    import numpy as np
+    np = lazy.numpy
 
     steps = df["step"].to_numpy()
     train = _train_mask(df)
@@ -158,7 +159,7 @@ def dedupe(df: pl.DataFrame, sequential: bool = True) -> tuple[pl.DataFrame, lis
     """One row per step, sorted. In a log (`sequential`: rows in the order they were written) a
     later attempt replaces an earlier one from its first step on; in a table, a repeated step
     keeps its last row. Never an average; a validation row merges into its step's row."""
-    import polars as pl
+    pl = lazy.polars
 
     if df["step"].null_count():
         df = df.filter(pl.col("step").is_not_null())
@@ -196,7 +197,7 @@ def dedupe(df: pl.DataFrame, sequential: bool = True) -> tuple[pl.DataFrame, lis
 
 
 def _canonical_exprs(cols: list[str], skip: set[str]) -> dict[str, pl.Expr]:
-    import polars as pl
+    pl = lazy.polars
 
     present = set(cols)
     # the keys of each canonical name, ranked exactly as names.canonicalize ranks them
@@ -243,7 +244,7 @@ def _canonical_exprs(cols: list[str], skip: set[str]) -> dict[str, pl.Expr]:
 
 def add_canonical(df: pl.DataFrame, skip: set[str] | None = None) -> pl.DataFrame:
     """step, then the canonical columns (contract order), then every original column."""
-    import polars as pl
+    pl = lazy.polars
 
     exprs = _canonical_exprs(df.columns, skip or set())
     canon = [
@@ -303,7 +304,7 @@ def build_run(
 def _training_steps(df: pl.DataFrame) -> tuple[int, int, int] | None:
     """(count, first, last) of the rows that hold a training metric, when some rows hold only
     an evaluation (see names.is_training_record); None when every row is a training step."""
-    import polars as pl
+    pl = lazy.polars
 
     if not any(names.is_eval_key(c) for c in df.columns):
         return None  # no evaluation: every row is a step

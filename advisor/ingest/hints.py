@@ -179,7 +179,7 @@ def trl_arg_hints(args: Mapping[str, str]) -> dict[str, Any]:
     if "max_prompt_length" in out and "max_response_length" in out:
         with contextlib.suppress(TypeError, ValueError):
             out["max_length"] = int(out["max_prompt_length"]) + int(out["max_response_length"])
-    from advisor.dialect import trl_algorithm
+    from advisor.dialect import trl_algorithm  # a cycle: dialect imports this module
 
     for eps in ("epsilon", "epsilon_high"):  # floats, as GRPOConfig holds them
         if isinstance(typed.get(eps), int):

@@ -4,15 +4,18 @@ step), transformers/TRL `trainer_state.json`, a bare `log_history` list, other s
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import math
+import mmap
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from advisor import lazy
 from advisor.ingest import hints as hint_map
+from advisor.ingest.console import iter_lines
 from advisor.ingest.frame import build_run, flatten_keys
 from advisor.types import InputError, Run, RunEnding
 
@@ -43,7 +46,6 @@ CHUNK = 64 << 20
 
 def read_jsonl(path: Path, source: str) -> Run:
     """polars first (fast); the Python fallback copes with NaN tokens, junk and a cut last line."""
-    import mmap
 
     df, order = None, []
     size = path.stat().st_size
@@ -98,7 +100,7 @@ def _jsonl_chunked(path: Path, source: str) -> Run | None:
     or line by line when polars refuses it (NaN tokens, junk, a cut last line), flattened, then
     the pieces' frames stacked. None when the first piece is not JSON lines at all (another
     encoding): the whole-file readers decide then."""
-    import polars as pl
+    pl = lazy.polars
 
     frames: list[Any] = []
     order: list[str] = []
@@ -152,7 +154,7 @@ def _fmt(nested: bool) -> str:
 def _unnested(df: Any) -> tuple[Any, bool]:
     """The verl file logger's `data` object as columns (with its record's step), as
     `_records_frame` makes them; whether there was one."""
-    import polars as pl
+    pl = lazy.polars
 
     if "data" not in df.columns or not isinstance(df.schema["data"], pl.Struct):
         return df, False
@@ -226,9 +228,8 @@ def read_ndjson_complete(data: Any, fields: int | None = None, path: Path | None
     `data`: the text (bytes or a mapped file); polars reads `path` instead when given."""
     if fields is None and _fewer_lines(data, 100):
         fields = -1  # the default inference sees every line: nothing can be missed
-    import io
 
-    import polars as pl
+    pl = lazy.polars
 
     src: Any = path if path is not None else io.BytesIO(data)
     try:
@@ -327,7 +328,7 @@ def _null_keys(data: Any, chunk: int = 1 << 22) -> dict[str, int] | None:
 
 def _names(df: Any) -> set[str]:
     """Every column name of `df` and, within struct columns, every field name."""
-    import polars as pl
+    pl = lazy.polars
 
     out: set[str] = set()
     todo = list(df.schema.items())
@@ -340,7 +341,7 @@ def _names(df: Any) -> set[str]:
 
 
 def _count_colons(data: Any, chunk: int = 1 << 18) -> int:
-    import numpy as np
+    np = lazy.numpy
 
     text = np.frombuffer(data, dtype=np.uint8)
     hit = np.empty(min(chunk, len(text)), dtype=bool)
@@ -365,7 +366,7 @@ def _fewer_lines(data: bytes, n: int) -> bool:
 
 def _cells(df: Any) -> int:
     """Non-null cells, counting a struct cell and each of its non-null fields."""
-    import polars as pl
+    pl = lazy.polars
 
     # the nulls of every column in one call (two calls per column cost more than the count)
     total = df.height * df.width - sum(df.null_count().row(0))
@@ -376,9 +377,7 @@ def _cells(df: Any) -> int:
 
 
 def _jsonl_python(path: Path, source: str) -> tuple[Any, list[str], str]:
-    import polars as pl
-
-    from advisor.ingest.console import iter_lines
+    pl = lazy.polars
 
     records, bad, cut, nested = _parse_lines(iter_lines(path))
     warnings = _line_warnings(source, cut, bad)
@@ -413,7 +412,7 @@ def _num(v: Any) -> Any:
 def _records_frame(
     df: Any, source: str, warnings: list[str], fmt: str = "jsonl", order: list[str] | None = None
 ) -> Run:
-    import polars as pl
+    pl = lazy.polars
 
     if "data" in df.columns and isinstance(df.schema["data"], pl.Struct):
         data = df["data"].struct.unnest()
@@ -439,7 +438,7 @@ def _records_frame(
 
 def _flatten_structs(df: Any) -> Any:
     """Nested objects ({"train": {"loss": 1}}) become `train/loss` columns; lists are dropped."""
-    import polars as pl
+    pl = lazy.polars
 
     if not any(isinstance(t, pl.Struct | pl.List | pl.Array) for t in df.schema.values()):
         return df
@@ -481,7 +480,7 @@ def read_json(path: Path, source: str, text: str) -> Run:
 
 
 def _log_history(entries: list[Any], source: str, state: dict[str, Any] | None, fmt: str) -> Run:
-    import polars as pl
+    pl = lazy.polars
 
     rows: list[dict[str, Any]] = []
     ending = None

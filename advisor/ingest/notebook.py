@@ -20,6 +20,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from advisor import lazy
+from advisor.ingest.console import iter_lines
+from advisor.ingest.frame import build_run
+from advisor.ingest.jsonfiles import _cadence_logging
 from advisor.types import InputError, Run
 
 FORMAT = "notebook-table"
@@ -120,10 +124,7 @@ class _Tables:
         return True
 
     def run(self) -> Run:
-        import polars as pl
-
-        from advisor.ingest.frame import build_run
-        from advisor.ingest.jsonfiles import _cadence_logging
+        pl = lazy.polars
 
         records: list[dict[str, Any]] = [{"step": s, **r} for s, r in sorted(self.rows.items())]
         if not any(v is not None for r in records for k, v in r.items() if k != "step"):
@@ -158,7 +159,6 @@ def _same(a: float | None, b: float | None) -> bool:
 def read_notebook_table(path: Path, source: str) -> Run | None:
     """The run in the notebook tables of a text file; None if the file holds no such table.
     A table that holds no number raises InputError."""
-    from advisor.ingest.console import iter_lines
 
     tables = _Tables(source)
     titles: list[str] | None = None

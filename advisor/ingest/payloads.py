@@ -19,10 +19,12 @@ file (row, then place in the row). A big log is read as consecutive parts on thr
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+from advisor import lazy
 from advisor.types import InputError
 
 if TYPE_CHECKING:
@@ -54,7 +56,7 @@ class _Block:
 
     def grid(self) -> tuple[np.ndarray, np.ndarray | None]:
         """The values as (row, key) arrays: what they are, whether each is a number."""
-        import numpy as np
+        np = lazy.numpy
 
         idx = self.at[:, None] + np.arange(len(self.names)) * self.stride
         return self.values[idx], None if self.present is None else self.present[idx]
@@ -71,7 +73,7 @@ def payloads_to_frame(
     """Payload i is texts[i][offsets[i]:]; its step is steps[i]. A `step` column, then one
     Float64 column per key; a key a row does not have, or whose value is no number, is null.
     `check`: an InputError when no payload holds a metric (off for one part of a log)."""
-    import polars as pl
+    pl = lazy.polars
 
     if any(offsets):
         texts = [t[o:] if o else t for t, o in zip(texts, offsets, strict=True)]
@@ -79,8 +81,6 @@ def payloads_to_frame(
     if len(bounds) == 1:
         wide = _read_part(texts, steps)
     else:
-        from concurrent.futures import ThreadPoolExecutor
-
         # eager polars operations let go of the GIL: the parts are read side by side. Their
         # frames line up by name: a key new in a later part first appears after all the keys
         # of the parts before it, so the columns keep the order of the file.
@@ -96,8 +96,8 @@ def payloads_to_frame(
 def _parts(texts: list[str]) -> list[tuple[int, int]]:
     """(start, end) of consecutive runs of rows, about alike in text: one per polars thread
     (`_PARTS`), each of `_PART_CHARS` or more; a small log is one part."""
-    import numpy as np
-    import polars as pl
+    np = lazy.numpy
+    pl = lazy.polars
 
     sizes = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
     total = int(sizes[-1]) if len(texts) else 0
@@ -111,8 +111,8 @@ def _parts(texts: list[str]) -> list[tuple[int, int]]:
 
 def _read_part(texts: list[str], steps: list[int]) -> pl.DataFrame:
     """The frame of one run of rows: `step`, then the columns of its keys."""
-    import numpy as np
-    import polars as pl
+    np = lazy.numpy
+    pl = lazy.polars
 
     series = pl.Series(texts, dtype=pl.String)
     blocks: list[_Block] = []
@@ -129,7 +129,7 @@ def _read_part(texts: list[str], steps: list[int]) -> pl.DataFrame:
 
 def _dash_rounds(series: pl.Series, text: Callable[[int], str]) -> list[_Block]:
     """The payloads split at " - ": block rounds, then the general scatter for the rest."""
-    import numpy as np
+    np = lazy.numpy
 
     kv, lens, size = _split(series)
     blocks, rest = _read_blocks(kv, lens, size, text)
@@ -155,7 +155,7 @@ def _colon_round(series: pl.Series, texts: list[str]) -> tuple[list[_Block], np.
     times faster than " - "). A block row of keys k1..kL splits into k1, v1 + " - " + k2, ...,
     v(L-1) + " - " + kL, vL: each piece loses that expected suffix and the rest is its value
     (`_check_colons`). The blocks, and the rows left for the " - " rounds."""
-    import numpy as np
+    np = lazy.numpy
 
     pieces = series.str.split(":")
     clens = pieces.list.len().to_numpy().astype(np.int64)
@@ -180,7 +180,7 @@ def _check_colons(
     suffix, the first piece was the first key and nothing else, and no value that is not a
     number holds " - " or ends in " -" (there the " - " split cuts elsewhere; a number never
     does): then its " - " pieces are exactly `key:value` with the block's keys."""
-    import numpy as np
+    np = lazy.numpy
 
     # a row of L pairs: L + 1 pieces, the suffixes k1, " - " + k2, ..., " - " + kL, ""
     table, offset, end_bytes = _table(
@@ -209,7 +209,7 @@ def _candidates(
 ) -> tuple[np.ndarray, np.ndarray, pl.Series]:
     """The candidates' piece counts, where each one's pieces start among theirs, and their
     pieces one after the other (kv holds every row's, lens[r] of row r)."""
-    import numpy as np
+    np = lazy.numpy
 
     cl = lens[cand]
     cstart = np.zeros(len(cand), dtype=np.int64)
@@ -225,8 +225,8 @@ def _candidates(
 def _table(ends: dict[int, list[str]], top: int) -> tuple[pl.Series, np.ndarray, np.ndarray]:
     """{piece count: what its pieces should start or end with}, one after the other: the
     Series, where each count's run starts in it, and the bytes of each count's run."""
-    import numpy as np
-    import polars as pl
+    np = lazy.numpy
+    pl = lazy.polars
 
     names: list[str] = []
     offset = np.zeros(top + 1, dtype=np.int64)
@@ -243,7 +243,7 @@ def _strip_and_cast(
 ) -> tuple[pl.Series, pl.Series]:
     """Each piece without the start (or end) table[slots[i]] it should have, if it has it,
     and that rest as a number (null where none)."""
-    import polars as pl
+    pl = lazy.polars
 
     ends = table.gather(slots)
     raw = sub.str.strip_suffix(ends) if suffix else sub.str.strip_prefix(ends)
@@ -263,7 +263,7 @@ def _clean_values(
     (np.float64(...) ...): `values` and `present` updated (values may be a new array, the
     one returned). With `dashes`, a row with such a value holding " - " or ending in " -"
     fails (`row_ok`)."""
-    import numpy as np
+    np = lazy.numpy
 
     idx = np.flatnonzero(~present & np.repeat(row_ok, cl))
     if not len(idx):
@@ -290,7 +290,7 @@ def _blocks(
 ) -> list[_Block]:
     """A block per pair count of the candidates that passed (`pairs`: each one's count; its
     values start at `at`)."""
-    import numpy as np
+    np = lazy.numpy
 
     blocks = []
     for length, keys in refs.items():
@@ -305,7 +305,7 @@ def _blocks(
 def _split(texts: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray]:
     """Every payload's pieces (split at " - ", one after the other), how many each has (at
     least one: "" is one piece) and their bytes."""
-    import numpy as np
+    np = lazy.numpy
 
     pieces = texts.str.split(" - ")
     lens = pieces.list.len().to_numpy().astype(np.int64)
@@ -318,7 +318,7 @@ def _read_blocks(
 ) -> tuple[list[_Block], np.ndarray]:
     """The block rows, round by round (see the module doc), and the row ids left for the
     general scatter."""
-    import numpy as np
+    np = lazy.numpy
 
     rest = np.arange(len(lens))
     parts: list[_Block] = []
@@ -338,7 +338,7 @@ def _read_blocks(
 def _plan(rows: np.ndarray, lens: np.ndarray, text: Callable[[int], str]) -> dict[int, list[str]]:
     """{pair count: the keys of the first of `rows` with that count}, for the commonest counts
     whose first row has clean keys (unique, non-empty, no surrounding spaces)."""
-    import numpy as np
+    np = lazy.numpy
 
     if not len(rows):
         return {}
@@ -373,7 +373,7 @@ def _check_and_cast(
     """Each candidate row's pieces checked against `key:` of its pair count's keys, the rest of
     each piece cast, in one pass. A block per pair count of the rows that pass, and which
     candidates did."""
-    import numpy as np
+    np = lazy.numpy
 
     table, offset, key_bytes = _table(
         {n: [k + ":" for k in keys] for n, keys in refs.items()}, int(lens.max())
@@ -391,7 +391,7 @@ def _check_and_cast(
 
 def _slots(offset: np.ndarray, cl: np.ndarray) -> np.ndarray:
     """offset[r] + i for piece i of each row r (row r has cl[r] pieces), one after the other."""
-    import numpy as np
+    np = lazy.numpy
 
     start = np.zeros(len(cl), dtype=np.int32)
     np.cumsum(cl[:-1], out=start[1:])
@@ -405,8 +405,8 @@ def _general_part(
 ) -> _Block:
     """Any rows: every piece `key:value` (the key stripped; a piece without a colon or with an
     empty key is no pair), a key repeated in a row keeping its last value."""
-    import numpy as np
-    import polars as pl
+    np = lazy.numpy
+    pl = lazy.polars
 
     cl = lens[row_ids]
     cstart = np.zeros(len(row_ids), dtype=np.int64)
@@ -448,7 +448,7 @@ def _general_part(
 def _clean_cast(raw: pl.Series) -> pl.Series:
     """Values that are no number as they are: stripped, unwrapped from np.float64(...) /
     tensor(...), cast again (null if still no number)."""
-    import polars as pl
+    pl = lazy.polars
 
     return (
         raw.str.strip_chars()
@@ -463,8 +463,8 @@ def _assemble(parts: list[_Block], step: pl.Series) -> pl.DataFrame:
     first appear; null where a row has no such key or its value is no number. One (row, key) array
     filled a block at a time, turned once into (key, row) order: the columns are slices of one
     Series. The null mask is made only for the keys some row lacks (a printed nan stays nan)."""
-    import numpy as np
-    import polars as pl
+    np = lazy.numpy
+    pl = lazy.polars
 
     n = step.len()
     first: dict[str, tuple[int, int]] = {}

@@ -8,13 +8,19 @@ import ast
 import json
 import math
 import re
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterable
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from advisor import lazy
+from advisor.ingest import MAX_JSON_DEPTH, json_depth
 from advisor.ingest import hints as hint_map
 from advisor.ingest.frame import build_run, flatten_keys
+from advisor.ingest.names import lookup
 from advisor.types import InputError, Run, RunEnding
 
 # MLflow RunStatus codes in meta.yaml
@@ -50,7 +56,7 @@ _MLFLOW_MAX_LISTED = 50_000
 
 
 def read_mlflow(run_dir: Path, source: str) -> Run:
-    import polars as pl
+    pl = lazy.polars
 
     metrics_dir = run_dir / "metrics"
     chosen, warnings = _mlflow_metric_files(metrics_dir, source)
@@ -91,9 +97,6 @@ def _mlflow_metric_files(
     metrics_dir: Path, source: str
 ) -> tuple[list[tuple[str, Path]], list[str]]:
     """(metric key, file) of the files to read, and a warning when some are left unread."""
-    from itertools import islice
-
-    from advisor.ingest.names import lookup
 
     listed = list(islice(metrics_dir.rglob("*"), _MLFLOW_MAX_LISTED + 1))
     found: dict[str, Path] = {}
@@ -165,7 +168,6 @@ _FLOAT_MAX = 1.7976931348623157e308  # MLflow's SQL store writes +-inf as +-floa
 
 def read_sqlite(path: Path, source: str) -> Run:
     """An MLflow SQL store or a trackio project database, told apart by their tables."""
-    import tempfile
 
     with tempfile.TemporaryDirectory(prefix="rl-advisor-db-") as tmp:
         con = _open_read_only(path, source, Path(tmp))
@@ -196,8 +198,6 @@ def _open_read_only(path: Path, source: str, tmp: Path) -> sqlite3.Connection:
         live = False
     target, query = path.resolve(), "?mode=ro&immutable=1"
     if live:
-        import shutil
-
         try:
             copy = tmp / "metrics.db"
             shutil.copyfile(path, copy)
@@ -220,7 +220,7 @@ def _sqlite_columns(con: sqlite3.Connection, table: str) -> set[str]:
 def _read_mlflow_sql(con: sqlite3.Connection, source: str, cols: set[str]) -> Run:
     """MLflow's SQL store: rows of (key, value, timestamp, step, is_nan) per run. The newest
     active run is read; NaN is stored as 0 with is_nan, infinities as +-float max."""
-    import polars as pl
+    pl = lazy.polars
 
     run = con.execute(
         "SELECT run_uuid, name, status FROM runs WHERE lifecycle_stage IS NOT 'deleted' "
@@ -278,7 +278,7 @@ def _read_trackio(con: sqlite3.Connection, source: str) -> Run:
     """trackio: one JSON object of metrics per log call. Its `step` counts the calls when the
     caller gave none (transformers' TrackioCallback), so the trainer's `train/global_step`
     is the step when it is there. The run logged last is read."""
-    import polars as pl
+    pl = lazy.polars
 
     run = con.execute(
         "SELECT run_name FROM metrics WHERE run_name IS NOT NULL GROUP BY run_name "
@@ -327,7 +327,6 @@ def _json_object(blob: Any) -> dict[str, Any]:
     cell of another type, or nested past any metrics record, holds nothing."""
     if not isinstance(blob, str | bytes) or len(blob) > 1 << 24:
         return {}
-    from advisor.ingest import MAX_JSON_DEPTH, json_depth
 
     raw = blob.encode("utf-8", "surrogatepass") if isinstance(blob, str) else blob
     if json_depth(raw, per_line=False) > MAX_JSON_DEPTH:

@@ -7,8 +7,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from advisor import lazy
 from advisor.ingest.frame import build_run
 from advisor.ingest.jsonfiles import step_key
+from advisor.ingest.names import ALIASES
 from advisor.types import InputError, Run
 
 _CHART = re.compile(r"^(.+?) - (.+?)(__MIN|__MAX)?$")
@@ -18,7 +20,7 @@ _TB_CSV_COLUMNS = ["Wall time", "Step", "Value"]
 
 
 def read_csv(path: Path, source: str) -> Run:
-    import polars as pl
+    pl = lazy.polars
 
     with path.open("rb") as fh:
         header = fh.readline()
@@ -36,7 +38,7 @@ def read_csv(path: Path, source: str) -> Run:
 
 def read_tensorboard_csvs(paths: list[Path], source: str) -> Run:
     """A folder of TensorBoard "Download CSV" files, one per tag, joined on the step."""
-    import polars as pl
+    pl = lazy.polars
 
     frames = []
     for path in paths:
@@ -62,8 +64,6 @@ def _tb_tag_frame(df: Any, path: Path) -> Any:
 
 
 def _known_key(tag: str) -> str:
-    from advisor.ingest.names import ALIASES
-
     for keys in ALIASES.values():
         for key in keys:
             if key.replace("/", "_") == tag:
@@ -84,7 +84,7 @@ def _read_csv(pl: Any, path: Path, sep: str) -> Any:
 
 
 def read_parquet(path: Path, source: str) -> Run:
-    import polars as pl
+    pl = lazy.polars
 
     try:
         df = pl.read_parquet(path)
@@ -94,7 +94,7 @@ def read_parquet(path: Path, source: str) -> Run:
 
 
 def _table(df: Any, source: str, fmt: str) -> Run:
-    import polars as pl
+    pl = lazy.polars
 
     warnings: list[str] = []
     if df.height == 0:
@@ -140,7 +140,7 @@ def _chart_export(df: Any, warnings: list[str]) -> tuple[Any, bool]:
             f"the chart export holds {len(runs)} runs; read '{next(iter(runs))}', "
             "kept the others under their own column names"
         )
-    import polars as pl
+    pl = lazy.polars
 
     # the metric name for the canonical mapping, the original column kept as it was
     return df.with_columns([pl.col(c).alias(m) for c, m in renames.items()]), True

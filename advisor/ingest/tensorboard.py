@@ -12,6 +12,7 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
+from advisor import lazy
 from advisor.ingest.frame import build_run
 from advisor.types import InputError, Run
 
@@ -121,7 +122,7 @@ def read_events(path: Path) -> tuple[list[tuple[int, str, float]], bool]:
 
 
 def read_tensorboard(files: list[Path], source: str) -> Run:
-    import polars as pl
+    pl = lazy.polars
 
     rows: list[tuple[int, str, float]] = []
     warnings: list[str] = []

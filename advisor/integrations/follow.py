@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor.ingest import console
+from advisor.ingest import hints as hint_map
+from advisor.ingest.jsonfiles import step_key
 from advisor.ingest.payloads import WRAPPED_VALUE
 from advisor.online import Advisor
 from advisor.types import Finding, InputError, RunEnding
@@ -70,10 +73,6 @@ def parse_json_line(line: str) -> tuple[int, dict[str, Any]] | None:
 
 
 def _step_key(obj: Mapping[str, Any]) -> str | None:
-    try:
-        from advisor.ingest.jsonfiles import step_key
-    except ImportError:  # pragma: no cover - the reader is part of the package
-        return "step" if "step" in obj else None
     return step_key(obj)
 
 
@@ -112,8 +111,6 @@ class LineParser:
     trl_how: str = ""  # how TRL steps were numbered (for the report's warnings)
 
     def __post_init__(self) -> None:
-        from advisor.ingest import console
-
         self._console = console
         self._state = console._State(source=self.source)
 
@@ -215,8 +212,6 @@ class LineParser:
         ]
 
     def _logging_steps(self) -> int | None:
-        from advisor.ingest import hints as hint_map
-
         every = hint_map.trl_arg_hints(self._state.trl_args).get("logging_steps")
         return every if isinstance(every, int) and every > 0 else None
 
@@ -225,8 +220,6 @@ class LineParser:
         arguments (with the logging cadence and the progress bar's total, as the reader)."""
         st = self._state
         if self.format == "trl-console":
-            from advisor.ingest import hints as hint_map
-
             out = hint_map.trl_arg_hints(st.trl_args)
             marks = [m for m, total in st.marks if total == st.total] if st.total else []
             every = self._logging_steps() or (marks[0] if marks else None)

@@ -14,14 +14,18 @@ Importing this module imports transformers (the `transformers` extra); `import a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
+from advisor.dialect import trl_hints
 from advisor.integrations.hook import Hook
 from advisor.online import Advisor
+from advisor.resources import write_text_atomic
 from advisor.types import Finding, RunEnding
 
 REPORT_NAME = "rl-advisor-report.md"
@@ -32,7 +36,6 @@ RUN_FILE = "rl-advisor-run.json"  # what the live run knew, for a later `diagnos
 
 def _arguments(args: Any) -> dict[str, Any]:
     """TrainingArguments / GRPOConfig as a plain mapping (its dataclass fields)."""
-    import dataclasses
 
     if dataclasses.is_dataclass(args):
         return {f.name: getattr(args, f.name, None) for f in dataclasses.fields(args)}
@@ -47,7 +50,6 @@ def hints_from_args(args: Any) -> dict[str, Any]:
     Only what maps one to one (names of knowledge.md §2.1); what would need a guess (prompts
     per step depends on the world size) is left out, so the report says it is unknown.
     """
-    from advisor.dialect import trl_hints
 
     return trl_hints(_arguments(args))
 
@@ -67,9 +69,6 @@ def write_run_file(args: Any, hints: Mapping[str, Any], path: Path) -> Path:
     """Leave in the output dir what the live run knew (its arguments, the framework, the hints
     the Advisor judged with), so `rl-advisor diagnose OUTPUT_DIR` judges as it did. JSON, not
     the pickle transformers writes (training_args.bin is never loaded)."""
-    import json
-
-    from advisor.resources import write_text_atomic
 
     data = {
         "framework": "trl" if hasattr(args, "num_generations") else "transformers",

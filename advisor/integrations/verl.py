@@ -24,11 +24,15 @@ Nothing here imports verl, Ray or OmegaConf at module level.
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from advisor.dialect import verl_facts
+from advisor.ingest.hints import verl_hints
 from advisor.integrations.hook import Hook
 from advisor.online import Advisor
 from advisor.types import Finding, RunEnding
@@ -77,8 +81,6 @@ def install(hook: Hook, module: Any = None, *, raise_on_stop: bool = True) -> Ca
     loaded module that bound the original at import (the V1 trainer). Returns the undo.
 
     Install before `fit()`, in the same process (inside the TaskRunner actor)."""
-    import importlib
-    import sys
 
     if module is None:
         module = importlib.import_module("verl.utils.tracking")
@@ -127,8 +129,6 @@ def hints_from_verl(cfg: Any) -> dict[str, Any]:
     """Platform hyperparameters verl's config reveals: the mapping the console-log reader
     applies to the config verl prints (`advisor.ingest.hints.verl_hints`), so the hook and diagnose
     read one config alike."""
-    from advisor.dialect import verl_facts
-    from advisor.ingest.hints import verl_hints
 
     plain = _plain(cfg)
     return {**verl_hints(plain), **verl_facts(plain)} if isinstance(plain, Mapping) else {}
@@ -189,7 +189,6 @@ def actor_base(runner: Any) -> type:
 def verl_task_runner() -> Any:
     """The task runner verl itself starts: `main_ppo.TaskRunnerV1` (verl 0.9), else
     `main_ppo.TaskRunner` (earlier releases)."""
-    import importlib
 
     main = importlib.import_module("verl.trainer.main_ppo")
     for name in ("TaskRunnerV1", "TaskRunner"):
@@ -223,7 +222,7 @@ def task_runner_class(base: Any = None) -> type:
 def remote_task_runner(base: Any = None, **ray_options: Any) -> Any:
     """`task_runner_class(base)` as a Ray actor class, for `run_ppo(config, task_runner_class=)`
     (`ray_options`, e.g. num_cpus=1, go to `ray.remote`)."""
-    import ray
+    import ray  # optional: the user's verl environment provides it
 
     cls = task_runner_class(base)
     return ray.remote(**ray_options)(cls) if ray_options else ray.remote(cls)
