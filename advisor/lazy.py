@@ -13,6 +13,7 @@ dialect modules cost ~5 ms each). These are the exceptions, with what importing 
 | `jinja2` | ~15 ms | the Markdown templates (report, `validate`, `rules`; not `--format json`) |
 | `remedy` | the engine's (it imports the engine's action specs) | the advice, after judging |
 | `typer` | ~25 ms (click and the CLI framework) | every command but a plain `diagnose` call |
+| `api`, `report` | ~50 ms (the batch path and its pool, the report) | the online report |
 
 `import advisor` and the online Advisor's import import none of them; `rl-advisor validate`
 imports jinja2 alone.
@@ -33,11 +34,13 @@ if TYPE_CHECKING:
     import polars
     import typer
 
-    from advisor import engine, remedy
+    from advisor import api, engine, remedy, report
 
-__all__ = ["engine", "jinja2", "numpy", "polars", "remedy", "typer"]
+__all__ = ["api", "engine", "jinja2", "numpy", "polars", "remedy", "report", "typer"]
 
 _MODULES = {
+    "api": "advisor.api",
+    "report": "advisor.report",
     "engine": "advisor.engine",
     "remedy": "advisor.remedy",
     "polars": "polars",

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from advisor import lazy
-from advisor.api import assemble, config_findings_of, file_framework, with_file_diff
 from advisor.config import load_config
 from advisor.dialect import framework_assumed, framework_of_run
 from advisor.ingest import names
@@ -36,7 +35,6 @@ from advisor.ingest.frame import (
     trl_without_kl,
 )
 from advisor.ingest.names import canonicalize, is_training_record
-from advisor.report import render
 from advisor.static import scale_caps
 from advisor.types import (
     CANONICAL_METRICS,
@@ -592,7 +590,7 @@ class Advisor:
         is a TRL or verl file, else the format, the raw metric names seen, the hints."""
 
         if self._config_path is not None:
-            said = file_framework(self._config())
+            said = lazy.api.file_framework(self._config())
             if said is not None:
                 return said
         return self._log_framework()
@@ -634,11 +632,11 @@ class Advisor:
         Monitor's judgement and the bounded history this Advisor keeps."""
 
         loaded = self._report_config()
-        d = assemble(
+        d = lazy.api.assemble(
             self._history_run(),
             dict(loaded.hyper_parameters),
             self.judgement(),
-            config_findings=config_findings_of(loaded),
+            config_findings=lazy.api.config_findings_of(loaded),
             origin=dict(loaded.origin),
             training_samples=self._training_samples,
             rules=self._rules,
@@ -650,7 +648,8 @@ class Advisor:
                 k: v for k, v in (self._loaded_with or {}).items() if loaded.origin[k] == "default"
             },
         )
-        return with_file_diff(d.model_copy(update={"run": self.run_info()}), self._config_path)
+        d = d.model_copy(update={"run": self.run_info()})
+        return lazy.api.with_file_diff(d, self._config_path)
 
     def _report_config(self) -> LoadedConfig:
         """The config the report is built on: as judged, plus the learning rate and the
@@ -707,7 +706,7 @@ class Advisor:
         (Markdown) the plots are drawn there, as diagnose draws them beside --output."""
 
         out = Path(out_dir) if out_dir is not None else None
-        return render(self.diagnosis(), format=format, out_dir=out, stem=stem)
+        return lazy.report.render(self.diagnosis(), format=format, out_dir=out, stem=stem)
 
 
 class _Thinned:

@@ -100,9 +100,12 @@ _COMMANDS = ("diagnose", "validate", "watch", "rules", "harness")
 def _register(argv: list[str]) -> None:
     """Each command module adds itself to `app`. A call naming its command loads that one only
     (click's lazy subcommands: building every command's parameters costs ~20 ms a start);
-    `--help`, no command or an unknown one loads them all, to list them or suggest one."""
-
+    `--help`, no command or an unknown one loads them all, to list them or suggest one;
+    `--version` before any command (without `--help`) loads none: it prints and exits first."""
     named = next((a for a in argv if not a.startswith("-")), None)
+    before = argv[: argv.index(named)] if named is not None else argv
+    if "--version" in before and "--help" not in before:
+        return
     for name in (named,) if named in _COMMANDS else _COMMANDS:
         importlib.import_module(f"advisor.cli.{name}")
 
