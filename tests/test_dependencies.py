@@ -65,3 +65,38 @@ def test_checking_a_job_imports_neither_numpy_nor_polars() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"
+
+
+def test_importing_the_online_advisor_imports_no_costly_module() -> None:
+    # advisor/lazy.py: a hook's import pays for neither judging nor the final report
+    costly = (
+        "numpy",
+        "polars",
+        "jinja2",
+        "typer",
+        "advisor.engine",
+        "advisor.api",
+        "advisor.report",
+    )
+    code = (
+        "import sys\n"
+        "import advisor.online, advisor.integrations.hook\n"
+        f"print(sorted(m for m in {costly!r} if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
+
+
+def test_version_imports_no_command() -> None:
+    code = (
+        "import io, sys, contextlib\n"
+        "from advisor.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    code = main(['--version'])\n"
+        "assert code == 0 and out.getvalue().startswith('rl-advisor '), (code, out.getvalue())\n"
+        "print(sorted(m for m in sys.modules if m.startswith('advisor.cli.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
