@@ -332,6 +332,98 @@ def robust_scale(means: np.ndarray, floor: float, line: bool = True) -> float:
     return max(sd, sd_line, floor)
 
 
+def wander_of(rows: np.ndarray) -> tuple[float | None, float | None]:
+    """One chunk of the long-run wander references from its block records (Series.wander,
+    Series.span_wander): the robust scale (robust_scale, floored at 1 % of the level) of the
+    finite block means, and the median SPAN-block residual sd (span_sd); None where fewer
+    than half of WANDER_BLOCKS are finite."""
+    x = rows[:, MEAN]
+    x = x[np.isfinite(x)]
+    if len(x) < WANDER_BLOCKS // 2:
+        return None, None
+    level = float(median(x))
+    scale = robust_scale(x, max(0.01 * abs(level), 1e-12))
+    spans = span_sd(rows)
+    spans = spans[np.isfinite(spans)]
+    return scale, (float(median(spans)) if len(spans) >= WANDER_BLOCKS // 2 else None)
+
+
+def _median_rows(a: np.ndarray) -> np.ndarray:
+    """`median` of each row of a 2-D array without NaN: the same order statistics and the same
+    mean of the middle two, so each value equals median(row)."""
+    n = a.shape[1]
+    k = n // 2
+    if n % 2:
+        return np.partition(a, k, axis=1)[:, k]
+    part = np.partition(a, (k - 1, k), axis=1)
+    return (part[:, k - 1] + part[:, k]) / 2.0
+
+
+def wander_chunks(chunks: np.ndarray) -> list[tuple[float | None, float | None]]:
+    """wander_of of each chunk of a (chunks, blocks, RECORD_WIDTH) array, value for value: the
+    chunks whose means are all finite at once (element-wise operations and order statistics
+    in wander_of's order), the others one by one."""
+    out: list[tuple[float | None, float | None]] = [(None, None)] * len(chunks)
+    if not len(chunks):
+        return out
+    means = chunks[:, :, MEAN]
+    whole = np.isfinite(means).all(axis=1)
+    w = chunks.shape[1]
+    if w < 4 or w < WANDER_BLOCKS // 2:
+        whole[:] = False
+    idx = np.flatnonzero(whole)
+    for c in np.flatnonzero(~whole).tolist():
+        out[c] = wander_of(chunks[c])
+    if not len(idx):
+        return out
+    x = means[idx]
+    with np.errstate(invalid="ignore", over="ignore"):
+        level = _median_rows(x)
+        floor = np.maximum(0.01 * np.abs(level), 1e-12)
+        sd = _MAD_TO_SIGMA * _median_rows(np.abs(np.diff(x, n=2, axis=1))) / math.sqrt(6.0)
+        t, i, j, dt = _pairs(w)
+        slope = _median_rows((x[:, j] - x[:, i]) / dt)
+        resid = x - slope[:, None] * t
+        sd_line = _MAD_TO_SIGMA * _median_rows(np.abs(resid - _median_rows(resid)[:, None]))
+        scale = np.maximum(np.maximum(sd, sd_line), floor)
+        spans = _span_sd_rows(chunks[idx])
+    ok_spans = np.isfinite(spans).all(axis=1) & (spans.shape[1] >= WANDER_BLOCKS // 2)
+    span_med = np.full(len(idx), np.nan)
+    if ok_spans.any():
+        span_med[ok_spans] = _median_rows(spans[ok_spans])
+    for r, c in enumerate(idx.tolist()):
+        if not math.isfinite(scale[r]):  # an overflow: as wander_of gives it
+            out[c] = wander_of(chunks[c])
+            continue
+        if ok_spans[r]:
+            out[c] = (float(scale[r]), float(span_med[r]))
+            continue
+        s = spans[r][np.isfinite(spans[r])]
+        out[c] = (float(scale[r]), float(median(s)) if len(s) >= WANDER_BLOCKS // 2 else None)
+    return out
+
+
+def _span_sd_rows(chunks: np.ndarray, span: int = SPAN) -> np.ndarray:
+    """span_sd of each chunk (rows: chunks), without the first span - 1 NaN: the same
+    element-wise operations, and each span's sums by the same np.convolve over the chunks laid
+    end to end (a window's sum depends only on its own values)."""
+    k_, w = chunks.shape[0], chunks.shape[1]
+    b0 = chunks[:, :, START] - chunks[:, :1, START]
+    n, sx, sxx = chunks[:, :, COUNT], chunks[:, :, SUM_X], chunks[:, :, SUM_XX]
+    st, stt, sxt = chunks[:, :, SUM_T], chunks[:, :, SUM_TT], chunks[:, :, SUM_XT]
+    st_a = st + n * b0
+    stt_a = stt + 2 * b0 * st + n * b0 * b0
+    sxt_a = sxt + b0 * sx
+    k = np.ones(span)
+    keep = (np.arange(k_)[:, None] * w + np.arange(w - span + 1)[None, :]).ravel()
+
+    def win(x: np.ndarray) -> np.ndarray:
+        return np.convolve(x.ravel(), k, mode="valid")[keep]
+
+    sums = [win(x) for x in (n, sx, sxx, st_a, stt_a, sxt_a)]
+    return _resid_sd(*_six(sums), min_n=2 * span).reshape(k_, w - span + 1)
+
+
 @lru_cache(maxsize=64)
 def _pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The positions of n points as floats, all index pairs i < j and j - i (read-only)."""

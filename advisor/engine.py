@@ -95,6 +95,8 @@ from advisor.detectors import (
     percentile,
     robust_scale,
     span_sd,
+    wander_chunks,
+    wander_of,
 )
 from advisor.types import Evidence, Finding, InputError, RunEnding, Scalar, Severity
 
@@ -583,21 +585,35 @@ def _add_wander(t: _Track) -> None:
     """Close a chunk of the long-run wander reference: the robust scale (MAD around a Theil-Sen
     line, or second differences) of the latest WANDER_BLOCKS block means. A 6-block warm-up
     cannot show how far autocorrelated noise wanders over 16 blocks; the run's own history
-    can, and the median over chunks converges as the run goes on (detectors.volatility)."""
-    x = t.buf[max(0, t.nb - WANDER_BLOCKS) : t.nb, MEAN]
-    x = x[np.isfinite(x)]
-    if len(x) < WANDER_BLOCKS // 2:
-        return
-    level = float(median(x))
-    t.wander.append((t.total, robust_scale(x, max(0.01 * abs(level), 1e-12))))
-    del t.wander[:-WANDER_CHUNKS]
-    # ...and the chunk's typical SPAN-block residual sd: the yardstick a warm-up of ~4 spans
-    # estimates poorly (heavy-tailed, autocorrelated noise), for volatility's within-span view
-    spans = span_sd(t.buf[max(0, t.nb - WANDER_BLOCKS) : t.nb])
-    spans = spans[np.isfinite(spans)]
-    if len(spans) >= WANDER_BLOCKS // 2:
-        t.span_wander.append((t.total, float(median(spans))))
+    can, and the median over chunks converges as the run goes on (detectors.volatility).
+    ...and the chunk's typical SPAN-block residual sd: the yardstick a warm-up of ~4 spans
+    estimates poorly (heavy-tailed, autocorrelated noise), for volatility's within-span view.
+    push_columns computes every chunk it closes at once (t.wander_ready, by total)."""
+    ready = t.wander_ready.pop(t.total, None) if t.wander_ready else None
+    scale, spans = ready if ready is not None else wander_of(
+        t.buf[max(0, t.nb - WANDER_BLOCKS) : t.nb]
+    )
+    if scale is not None:
+        t.wander.append((t.total, scale))
+        del t.wander[:-WANDER_CHUNKS]
+    if spans is not None:
+        t.span_wander.append((t.total, spans))
         del t.span_wander[:-WANDER_CHUNKS]
+
+
+def _wander_ready(t: _Track, records: np.ndarray) -> dict[int, tuple[float | None, float | None]]:
+    """The wander chunks (_add_wander) that folding `records` after t's window will close, by
+    the track's block count at each: each chunk is the window's latest rows then, as there."""
+    width = min(WANDER_BLOCKS, len(t.buf))
+    column = np.vstack([t.buf[: t.nb], records])
+    base = t.total - t.nb  # column row 0's block count
+    first = -(-(t.total + 1) // WANDER_BLOCKS) * WANDER_BLOCKS
+    ends = np.arange(first, t.total + len(records) + 1, WANDER_BLOCKS)
+    ends = ends[ends - width >= base]
+    if not len(ends):
+        return {}
+    rows = (ends - base)[:, None] - width + np.arange(width)[None, :]
+    return dict(zip(ends.tolist(), wander_chunks(column[rows]), strict=True))
 
 
 def _cell(values: np.ndarray, logged: np.ndarray | None, i: int) -> float | None:
@@ -694,6 +710,8 @@ class _Track:
     warm: list[tuple[float, float, int]] = field(default_factory=list)  # warm-up, bounded
     wander: list[tuple[int, float]] = field(default_factory=list)  # chunks, bounded
     span_wander: list[tuple[int, float]] = field(default_factory=list)  # chunks, bounded
+    # the wander chunks push_columns computed at once, by the block count that closes each
+    wander_ready: dict[int, tuple[float | None, float | None]] = field(default_factory=dict)
 
 
 class _Context(NamedTuple):
@@ -1827,6 +1845,7 @@ class Monitor(_Lifecycle):
             if len(records):
                 column = np.vstack([t.buf[: t.nb], records])
                 self._columns[name] = (column, t.total - t.nb, t.peak, t.nb)
+                t.wander_ready = _wander_ready(t, records)
         last_j = len(starts) - 1
         for j, (b, first, last) in enumerate(
             zip(blocks[starts].tolist(), firsts.tolist(), lasts.tolist(), strict=True)
