@@ -7,7 +7,16 @@ import numpy as np
 import pytest
 
 from advisor.detectors import (
-    COUNT, MEAN, RECORD_WIDTH, START, SUM_T, SUM_TT, SUM_X, SUM_XT, SUM_XX, wander_chunks,
+    COUNT,
+    MEAN,
+    RECORD_WIDTH,
+    START,
+    SUM_T,
+    SUM_TT,
+    SUM_X,
+    SUM_XT,
+    SUM_XX,
+    wander_chunks,
     wander_of,
 )  # fmt: skip
 
@@ -27,7 +36,8 @@ def _chunks(rng: np.random.Generator, k: int, w: int, holes: float) -> np.ndarra
             out[c, b, COUNT] = n
             out[c, b, MEAN] = x.mean() if rng.random() >= holes else np.nan
             out[c, b, SUM_X], out[c, b, SUM_XX] = x.sum(), (x * x).sum()
-            out[c, b, SUM_T], out[c, b, SUM_TT], out[c, b, SUM_XT] = t.sum(), (t * t).sum(), (x * t).sum()
+            out[c, b, SUM_T], out[c, b, SUM_TT] = t.sum(), (t * t).sum()
+            out[c, b, SUM_XT] = (x * t).sum()
     return out
 
 
