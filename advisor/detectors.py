@@ -617,12 +617,14 @@ def _evidence(
     excess: float,
     **stat: Any,
 ) -> Evidence:
-    """Evidence over the window [start of block lo_idx, end of the last block]."""
+    """Evidence over the window [start of block lo_idx, end of the last block]. Every field is
+    made here of its declared type (str, a pair of ints, a dict, a float or None), so the
+    model is built without validation: an active finding's evidence is rebuilt every block."""
     onset = int(s.start[lo_idx])
     statistic = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in stat.items()}
     statistic["onset_step"] = onset
     statistic["excess"] = round(float(excess), 4)
-    return Evidence(
+    return Evidence.model_construct(
         metric=s.metric,
         detector=name,
         window=(onset, int(s.end[-1])),
