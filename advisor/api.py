@@ -65,16 +65,14 @@ class Job:
     reads `judged_hp` / `judged_origin`: the same values but for the hints that only the
     advice may start from (`advice_hints`: TRL's beta 0 read from a log without KL, see
     `frame.trl_without_kl`), which it sees as their platform defaults. `run` is the run with
-    every hint it gave, as the report shows it."""
+    every hint it gave, as the report shows it. `framework_assumed`: the values the run's
+    framework had by its own defaults (dialect.framework_assumed) where nothing else gave them."""
 
     loaded: LoadedConfig
     run: Run
     advice_hints: Mapping[str, Any]
     judged_hp: Mapping[str, Any]
     judged_origin: Mapping[str, str]
-    # values the run's framework had by its own defaults (dialect.framework_assumed), where
-    # the log says nothing: hints like the others, said in the report as assumed
-    framework_assumed: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def hp(self) -> dict[str, Any]:
@@ -83,6 +81,10 @@ class Job:
     @property
     def origin(self) -> dict[str, str]:
         return dict(self.loaded.origin)
+
+    @property
+    def framework_assumed(self) -> dict[str, Any]:
+        return dict(self.loaded.defaults_taken)
 
 
 def resolve_job(
@@ -99,7 +101,6 @@ def resolve_job(
     assumed = framework_assumed(framework, run.config_hints)
     hints = {**run.config_hints, **advice}
     loaded = _load_config_once(config, sets, hints, training_samples, assumed)
-    taken = {k for k in assumed if loaded.origin.get(k) == "default"}  # not in file nor --set
     judged_hp, judged_origin = dict(loaded.hyper_parameters), dict(loaded.origin)
     specs = rulebook().hyper_parameters
     for key in advice:
@@ -109,7 +110,7 @@ def resolve_job(
             judged_hp[key] = specs[key].default
             judged_origin[key] = "default"
     shown = dataclasses.replace(run, config_hints=hints) if advice else run
-    return Job(loaded, shown, advice, judged_hp, judged_origin, {k: assumed[k] for k in taken})
+    return Job(loaded, shown, advice, judged_hp, judged_origin)
 
 
 # The jobs loaded during one batch (diagnose_many), by arguments: the runs of a batch share

@@ -175,6 +175,9 @@ class LoadedConfig:
     # what a framework's file says beyond the guide's values (verl's use_kl_loss, TRL's
     # gradient_accumulation_steps): the dialect's facts
     facts: dict[str, Any] = field(default_factory=dict)
+    # the `defaults` of load_config that stood (no file, hint or --set gave the value): the
+    # run's framework's own defaults, assumptions as the platform's are
+    defaults_taken: dict[str, Scalar] = field(default_factory=dict)
 
     def line_of(self, params: Sequence[str]) -> int | None:
         """The file line of the first param that has one."""
@@ -1136,9 +1139,8 @@ def load_config(
     hp, notes = _fill_defaults(
         walker, origin, report_missing=source is not None and framework is None
     )
-    for key, value in (defaults or {}).items():
-        if key in hp and origin.get(key) == "default":
-            hp[key] = value
+    taken = {k: v for k, v in (defaults or {}).items() if k in hp and origin.get(k) == "default"}
+    hp.update(taken)
     samples = _training_samples(training_samples, extras, walker.out, source, notes)
     walker.out["hyper_parameters"] = hp
     cfg = JobConfig.model_validate(_joined_surrogates(walker.out))
@@ -1158,6 +1160,7 @@ def load_config(
         function_paths=walker.fn_paths,
         framework=framework,
         facts=facts,
+        defaults_taken=taken,
     )
 
 

@@ -644,9 +644,7 @@ class Advisor:
             caps=scale_caps(loaded),
             framework=self.framework(),
             framework_facts=loaded.facts,
-            framework_assumed={
-                k: v for k, v in (self._loaded_with or {}).items() if loaded.origin[k] == "default"
-            },
+            framework_assumed=loaded.defaults_taken,
         )
         d = d.model_copy(update={"run": self.run_info()})
         return lazy.api.with_file_diff(d, self._config_path)
