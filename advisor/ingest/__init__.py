@@ -193,10 +193,12 @@ def _check_depth(p: Path, per_line: bool, chunk: int = 1 << 24) -> None:
 
     depth = _depth_of(blocks(), per_line)
     if depth > MAX_JSON_DEPTH:
-        raise InputError(
-            f"{p}: JSON nested {depth} levels deep; expected metric records (at most "
-            f"{MAX_JSON_DEPTH} levels)"
-        )
+        raise InputError(_too_deep(p, depth))
+
+
+def _too_deep(p: Path, depth: int) -> str:
+    limit = MAX_JSON_DEPTH
+    return f"{p}: JSON nested {depth} levels deep; expected metric records (at most {limit} levels)"
 
 
 def _one_line(message: str, limit: int = 400) -> str:
@@ -280,9 +282,9 @@ def _load_file(p: Path) -> Run:
         from advisor.ingest.tables import read_csv
 
         return read_csv(p, source)
-    if fmt in ("jsonl", "json"):
-        _check_depth(p, per_line=fmt == "jsonl")
-    if fmt == "jsonl":
+    if fmt == "json":
+        _check_depth(p, per_line=False)
+    if fmt == "jsonl":  # polars bounds its own depth: read_jsonl checks before Python parses
         from advisor.ingest.jsonfiles import read_jsonl
 
         return read_jsonl(p, source)

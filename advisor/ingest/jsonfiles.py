@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor import lazy
+from advisor.ingest import MAX_JSON_DEPTH, _check_depth, _too_deep, json_depth
 from advisor.ingest import hints as hint_map
 from advisor.ingest.console import iter_lines
 from advisor.ingest.frame import build_run, flatten_keys
@@ -59,12 +60,16 @@ def read_jsonl(path: Path, source: str) -> Run:
             if mm[:3] == b"\xef\xbb\xbf":  # a byte order mark: polars reads the text after it
                 body = mm[3:]  # a copy of the file: made once, for both
                 df = read_ndjson_complete(body)
-                order = _first_keys(body)
             else:
+                body = mm
                 df = read_ndjson_complete(mm, path=path)
-                order = _first_keys(mm)
+            if df is not None:
+                _refuse_deep(df, path)
+                order = _first_keys(body)
+            del body
     warnings: list[str] = []
     if df is None:
+        _check_depth(path, per_line=True)  # before Python's parser recurses into the lines
         df, warnings, fmt = _jsonl_python(path, source)
     else:
         fmt = "jsonl"
@@ -108,9 +113,13 @@ def _jsonl_chunked(path: Path, source: str) -> Run | None:
     bad: list[int] = []
     cut: int | None = None
     for before, piece in _pieces(path):
+        df = read_ndjson_complete(piece)
+        if df is not None:
+            _refuse_deep(df, path)
+        elif (depth := json_depth(piece, per_line=True)) > MAX_JSON_DEPTH:
+            raise InputError(_too_deep(path, depth))  # before Python's parser recurses into it
         if not frames and not order:
             order = _first_keys(piece)
-        df = read_ndjson_complete(piece)
         if df is not None:
             flat, was_nested = _unnested(df)
         else:
@@ -132,6 +141,32 @@ def _jsonl_chunked(path: Path, source: str) -> Run | None:
     return _records_frame(
         df.rechunk(), source, _line_warnings(source, cut, bad), _fmt(nested), order
     )
+
+
+def _refuse_deep(df: Any, path: Path) -> None:
+    """A file polars read, refused as `_check_depth` refuses it when its values nest deeper
+    than MAX_JSON_DEPTH. polars parses within its own bound (1,024 levels) and fails past it;
+    what it read nests as deep as its schema, so the walk over the text is made only when the
+    schema is that deep (the walk counts the brackets of strings too: it says how deep)."""
+    if _record_depth(df.schema) > MAX_JSON_DEPTH:
+        _check_depth(path, per_line=True)
+
+
+def _record_depth(schema: Any) -> int:
+    """How deep a record of `schema` nests as JSON: 1 for flat values, +1 per struct or list."""
+    pl = lazy.polars
+
+    deepest = 1
+    todo = [(dtype, 2) for dtype in schema.values()]
+    while todo:  # not recursive: a schema may be as deep as polars parses
+        dtype, level = todo.pop()
+        if isinstance(dtype, pl.Struct):
+            deepest = max(deepest, level)
+            todo += [(f.dtype, level + 1) for f in dtype.fields]
+        elif isinstance(dtype, pl.List | pl.Array):
+            deepest = max(deepest, level)
+            todo.append((dtype.inner, level + 1))
+    return deepest
 
 
 def _line_warnings(source: str, cut: int | None, bad: list[int]) -> list[str]:
@@ -274,10 +309,11 @@ def _null_keys(data: Any, chunk: int = 1 << 22) -> dict[str, int] | None:
     JSON); None when a hit is not plainly one (an escaped key, `:null` inside a string):
     the caller then re-reads in full.
 
-    In pieces of whole lines (views of one array: the text is not copied). A piece's `:null`
-    are found from its colons; the key of the first is read back to its opening quote, every
-    hit whose bytes before it are that same `"key"` is counted at once, and so on with the
-    next hit not yet counted (a log has few keys that are ever null)."""
+    In pieces of whole lines (views of one array: the text is not copied). A piece's `null`
+    words are found as 4-byte words (below), those right after a `:` or `: ` are the hits; the
+    key of the first is read back to its opening quote, every hit whose bytes before it are
+    that same `"key"` is counted at once, and so on with the next hit not yet counted (a log
+    has few keys that are ever null)."""
     np = lazy.numpy
     text = np.frombuffer(data, dtype=np.uint8)
     after, before = np.frombuffer(_AFTER_VALUE, np.uint8), np.frombuffer(_BEFORE_KEY, np.uint8)
@@ -290,13 +326,12 @@ def _null_keys(data: Any, chunk: int = 1 << 22) -> dict[str, int] | None:
             end = cut + 1 if cut >= at else (data.find(b"\n", end) + 1 or size)
         part, base, at = text[at:end], at, end
         real = len(part)
-        c = np.flatnonzero(part == 58)  # ':'
-        c = c[c + 4 < real]
-        ahead = c + 1 + (part[c + 1] == 32)  # where the 'n' of `:null` / `: null` would be
-        c, ahead = c[ahead + 3 < real], ahead[ahead + 3 < real]
-        null = (part[ahead] == 110) & (part[ahead + 1] == 117) & (part[ahead + 2] == 108)
-        null &= part[ahead + 3] == 108
-        hit, stop = c[null], ahead[null] + 4
+        word = _null_words(text, base, end) - base
+        word = word[word >= 2]  # room for `:` or `: ` before it (a line starts with `{`)
+        colon = part[word - 1] == 58
+        spaced = ~colon & (part[word - 1] == 32) & (part[word - 2] == 58)
+        hit = np.where(colon, word - 1, word - 2)[colon | spaced]
+        stop = word[colon | spaced] + 4
         if not len(hit):
             continue
         if not np.all((stop >= real) | np.isin(part[np.minimum(stop, real - 1)], after)):
@@ -324,6 +359,41 @@ def _null_keys(data: Any, chunk: int = 1 << 22) -> dict[str, int] | None:
             out[key] = out.get(key, 0) + int(np.count_nonzero(ok))
             hit = hit[~ok]
     return {k.decode("utf-8", "replace"): n for k, n in out.items()}
+
+
+# the word `null` read as 2-byte words: it holds `ll` at an even place, or `ul`
+_LL, _UL = int.from_bytes(b"ll", "little"), int.from_bytes(b"ul", "little")
+
+
+def _null_words(text: Any, start: int, end: int, block: int = 1 << 18) -> Any:
+    """Where the word `null` starts in text[start:end] (a uint8 array), ascending, as indices
+    of `text`. Read as 2-byte words from an even index, a `null` holds `ll` (starting at an
+    even index) or `ul` (at an odd one): two comparisons of half as many words find every
+    candidate, instead of testing each byte for a `:` and then the bytes after each colon
+    (a metrics line holds a colon every ~30 bytes, a null rarely). In blocks that stay in
+    the cache."""
+    np = lazy.numpy
+
+    found = []
+    ll, ul = np.empty(block // 2, dtype=bool), np.empty(block // 2, dtype=bool)
+    for at in range(start - (start & 1), end, block):
+        n = (min(at + block, end) - at) // 2
+        words = text[at : at + 2 * n].view("<u2")
+        pair, other = ll[:n], ul[:n]
+        np.equal(words, _LL, out=pair)
+        np.equal(words, _UL, out=other)
+        np.logical_or(pair, other, out=pair)
+        hit = np.flatnonzero(pair)
+        if len(hit):
+            found.append(hit * 2 + at)
+    if not found:
+        return np.empty(0, dtype=np.intp)
+    pair_at = np.concatenate(found)
+    word = np.where(text[pair_at] == 108, pair_at - 2, pair_at - 1)  # `ll`, else `ul`
+    word = word[(word >= start) & (word + 4 <= end)]
+    null = (text[word] == 110) & (text[word + 1] == 117)
+    null &= (text[word + 2] == 108) & (text[word + 3] == 108)
+    return word[null]
 
 
 def _names(df: Any) -> set[str]:
