@@ -16,7 +16,6 @@ from typing import Any
 from advisor import lazy
 from advisor.ingest import MAX_JSON_DEPTH, _check_depth, _too_deep, json_depth
 from advisor.ingest import hints as hint_map
-from advisor.ingest.console import iter_lines
 from advisor.ingest.frame import build_run, flatten_keys
 from advisor.types import InputError, Run, RunEnding
 
@@ -348,12 +347,11 @@ def _null_keys(data: Any, chunk: int = 1 << 22) -> dict[str, int] | None:
                 return None  # an escape inside the key
             n = len(key)
             ok = hit >= n + 3
-            sub = hit[ok]
-            ok[ok] = (
-                (part[sub[:, None] - 1 - n + np.arange(n)] == np.frombuffer(key, np.uint8)).all(1)
-                & (part[sub - 2 - n] == 34)
-                & np.isin(part[sub - 3 - n], before)
-            )
+            sub = hit[ok] - 1 - n  # where each hit's key would start
+            same = (part[sub - 1] == 34) & np.isin(part[sub - 2], before)
+            for i, byte in enumerate(key):  # a byte at a time: no index array of hits x n
+                same &= part[sub + i] == byte
+            ok[ok] = same
             if not ok[0]:
                 return None  # (cannot be: the first hit is this key's)
             out[key] = out.get(key, 0) + int(np.count_nonzero(ok))
@@ -447,6 +445,9 @@ def _cells(df: Any) -> int:
 
 
 def _jsonl_python(path: Path, source: str) -> tuple[Any, list[str], str]:
+    # the console reader (its patterns, ~10 ms to import) only when polars refused the file
+    from advisor.ingest.console import iter_lines
+
     pl = lazy.polars
 
     records, bad, cut, nested = _parse_lines(iter_lines(path))
