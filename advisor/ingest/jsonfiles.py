@@ -56,11 +56,11 @@ def read_jsonl(path: Path, source: str) -> Run:
     elif size > 0:
         # mapped, not read: polars reads the file itself, the text is only scanned here
         with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            body: Any = mm
             if mm[:3] == b"\xef\xbb\xbf":  # a byte order mark: polars reads the text after it
                 body = mm[3:]  # a copy of the file: made once, for both
                 df = read_ndjson_complete(body)
             else:
-                body = mm
                 df = read_ndjson_complete(mm, path=path)
             if df is not None:
                 _refuse_deep(df, path)
@@ -368,8 +368,8 @@ def _null_words(text: Any, start: int, end: int, block: int = 1 << 18) -> Any:
     of `text`. Read as 2-byte words from an even index, a `null` holds `ll` (starting at an
     even index) or `ul` (at an odd one): two comparisons of half as many words find every
     candidate, instead of testing each byte for a `:` and then the bytes after each colon
-    (a metrics line holds a colon every ~30 bytes, a null rarely). In blocks that stay in
-    the cache."""
+    (a metrics line holds a colon every ~30 bytes, a null rarely). In blocks (an even
+    count of bytes) that stay in the cache."""
     np = lazy.numpy
 
     found = []

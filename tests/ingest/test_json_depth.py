@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from advisor import ingest
-from advisor.ingest import MAX_JSON_DEPTH, _check_depth, json_depth
+from advisor.ingest import MAX_JSON_DEPTH, _check_depth, json_depth, jsonfiles, load_run
 from advisor.types import InputError
 
 
@@ -56,3 +58,62 @@ def test_deep_file_refused_read_in_pieces(tmp_path: Path) -> None:
     ok = tmp_path / "ok.jsonl"
     ok.write_bytes(b'{"step": 1, "data": {"a": 1}}\n' * 1000)
     _check_depth(ok, per_line=True, chunk=64)
+
+
+def _walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Records each depth walk over a file (its depth) made while reading."""
+    walks: list[int] = []
+    real = ingest._depth_of
+
+    def spy(blocks: Any, per_line: bool) -> int:
+        walks.append(real(blocks, per_line))
+        return walks[-1]
+
+    monkeypatch.setattr(ingest, "_depth_of", spy)
+    return walks
+
+
+def _deep_lines(depth: int, late: bool) -> bytes:
+    deep = b'{"step": 1, "x": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}\n"
+    rows = b"".join(b'{"step": %d, "r": 1.0}\n' % s for s in range(2, 302))
+    return rows + deep if late else deep + rows
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "pieces"])
+@pytest.mark.parametrize("late", [False, True], ids=["first-line", "after-inference"])
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 1500, 50_000])
+def test_a_deep_jsonl_file_is_refused_with_its_depth(
+    depth: int, late: bool, stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # within polars' own bound (1,024 levels) polars reads it and its schema is that deep;
+    # past it polars refuses the file and the walk runs before the Python parser would
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(_deep_lines(depth, late))
+    if stream:
+        monkeypatch.setattr(jsonfiles, "STREAM_ABOVE", 0)
+        monkeypatch.setattr(jsonfiles, "CHUNK", 4096)
+    with pytest.raises(InputError, match=f"nested {depth} levels deep"):
+        load_run(path)
+
+
+def test_a_jsonl_file_polars_reads_is_not_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    walks = _walks(monkeypatch)
+    path = tmp_path / "m.jsonl"
+    rows = [{"step": s, "data": {"a": s / 10, "b": [[1, 2], [3]]}} for s in range(1, 300)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert load_run(path).frame.height == 299
+    assert walks == []
+    # a NaN token: polars refuses the file, the walk runs before Python parses its lines
+    path.write_text(path.read_text().replace('"a": 0.1,', '"a": NaN,'), encoding="utf-8")
+    assert load_run(path).frame.height == 299
+    assert walks == [4]
+
+
+def test_brackets_inside_strings_do_not_refuse_a_jsonl_file(tmp_path: Path) -> None:
+    # the depth is that of the values polars read, not a count of the text's brackets
+    path = tmp_path / "m.jsonl"
+    rows = [{"step": s, "r": 0.5, "note": "[" * 300} for s in range(1, 50)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert load_run(path).frame["r"].to_list() == [0.5] * 49

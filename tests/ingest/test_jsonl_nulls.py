@@ -5,13 +5,15 @@ appears after the schema-inference rows included."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 
-from advisor.ingest import load_run
+from advisor.ingest import jsonfiles, load_run
 
 
 def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -86,3 +88,25 @@ def test_null_tokens_inside_strings_do_not_fool_the_count(
     n, columns = _reads(path, monkeypatch)
     assert "late/value" in columns
     assert n == 2
+
+
+def _every_null(text: bytes, start: int, end: int) -> list[int]:
+    found, at = [], text.find(b"null", start)
+    while at >= 0 and at + 4 <= end:
+        found.append(at)
+        at = text.find(b"null", at + 1)
+    return found
+
+
+@pytest.mark.parametrize("block", [2, 6, 64, 1 << 18])
+def test_null_words_finds_every_null_as_a_search_does(block: int) -> None:
+    # at even and odd places, next to `ll`/`ul` look-alikes, across block edges, at the ends
+    rng = random.Random(block)
+    alphabet = [b"null", b"nul", b"ull", b"ll", b"ul", b"n", b"u", b"l", b":", b" ", b'"', b"x"]
+    for _ in range(300):
+        text = b"".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 60)))
+        array = np.frombuffer(text, dtype=np.uint8)
+        start = rng.randrange(0, len(text) + 1)
+        end = rng.randrange(start, len(text) + 1)
+        got = jsonfiles._null_words(array, start, end, block).tolist()
+        assert got == _every_null(text, start, end), (text, start, end)
