@@ -104,7 +104,8 @@ def _train_mask(df: pl.DataFrame) -> np.ndarray:
     ]
     if not train_cols:
         return np.ones(df.height, dtype=bool)
-    return df.select(pl.any_horizontal(pl.col(train_cols).is_not_null())).to_series().to_numpy()
+    mask = df.select_seq(pl.any_horizontal(pl.col(train_cols).is_not_null())).to_series()
+    return mask.to_numpy()
 
 
 def _restarts(df: pl.DataFrame) -> tuple[np.ndarray, list[str]]:
@@ -159,21 +160,23 @@ def dedupe(df: pl.DataFrame, sequential: bool = True) -> tuple[pl.DataFrame, lis
     """One row per step, sorted. In a log (`sequential`: rows in the order they were written) a
     later attempt replaces an earlier one from its first step on; in a table, a repeated step
     keeps its last row. Never an average; a validation row merges into its step's row."""
+    np = lazy.numpy
     pl = lazy.polars
 
     if df["step"].null_count():
         df = df.filter(pl.col("step").is_not_null())
     warnings: list[str] = []
-    far = df.filter(pl.col("step").abs() > MAX_STEP)["step"] if df.height else None
-    if far is not None and len(far):
+    steps = df["step"].to_numpy()  # the one column, as an array: no plan run over the frame
+    far = np.abs(steps) > MAX_STEP
+    if far.any():
         # a step no training run reaches (a corrupt line, a counter of something else): every
         # step-indexed computation downstream (saved checkpoints, cadences) would be that long
-        df = df.filter(pl.col("step").abs() <= MAX_STEP)
+        df = df.filter(pl.Series(~far))
         warnings.append(
-            f"{len(far)} row(s) with a step beyond {MAX_STEP:,} (e.g. {far[0]}) dropped: "
-            "expected training steps"
+            f"{int(far.sum())} row(s) with a step beyond {MAX_STEP:,} (e.g. {steps[far][0]}) "
+            "dropped: expected training steps"
         )
-    steps = df["step"].to_numpy()
+        steps = steps[~far]
     if df.height == 0 or bool((steps[1:] > steps[:-1]).all()):  # strictly increasing
         return df, warnings
     if sequential:
@@ -257,7 +260,8 @@ def add_canonical(df: pl.DataFrame, skip: set[str] | None = None) -> pl.DataFram
     # compute the few canonical columns, then glue the originals on (no copy of 150 columns;
     # taken by name, cheaper than 150 select expressions)
     originals = df[rest] if rest else df.select()
-    return pl.concat([df.select("step", *canon), originals], how="horizontal")
+    # one expression after the other: a few columns, not worth waking polars' thread pool
+    return pl.concat([df.select_seq("step", *canon), originals], how="horizontal")
 
 
 def build_run(
@@ -304,19 +308,20 @@ def build_run(
 def _training_steps(df: pl.DataFrame) -> tuple[int, int, int] | None:
     """(count, first, last) of the rows that hold a training metric, when some rows hold only
     an evaluation (see names.is_training_record); None when every row is a training step."""
+    np = lazy.numpy
     pl = lazy.polars
 
     if not any(names.is_eval_key(c) for c in df.columns):
         return None  # no evaluation: every row is a step
     cols = [c for c in df.columns if names.is_training_key(c)]
-    if not cols:
-        return None
-    train = df.select(pl.any_horizontal(pl.col(cols).is_not_null())).to_series()
-    n = int(train.sum())
+    if not cols or any(df[c].null_count() == 0 for c in cols):
+        return None  # (a training metric in every row: every row is a step)
+    train = df.select_seq(pl.any_horizontal(pl.col(cols).is_not_null())).to_series().to_numpy()
+    n = int(np.count_nonzero(train))
     if n in (0, df.height):
         return None
-    steps = df["step"].filter(train)
-    return n, int(steps.min()), int(steps.max())  # type: ignore[arg-type]
+    steps = df["step"].to_numpy()[train]
+    return n, int(steps.min()), int(steps.max())
 
 
 def _lr_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:
@@ -325,11 +330,12 @@ def _lr_hint(df: pl.DataFrame, hints: dict[str, Any]) -> None:
     The online Advisor derives it the same way (`peak_lr_hint`)."""
     if "learning_rate" in hints or "lr" not in df.columns:
         return
-    col = df["lr"].drop_nulls().drop_nans()
-    col = col.filter(col.is_finite() & (col > 0))
-    peak = col.max() if col.len() > 0 else None
-    if isinstance(peak, int | float):
-        hints["learning_rate"] = peak_lr_hint(float(peak))
+    np = lazy.numpy
+
+    lr = df["lr"].to_numpy()  # Float64 (a canonical column): a null is NaN here
+    lr = lr[np.isfinite(lr) & (lr > 0)]
+    if len(lr):
+        hints["learning_rate"] = peak_lr_hint(float(lr.max()))
 
 
 # The longest response of each step, as verl and TRL log it.
