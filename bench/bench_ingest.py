@@ -9,14 +9,24 @@ of 100,000 steps. Prints, for wall time and for the process's CPU time (all thre
 machine the steadier of the two), the median of each reader and the median per-pair ratio to
 `polars.read_ndjson` on the flat JSONL (target: <= 1.5x); for Parquet the time (target: < 0.5 s)
 and what `load_run` adds on top of `polars.read_parquet`.
+
+`--fresh` instead reads, in fresh processes taken in turn, the files of bench_scale.py (verl
+file-logger JSONL as polars writes it: 2,000 x 150, and 500 x 14 as diagnose_many's runs; with
+`--big` also 200,000 x 30) and prints the median CPU of `polars.read_ndjson(F)` (the floor,
+after `import polars`) beside that of what `rl-advisor diagnose` does to read the run
+(`api._with_run_file(F, api.load_run(F))`, after the command's imports), as bench_phases.py
+measures them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -105,13 +115,76 @@ def _flag(ratio: float, target: float = 1.5) -> str:
     return "ok" if ratio <= target else f"SLOW (target <= {target}x)"
 
 
+FRESH_FLOOR = """
+import sys, time
+import polars
+t = time.process_time()
+polars.read_ndjson(sys.argv[1])
+print(time.process_time() - t)
+"""
+
+FRESH_READ = """
+import gc, os, sys, time
+from pathlib import Path
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+gc.disable()  # as the command runs
+import advisor.cli.diagnose_core
+import polars
+from advisor import api, lazy
+lazy.engine  # imported before the read, as bench_phases.py does
+metrics = Path(sys.argv[1])
+t = time.process_time()
+api._with_run_file(metrics, api.load_run(metrics))
+print(time.process_time() - t)
+"""
+
+
+def _fresh_cpu(code: str, path: Path) -> float:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, check=True
+    )
+    return float(out.stdout.split()[-1])
+
+
+def fresh_reads(big: bool, rounds: int) -> None:
+    """The floor's read and ours, each in a fresh process, in turn (see the module doc)."""
+    from bench_diagnose import CORE, write_run
+    from bench_scale import write_verl_jsonl
+
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        files = [("2,000 x 150", write_verl_jsonl(d / "h2k.jsonl", 2000, 150))]
+        write_run(d / "r500.jsonl", 500, len(CORE) + 2, seed=100, eval_every=25)
+        files.append(("500 x 14", d / "r500.jsonl"))
+        if big:
+            files.append(("200,000 x 30", write_verl_jsonl(d / "b30.jsonl", 200_000, 30)))
+        print(f"fresh processes, median CPU of {rounds} rounds (ms): floor read_ndjson, ours")
+        for name, path in files:
+            floor, ours = [], []
+            for _ in range(rounds):
+                floor.append(_fresh_cpu(FRESH_FLOOR, path))
+                ours.append(_fresh_cpu(FRESH_READ, path))
+            f, o = statistics.median(floor) * 1e3, statistics.median(ours) * 1e3
+            size = path.stat().st_size / 1e6
+            print(
+                f"  {name:<13} {size:7.1f} MB   floor {f:8.1f}   read the run {o:8.1f}"
+                f"   {o / f:4.2f}x the floor"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--metrics", type=int, default=150)
     ap.add_argument("--parquet-steps", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--fresh", action="store_true", help="fresh-process reads beside the floor")
+    ap.add_argument("--big", action="store_true", help="with --fresh: also 200,000 x 30")
     args = ap.parse_args()
+    if args.fresh:
+        fresh_reads(args.big, args.repeat)
+        return
 
     import polars as pl
 
