@@ -141,9 +141,10 @@ print(time.process_time() - t)
 
 def _fresh_cpu(code: str, path: Path) -> float:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, check=True
-    )
+    # run beside the file: `-c` puts the working directory first on sys.path, and a checkout
+    # there would be imported instead of the rl-advisor installed (or on PYTHONPATH)
+    cmd = [sys.executable, "-c", code, str(path)]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True, cwd=path.parent)
     return float(out.stdout.split()[-1])
 
 
