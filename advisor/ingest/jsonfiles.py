@@ -77,26 +77,24 @@ def read_jsonl(path: Path, source: str) -> Run:
 
 def _pieces(path: Path, chunk: int = CHUNK) -> Any:
     """(lines before, text) of `path` in pieces of about `chunk` bytes, each ending at a line end
-    (the last one may not); a UTF-8 byte order mark is dropped."""
-    before, carry = 0, b""
+    (the last one may not); a UTF-8 byte order mark is dropped. Where a piece ends is found
+    first (the line end at or after `chunk` bytes on), then the piece is read as it is: one
+    read and no copy of it (no partial line carried into the next piece)."""
+    before = 0
     with path.open("rb") as fh:
+        start = 3 if fh.read(3) == b"\xef\xbb\xbf" else 0
         while True:
-            block = fh.read(chunk)
-            if not block:
+            fh.seek(start + chunk - 1)
+            end = start + chunk - 1 + len(fh.readline())  # through the line end there
+            fh.seek(start)
+            piece = fh.read(end - start)
+            if not piece:
                 break
-            if not before and not carry and block.startswith(b"\xef\xbb\xbf"):
-                block = block[3:]
-            cut = block.rfind(b"\n")
-            if cut < 0:
-                carry += block
-                continue
-            piece = carry + block[: cut + 1] if carry else block[: cut + 1]
-            carry = block[cut + 1 :]
-            del block
+            lines = _count_byte(piece, 10)
             yield before, piece
-            before += piece.count(b"\n")
-    if carry:
-        yield before, carry
+            del piece
+            before += lines
+            start = end
 
 
 def _jsonl_chunked(path: Path, source: str) -> Run | None:
@@ -412,7 +410,12 @@ def _names(df: Any) -> set[str]:
     return out
 
 
-def _count_colons(data: Any, chunk: int = 1 << 18) -> int:
+def _count_colons(data: Any) -> int:
+    return _count_byte(data, ord(":"))
+
+
+def _count_byte(data: Any, byte: int, chunk: int = 1 << 18) -> int:
+    """How many times `byte` occurs in `data` (several times faster than bytes.count)."""
     np = lazy.numpy
 
     text = np.frombuffer(data, dtype=np.uint8)
@@ -421,7 +424,7 @@ def _count_colons(data: Any, chunk: int = 1 << 18) -> int:
     for at in range(0, len(text), chunk):  # in pieces that stay in the cache
         part = text[at : at + chunk]
         out = hit[: len(part)]
-        np.equal(part, ord(":"), out=out)
+        np.equal(part, byte, out=out)
         n += int(np.count_nonzero(out))
     return n
 
