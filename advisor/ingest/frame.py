@@ -160,14 +160,13 @@ def dedupe(df: pl.DataFrame, sequential: bool = True) -> tuple[pl.DataFrame, lis
     """One row per step, sorted. In a log (`sequential`: rows in the order they were written) a
     later attempt replaces an earlier one from its first step on; in a table, a repeated step
     keeps its last row. Never an average; a validation row merges into its step's row."""
-    np = lazy.numpy
     pl = lazy.polars
 
     if df["step"].null_count():
         df = df.filter(pl.col("step").is_not_null())
     warnings: list[str] = []
     steps = df["step"].to_numpy()  # the one column, as an array: no plan run over the frame
-    far = np.abs(steps) > MAX_STEP
+    far = (steps > MAX_STEP) | (steps < -MAX_STEP)
     if far.any():
         # a step no training run reaches (a corrupt line, a counter of something else): every
         # step-indexed computation downstream (saved checkpoints, cadences) would be that long

@@ -47,7 +47,7 @@ CHUNK = 64 << 20
 def read_jsonl(path: Path, source: str) -> Run:
     """polars first (fast); the Python fallback copes with NaN tokens, junk and a cut last line."""
 
-    df, order = None, []
+    df, order, walked = None, [], False
     size = path.stat().st_size
     if size > STREAM_ABOVE:
         got = _jsonl_chunked(path, source)
@@ -64,11 +64,15 @@ def read_jsonl(path: Path, source: str) -> Run:
                 df = read_ndjson_complete(mm, path=path)
             if df is not None:
                 _refuse_deep(df, path)
-                order = _first_keys(body)
+            else:  # before Python's parser recurses into the lines (the first one next)
+                _check_depth(path, per_line=True)
+                walked = True
+            order = _first_keys(body)
             del body
     warnings: list[str] = []
     if df is None:
-        _check_depth(path, per_line=True)  # before Python's parser recurses into the lines
+        if not walked:
+            _check_depth(path, per_line=True)  # before Python's parser recurses into the lines
         df, warnings, fmt = _jsonl_python(path, source)
     else:
         fmt = "jsonl"
@@ -311,7 +315,7 @@ def _null_keys(data: Any, chunk: int = 1 << 22) -> dict[str, int] | None:
     the caller then re-reads in full.
 
     In pieces of whole lines (views of one array: the text is not copied). A piece's `null`
-    words are found as 4-byte words (below), those right after a `:` or `: ` are the hits; the
+    words are found as 2-byte words (_null_words), those after a `:` or `: ` are the hits; the
     key of the first is read back to its opening quote, every hit whose bytes before it are
     that same `"key"` is counted at once, and so on with the next hit not yet counted (a log
     has few keys that are ever null)."""
