@@ -5,6 +5,7 @@ pieces cut at every kind of place (tiny pieces)."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,22 @@ def test_awkward_files_in_pieces(
 ) -> None:
     for path in _awkward(tmp_path).values():
         _same(path, monkeypatch, chunk)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5, 64, 1 << 20])
+def test_pieces_end_at_line_ends_and_count_the_lines_before(tmp_path: Path, chunk: int) -> None:
+    rng = random.Random(chunk)
+    for bom in (b"", b"\xef\xbb\xbf"):
+        for _ in range(40):
+            lines = [b"x" * rng.randrange(0, 30) for _ in range(rng.randrange(0, 12))]
+            text = b"\n".join(lines) + rng.choice([b"", b"\n"])
+            path = tmp_path / "t.jsonl"
+            path.write_bytes(bom + text)
+            pieces = list(jsonfiles._pieces(path, chunk))
+            assert b"".join(p for _, p in pieces) == text
+            assert all(p.endswith(b"\n") for _, p in pieces[:-1])
+            assert all(p for _, p in pieces)
+            assert all(len(p) >= chunk for _, p in pieces[:-1])  # no more pieces than needed
+            assert [n for n, _ in pieces] == [
+                sum(p.count(b"\n") for _, p in pieces[:i]) for i in range(len(pieces))
+            ]
