@@ -374,7 +374,7 @@ def assemble(
         speaker=speaker,
         facts=facts,
     )
-    info = run.info().model_copy(update={"framework": framework})
+    info = dataclasses.replace(run.info(), framework=framework)
     save_hp, save_notes = _save_settings(hp, origin or {})
     # Only a run that completed saved at its last step; a crash or a cut log did not (or may not).
     completed = info.ending is not None and info.ending.kind == "completed"
@@ -397,7 +397,7 @@ def assemble(
         assumed_parameters=sorted(k for k in hp if (origin or {}).get(k, "default") == "default"),
         findings=said.findings,
         config_findings=[  # said in the run's framework's names, as the findings are
-            c.model_copy(update={"message": speaker.text(c.message)})
+            dataclasses.replace(c, message=speaker.text(c.message))
             for c in config_findings
             if c.id.upper() not in silenced | estimator_skips
         ],
@@ -430,16 +430,14 @@ def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping
         extra = concrete_fallback(fid, dict(facts)) if fid else None
         if extra:
             advice = advice.rstrip().rstrip(".") + ". " + extra
-        return a.model_copy(
-            update={"advice": advice, "changes": [speaker.said(c) for c in a.changes]}
-        )
+        return dataclasses.replace(a, advice=advice, changes=[speaker.said(c) for c in a.changes])
 
     findings = []
     for f in planned.findings:
         fb_id = f.id if f.action is not None and f.action.kind == "fallback" else None
         findings.append(
-            f.model_copy(
-                update={"action": action(f.action, fb_id), "fallback": action(f.fallback, f.id)}
+            dataclasses.replace(
+                f, action=action(f.action, fb_id), fallback=action(f.fallback, f.id)
             )
         )
     patch = planned.patch
@@ -457,16 +455,15 @@ def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping
             "new value is computed from it, so check it before resubmitting."
             for p in assumed
         ]
-        patch = patch.model_copy(
-            update={
-                "changes": changes,
-                "hyper_parameters": known,
-                "notes": notes,
-                "assumed": assumed,
-                "framework": speaker.framework,
-                "settings": speaker.settings(changes) if speaker.native else {},
-                "override": speaker.override_line(changes) if speaker.native else None,
-            }
+        patch = dataclasses.replace(
+            patch,
+            changes=changes,
+            hyper_parameters=known,
+            notes=notes,
+            assumed=assumed,
+            framework=speaker.framework,
+            settings=speaker.settings(changes) if speaker.native else {},
+            override=speaker.override_line(changes) if speaker.native else None,
         )
     return SimpleNamespace(findings=findings, patch=patch)
 

@@ -35,7 +35,7 @@ import advisor.api
 cold = "advisor.engine" not in sys.modules
 try:
     out = advisor.api.diagnose(sys.argv[1], sys.argv[1].rsplit("/", 1)[0] + "/job.yaml")
-    got = out.model_dump(mode="json")
+    got = out.to_dict()
 except Exception as err:
     got = {"raised": type(err).__name__, "message": str(err)}
 print(json.dumps({"cold": cold, "readers": readers, "got": got}))
@@ -59,7 +59,7 @@ def test_a_fresh_process_reads_on_a_second_thread_and_diagnoses_the_same() -> No
     fresh = _fresh(RUN)
     assert fresh["cold"]
     assert fresh["readers"] == ["rl-advisor-read"]
-    here = advisor.api.diagnose(RUN, RUN.parent / "job.yaml").model_dump(mode="json")
+    here = advisor.api.diagnose(RUN, RUN.parent / "job.yaml").to_dict()
     assert fresh["got"] == here
     assert here["findings"]  # a run with something to find: the comparison is not empty
 
