@@ -13,15 +13,12 @@ import dataclasses
 import difflib
 import json
 import math
-import multiprocessing
 import os
 import sys
 import tempfile
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -672,11 +669,11 @@ def diagnose_many(
     n = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     if n == 1:
         return _in_process(jobs)
-    ctx = multiprocessing.get_context("spawn")
+    ctx = lazy.multiprocessing.get_context("spawn")
     chunk = max(1, math.ceil(len(jobs) / (n * 8)))
     try:
-        with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker) as pool:
+        with lazy.pool.ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker) as pool:
             return list(pool.map(_one, jobs, chunksize=chunk))
-    except BrokenProcessPool:
+    except lazy.pool.BrokenProcessPool:
         # A spawned worker cannot re-import a `__main__` read from stdin; run here instead.
         return _in_process(jobs)

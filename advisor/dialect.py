@@ -28,7 +28,7 @@ FRAMEWORKS: tuple[str, ...] = ("platform", "trl", "verl", "openrlhf")
 
 # ----------------------------------------------------------------------------- schema
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Case(_Strict):

@@ -13,7 +13,8 @@ dialect modules cost ~5 ms each). These are the exceptions, with what importing 
 | `jinja2` | ~15 ms | the Markdown templates (report, `validate`, `rules`; not `--format json`) |
 | `remedy` | the engine's (it imports the engine's action specs) | the advice, after judging |
 | `typer` | ~25 ms (click and the CLI framework) | every command but a plain `diagnose` call |
-| `api`, `report` | ~50 ms (the batch path and its pool, the report) | the online report |
+| `api`, `report` | ~50 ms (the batch path, the report) | the online report |
+| `multiprocessing`, `pool` | ~15 ms (`concurrent.futures.process`) | `diagnose_many`'s workers |
 
 `import advisor` and the online Advisor's import import none of them; `rl-advisor validate`
 imports jinja2 alone.
@@ -29,6 +30,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import concurrent.futures.process as pool
+    import multiprocessing
+
     import jinja2
     import numpy
     import polars
@@ -36,7 +40,18 @@ if TYPE_CHECKING:
 
     from advisor import api, engine, remedy, report
 
-__all__ = ["api", "engine", "jinja2", "numpy", "polars", "remedy", "report", "typer"]
+__all__ = [
+    "api",
+    "engine",
+    "jinja2",
+    "multiprocessing",
+    "numpy",
+    "polars",
+    "pool",
+    "remedy",
+    "report",
+    "typer",
+]
 
 _MODULES = {
     "api": "advisor.api",
@@ -47,6 +62,8 @@ _MODULES = {
     "numpy": "numpy",
     "jinja2": "jinja2",
     "typer": "typer",
+    "multiprocessing": "multiprocessing",
+    "pool": "concurrent.futures.process",
 }
 
 

@@ -104,10 +104,22 @@ class _Data:
     """The per-run results: plain data (slotted dataclasses), built by the engine, the remedy
     and the assembler from values of their declared types, so never validated. `to_dict()` is
     the contract's data (`from` for `from_`), `to_json()` its text; `dataclasses.replace`
-    copies one with some fields changed."""
+    copies one with some fields changed. Equality and repr are the dataclass ones, defined
+    once here (generating them per class costs a third of this module's import)."""
 
     __slots__ = ()
     _HIDDEN: ClassVar[frozenset[str]] = frozenset()  # fields kept out of the JSON
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        names = _all_fields(type(self))
+        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in _all_fields(type(self)))
+        return f"{type(self).__name__}({shown})"
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract's data: `from` for `from_`, enums as their values, tuples and
@@ -124,14 +136,22 @@ class _Data:
 
 _WIRE = {"from_": "from"}  # Python names that are keywords -> the contract's names
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_ALL_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _all_fields(cls: type) -> tuple[str, ...]:
+    names = _ALL_FIELDS.get(cls)
+    if names is None:
+        names = _ALL_FIELDS[cls] = tuple(f.name for f in fields(cls))
+    return names
 
 
 def _fields(cls: type) -> tuple[str, ...]:
+    """The fields the JSON carries."""
     names = _FIELDS.get(cls)
     if names is None:
         hidden: frozenset[str] = getattr(cls, "_HIDDEN", frozenset())
-        names = tuple(f.name for f in fields(cls) if f.name not in hidden)
-        _FIELDS[cls] = names
+        names = _FIELDS[cls] = tuple(n for n in _all_fields(cls) if n not in hidden)
     return names
 
 
@@ -258,7 +278,7 @@ def _write_flat(value: Any, out: list[str]) -> None:
 
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class Evidence(_Data):
     """What one detector saw on one metric."""
 
@@ -270,7 +290,7 @@ class Evidence(_Data):
     summary: str  # one sentence a person can check against the curve
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class FrameworkKey(_Data):
     """A change as the run's framework names it: a TRL GRPOConfig field or a verl Hydra key,
     with the framework's own values (verl's response cap, not the guide's prompt + response)."""
@@ -282,7 +302,7 @@ class FrameworkKey(_Data):
     assumed: bool = False  # `from` was not given by the user nor shown by the run
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class Change(_Data):
     """One hyperparameter change of an action, after clamping and coupling repair."""
 
@@ -298,7 +318,7 @@ class Change(_Data):
     framework_keys: list[FrameworkKey] = field(default_factory=list)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class Action(_Data):
     kind: Literal["primary", "fallback", "advice"] = "primary"
     advice: str
@@ -306,7 +326,7 @@ class Action(_Data):
     safety: Literal["safe", "unsafe", "display_only"] = "unsafe"
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class Finding(_Data):
     """A run-time symptom rule that fired."""
 
@@ -330,7 +350,7 @@ class Finding(_Data):
     source: str = ""  # knowledge.md line or public source
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class ConfigFinding(_Data):
     """A static-rule finding about the job config itself."""
 
@@ -345,7 +365,7 @@ class ConfigFinding(_Data):
     line: int | None = None  # line of the job file the finding points at, when known
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class RunEnding(_Data):
     """How the run ended, as far as its log says."""
 
@@ -357,7 +377,7 @@ class RunEnding(_Data):
     message: str = ""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class RunInfo(_Data):
     """The `run` block of the JSON output."""
 
@@ -415,7 +435,7 @@ class Run:
         )
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class Patch(_Data):
     from_finding: str | None = None
     kind: Literal["primary", "fallback", "none"] = "none"
@@ -434,7 +454,7 @@ def _tool() -> dict[str, str]:
     return {"name": "rl-advisor", "version": ""}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class Diagnosis(_Data):
     """Everything known about one run: the only input the renderers take (JSON schema v1)."""
 

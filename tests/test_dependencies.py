@@ -67,6 +67,24 @@ def test_checking_a_job_imports_neither_numpy_nor_polars() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_a_diagnosis_starts_no_process_pool() -> None:
+    # advisor/lazy.py: multiprocessing and concurrent.futures.process are diagnose_many's
+    run = "sample_metrics/corpus/p3-step-verl-jsonl-s0003"
+    code = (
+        "import io, sys, contextlib\n"
+        "from advisor.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = main(['diagnose', '{run}/metrics.jsonl', '--config', '{run}/job.yaml',\n"
+        "                 '--format', 'json', '--fail-on', 'never'])\n"
+        "assert code == 0, code\n"
+        "pool = ('multiprocessing', 'concurrent.futures.process')\n"
+        "print(sorted(m for m in pool if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
+
+
 def test_importing_the_online_advisor_imports_no_costly_module() -> None:
     # advisor/lazy.py: a hook's import pays for neither judging nor the final report
     costly = (

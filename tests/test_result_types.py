@@ -140,3 +140,11 @@ def test_the_json_says_from_and_leaves_the_series_out() -> None:
     assert c.to_json(None).startswith('{"param":"lr","from":0.00001,"to":2e-6,')
     with pytest.raises(TypeError, match="cannot write a object"):
         dumps({"x": object()})
+
+
+def test_results_compare_by_value() -> None:
+    a = Finding(id="P1", name="n", severity=Severity.error, evidence=[])
+    assert a == replace(a) and a != replace(a, priority=1) and a != Diagnosis()
+    assert repr(a).startswith("Finding(id='P1', name='n', severity=<Severity.error")
+    with pytest.raises(TypeError):
+        hash(a)  # mutable: as a dataclass with eq
