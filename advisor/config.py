@@ -22,6 +22,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -200,6 +201,21 @@ class LoadedConfig:
 
 # ---------------------------------------------------------------------------------------------
 # Reading a file.
+
+
+@cache
+def _spec(
+    kind: Literal["int", "float", "choice", "str"],
+    low: float | None = None,
+    choices: tuple[str, ...] | None = None,
+) -> FieldSpec:
+    """The spec of one of the job's own fields (a function's timeout, a dataset's type), for
+    the walker's checks. Built without validation: its values are literals of their declared
+    types, and validating would build FieldSpec's pydantic schema in every process (the
+    rulebook's specs come validated from its cache)."""
+    return FieldSpec.model_construct(
+        type=kind, min=low, choices=list(choices) if choices is not None else None
+    )
 
 
 def _yaml(typ: str = "rt") -> Any:
@@ -748,7 +764,7 @@ class _Walker(_Pass):
         fn: dict[str, Any] = {"type": kind}
         if entity is not None:
             self.lines[id_path] = entity[1] or 0
-            fn["entity_id"] = self.value(id_path, entity[0], FieldSpec(type="str"), entity[1])
+            fn["entity_id"] = self.value(id_path, entity[0], _spec("str"), entity[1])
         if runtime is not None:
             self.lines[rt_path] = runtime[1] or 0
             fn["runtime"] = self.runtime(runtime[0], rt_path, runtime[1])
@@ -789,9 +805,9 @@ class _Walker(_Pass):
 
     def top_scalar(self, key: str, raw: Any, path: str, line: int | None) -> None:
         spec = (
-            FieldSpec(type="choice", choices=["reinforcement"])
+            _spec("choice", choices=("reinforcement",))
             if key == "mode"
-            else FieldSpec(type="str")
+            else _spec("str")
         )
         value = self.value(path, raw, spec, line)
         if value is not None:
@@ -865,10 +881,10 @@ class _Walker(_Pass):
         fn: dict[str, Any] = {}
         self.lines[path] = line or 0
         specs = {
-            "name": FieldSpec(type="str"),
-            "entity_id": FieldSpec(type="str"),
-            "timeout": FieldSpec(type="float", min=1),
-            "weight": FieldSpec(type="float", min=0),
+            "name": _spec("str"),
+            "entity_id": _spec("str"),
+            "timeout": _spec("float", 1),
+            "weight": _spec("float", 0),
         }
         for key, sub in m.items():
             key, sub_line = str(key), _line(m, key)
@@ -901,13 +917,13 @@ class _Walker(_Pass):
     def function_type(self, raw: Any, path: str, line: int | None) -> str | None:
         if isinstance(raw, str):  # FunctionType.ROLLOUT written as ROLLOUT
             raw = raw.split(".")[-1].lower()
-        return self.value(path, raw, FieldSpec(type="choice", choices=["rollout", "reward"]), line)
+        return self.value(path, raw, _spec("choice", choices=("rollout", "reward")), line)
 
     def metric_weights(self, raw: Any, path: str, line: int | None) -> dict[str, float] | None:
         m = self.mapping(raw, path, line)
         if m is None:
             return None
-        spec = FieldSpec(type="float", min=0)
+        spec = _spec("float", 0)
         clean = {str(k): self.value(f"{path}.{k}", v, spec, _line(m, k)) for k, v in m.items()}
         return {k: v for k, v in clean.items() if v is not None}
 
@@ -917,7 +933,7 @@ class _Walker(_Pass):
         for key, sub in (m or {}).items():
             key, sub_line = str(key), _line(m, key)
             if key == "classpath":
-                out[key] = self.value(f"{path}.{key}", sub, FieldSpec(type="str"), sub_line)
+                out[key] = self.value(f"{path}.{key}", sub, _spec("str"), sub_line)
                 if sub_line:
                     self.lines[f"{path}.{key}"] = sub_line
             else:
@@ -959,9 +975,9 @@ class _Walker(_Pass):
                     self.unknown(f"{ipath}.{k}", k, {a: f"{ipath}.{a}" for a in allowed}, sub_line)
                     continue
                 spec = (
-                    FieldSpec(type="choice", choices=["training", "validation"])
+                    _spec("choice", choices=("training", "validation"))
                     if k == "type"
-                    else FieldSpec(type="str")
+                    else _spec("str")
                 )
                 if k == "type" and isinstance(sub, str):  # DatasetType.TRAINING / "Training"
                     sub = sub.split(".")[-1].lower()
@@ -1079,9 +1095,9 @@ def _apply_function_set(walker: _Walker, key: str, value: Any) -> None:
         return
     if rest[0] in ("timeout", "weight", "name", "entity_id") and len(rest) == 1:
         spec = (
-            FieldSpec(type="str")
+            _spec("str")
             if rest[0] in ("name", "entity_id")
-            else FieldSpec(type="float", min=0)
+            else _spec("float", 0)
         )
         clean = walker.value(f"--set {key}", value, spec, None)
         if clean is not None:
@@ -1321,7 +1337,7 @@ def _layer_set(
         _apply_function_set(walker, name, value)
         return
     if where == "extra":
-        clean = walker.value(f"--set {key}", value, FieldSpec(type=_EXTRAS[name], min=0), None)
+        clean = walker.value(f"--set {key}", value, _spec(_EXTRAS[name], 0), None)
         if clean is not None:
             extras[name] = clean
         return
