@@ -15,18 +15,18 @@ default, so the static rules still run. Only an unreadable file is an InputError
 from __future__ import annotations
 
 import contextlib
+import copy
 import difflib
 import io
 import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from pydantic import BaseModel, ConfigDict, Field
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.util import load_yaml_guess_indent
@@ -101,18 +101,17 @@ _EXTRAS: dict[str, Literal["float", "int"]] = {
 
 
 # ---------------------------------------------------------------------------------------------
-# The pydantic model of the job (what the rest of the advisor reads).
+# The job (what the rest of the advisor reads). Plain data: the walker below is the job's
+# validator (it reports every bad value with its line and replaces it by the default), so what
+# it hands over is already of these types and is not checked a second time.
 
-
-class _Cfg(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class FcModel(_Cfg):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FcModel:
     classpath: str | None = None
 
 
-class Function(_Cfg):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Function:
     type: Literal["rollout", "reward"] | None = None
     name: str | None = None
     timeout: float | None = None
@@ -123,20 +122,23 @@ class Function(_Cfg):
     runtime: dict[str, Any] | None = None  # as given; platform defaults are in the rulebook
 
 
-class Dataset(_Cfg):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dataset:
     type: Literal["training", "validation"] | None = None
     data_source_type: str | None = None
     file_name: str | None = None
     file_id: str | None = None
 
 
-class Resources(_Cfg):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resources:
     charge_type: str | None = None
     mtu_spec_code: str | None = None
     mtu_capacity: int | None = None
 
 
-class JobConfig(_Cfg):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobConfig:
     """The platform's job, after layering; `hyper_parameters` holds all 25, defaults filled."""
 
     job_name: str | None = None
@@ -144,12 +146,40 @@ class JobConfig(_Cfg):
     model: str | None = None
     mode: Literal["reinforcement"] | None = None
     tuned_model_name: str | None = None
-    # pydantic copies a list or dict default for each instance (a default_factory=list costs a
-    # signature inspection, through the tokenizer, when the model is built)
-    datasets: list[Dataset] = []
-    functions: list[Function] = []
-    hyper_parameters: dict[str, Any] = {}
-    resources: Resources = Field(default_factory=Resources)
+    datasets: list[Dataset] = field(default_factory=list)
+    functions: list[Function] = field(default_factory=list)
+    hyper_parameters: dict[str, Any] = field(default_factory=dict)
+    resources: Resources = field(default_factory=Resources)
+
+    @classmethod
+    def of(cls, walked: Mapping[str, Any]) -> JobConfig:
+        """The job from the walker's output (checked values, nested as dicts)."""
+        top = {k: v for k, v in walked.items() if k not in ("datasets", "functions", "resources")}
+        return cls(
+            **top,
+            datasets=[Dataset(**d) for d in walked.get("datasets", ())],
+            functions=[
+                Function(**{**f, "fcmodel": FcModel(**f["fcmodel"])} if f.get("fcmodel") else f)
+                for f in walked.get("functions", ())
+            ],
+            resources=Resources(**walked.get("resources", {})),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The job as data, its unset (None) fields left out, at every level."""
+        return _given(self)
+
+
+def _given(value: Any) -> Any:
+    if isinstance(value, FcModel | Function | Dataset | Resources | JobConfig):
+        return {
+            f.name: _given(v)
+            for f in fields(value)
+            if (v := getattr(value, f.name)) is not None
+        }
+    if isinstance(value, list):
+        return [_given(v) for v in value]
+    return copy.deepcopy(value)
 
 
 @dataclass
@@ -191,7 +221,8 @@ class LoadedConfig:
 
     def merged(self) -> dict[str, Any]:
         """The merged config for --show-config: each hyperparameter with its origin."""
-        cfg = self.config.model_dump(mode="json", exclude_none=True, exclude={"hyper_parameters"})
+        cfg = self.config.to_dict()
+        del cfg["hyper_parameters"]
         cfg["hyper_parameters"] = {
             k: {"value": v, "origin": self.origin.get(k, "default")}
             for k, v in self.hyper_parameters.items()
@@ -1159,7 +1190,8 @@ def load_config(
     hp.update(taken)
     samples = _training_samples(training_samples, extras, walker.out, source, notes)
     walker.out["hyper_parameters"] = hp
-    cfg = JobConfig.model_validate(_joined_surrogates(walker.out))
+    walked = _joined_surrogates(walker.out)  # a new tree: the job shares no dict with `hp`
+    cfg = JobConfig.of(walked)
     del book
     return LoadedConfig(
         config=cfg,
@@ -1172,7 +1204,7 @@ def load_config(
         notes=notes,
         extras=extras,
         lines=lines,
-        unjudged=frozenset(walker.invalid - walker.hp.keys() - cfg.resources.model_fields_set),
+        unjudged=frozenset(walker.invalid - walker.hp.keys() - walked["resources"].keys()),
         function_paths=walker.fn_paths,
         framework=framework,
         facts=facts,
