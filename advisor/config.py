@@ -27,10 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError
-from ruamel.yaml.util import load_yaml_guess_indent
-
+from advisor import lazy
 from advisor.dialect import (
     dialects,
     framework_key_params,
@@ -250,7 +247,7 @@ def _spec(
 
 
 def _yaml(typ: str = "rt") -> Any:
-    y = YAML(typ=typ, pure=True)
+    y = lazy.yaml.YAML(typ=typ, pure=True)
     y.preserve_quotes = True
     return y
 
@@ -300,7 +297,7 @@ def read_document(path: Path) -> Any:
     _check_nesting(path, text)
     try:
         doc = _yaml().load(text)
-    except MarkedYAMLError as err:
+    except lazy.yaml.error.MarkedYAMLError as err:
         if (pydoc := _python_job(source_text)) is not None:
             return pydoc  # client.run(...) written in Python, as the guide shows it
         _json_error(path, text)  # a JSON file: JSON's own message is more precise
@@ -1614,7 +1611,7 @@ def _dump(doc: Any, text: str | None, is_json: bool) -> str:
         return json.dumps(_plain(doc), indent=2, ensure_ascii=False) + "\n"
     y = _yaml()
     if text is not None:
-        _, seq, offset = load_yaml_guess_indent(text)
+        _, seq, offset = lazy.yaml.util.load_yaml_guess_indent(text)
         y.indent(mapping=_mapping_indent(text), sequence=seq or 2, offset=offset or 0)
     y.width = 4096
     buf = io.StringIO()

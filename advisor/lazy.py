@@ -13,6 +13,7 @@ dialect modules cost ~5 ms each). These are the exceptions, with what importing 
 | `jinja2` | ~15 ms | the Markdown templates (report, `validate`, `rules`; not `--format json`) |
 | `remedy` | the engine's (it imports the engine's action specs) | the advice, after judging |
 | `typer` | ~25 ms (click and the CLI framework) | every command but a plain `diagnose` call |
+| `yaml` | ~12 ms (ruamel.yaml, pure Python) | a job file; a rulebook not yet cached |
 | `api`, `report` | ~50 ms (the batch path, the report) | the online report |
 | `multiprocessing`, `pool` | ~15 ms (`concurrent.futures.process`) | `diagnose_many`'s workers |
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     import jinja2
     import numpy
     import polars
+    import ruamel.yaml as yaml
     import typer
 
     from advisor import api, engine, remedy, report
@@ -51,6 +53,7 @@ __all__ = [
     "remedy",
     "report",
     "typer",
+    "yaml",
 ]
 
 _MODULES = {
@@ -64,6 +67,7 @@ _MODULES = {
     "typer": "typer",
     "multiprocessing": "multiprocessing",
     "pool": "concurrent.futures.process",
+    "yaml": "ruamel.yaml",
 }
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import pydantic
-from ruamel.yaml import YAML, YAMLError
 
+from advisor import lazy
 from advisor.types import InputError
 
 T = TypeVar("T")
@@ -60,8 +60,8 @@ def read_yaml_data(path: Path) -> Any:
             pass
 
     try:
-        data = YAML(typ="safe", pure=True).load(raw.decode("utf-8"))
-    except YAMLError as err:
+        data = lazy.yaml.YAML(typ="safe", pure=True).load(raw.decode("utf-8"))
+    except lazy.yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
         raise RulebookYAMLError(
