@@ -14,9 +14,7 @@ import difflib
 import json
 import math
 import os
-import sys
 import tempfile
-import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -26,8 +24,8 @@ from typing import Any, cast
 from advisor import __version__, lazy
 from advisor.config import LoadedConfig, load_config, write_patched
 from advisor.dialect import Speaker, framework_assumed, framework_of_run
-from advisor.ingest import load_run
 from advisor.ingest.frame import trl_without_kl
+from advisor.reading import Reading
 from advisor.runfacts import concrete_fallback, run_facts
 from advisor.static import check, rulebook, scale_caps, validate_job
 from advisor.types import Diagnosis, Finding, InputError, Run
@@ -185,35 +183,6 @@ def _silenced(ignore: Sequence[str]) -> set[str]:
     return ids
 
 
-def _read_while_importing(metrics: Path) -> Run:
-    """`load_run(metrics)` on a second thread while this one imports the engine (numpy).
-
-    polars' reader (Rust) releases the GIL, so in a fresh process the read runs alongside the
-    import of what judges it (Python, needed next anyway) instead of before it. polars itself
-    is imported here first: its import holds the GIL, and the read can only start once it is
-    done. What load_run raises is raised here, as it was raised."""
-    if "advisor.engine" in sys.modules:  # imported already (a batch worker): nothing to overlap
-        return load_run(metrics)
-    lazy.polars  # noqa: B018  (imported here, see above)
-
-    got: list[Any] = []  # the Run, or what load_run raised
-
-    def read() -> None:
-        try:
-            got.append(load_run(metrics))
-        except BaseException as err:  # handed to the caller's thread, raised there
-            got.append(err)
-
-    # a daemon: on an interrupt (it reaches this thread) the process does not wait for the read
-    reader = threading.Thread(target=read, name="rl-advisor-read", daemon=True)
-    reader.start()
-    lazy.engine  # noqa: B018  (imported alongside the read)
-    reader.join()
-    if isinstance(got[0], BaseException):
-        raise got[0]
-    return got[0]
-
-
 def validate(
     config: Path | str | None,
     sets: Sequence[str] = (),
@@ -246,8 +215,25 @@ def diagnose(
 
     `ignore`: finding ids to silence (e.g. ["SLOW"]); they are dropped before the remedy, so
     the patch never follows a silenced finding."""
-    silenced = _silenced(ignore)  # a typo in --ignore is an unusable call: said before any work
-    run = _with_run_file(Path(metrics), _read_while_importing(Path(metrics)))
+    _silenced(ignore)  # a typo in --ignore is an unusable call: said before any work
+    return diagnose_reading(
+        Reading(Path(metrics)), config, sets, previous, training_samples, ignore
+    )
+
+
+def diagnose_reading(
+    reading: Reading,
+    config: Path | str | None = None,
+    sets: Sequence[str] = (),
+    previous: Path | str | None = None,
+    training_samples: int | None = None,
+    ignore: Sequence[str] = (),
+) -> Diagnosis:
+    """`diagnose` of a run whose read has started (advisor.reading): the engine is imported
+    while it reads. The command starts the read before it imports this module."""
+    silenced = _silenced(ignore)
+    lazy.engine  # noqa: B018  (imported alongside the read)
+    run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
     judgement = lazy.engine.judge_run(run, job.judged_hp, origin=job.judged_origin)

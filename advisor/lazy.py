@@ -14,14 +14,15 @@ dialect modules cost ~5 ms each). These are the exceptions, with what importing 
 | `remedy` | the engine's (it imports the engine's action specs) | the advice, after judging |
 | `typer` | ~25 ms (click and the CLI framework) | every command but a plain `diagnose` call |
 | `yaml` | ~12 ms (ruamel.yaml, pure Python) | a job file; a rulebook not yet cached |
-| `api`, `report` | ~50 ms (the batch path, the report) | the online report |
+| `api`, `config` | ~150 ms (pydantic, the rulebooks' models) | a diagnosis, once its read started |
+| `report` | ~5 ms (the Markdown report) | the online report |
 | `multiprocessing`, `pool` | ~15 ms (`concurrent.futures.process`) | `diagnose_many`'s workers |
 
 `import advisor` and the online Advisor's import import none of them; `rl-advisor validate`
 imports jinja2 alone.
-A diagnosis in a fresh process reads the run on a second thread while it imports the engine
-(`api._read_while_importing`): imported at the top of `api`, the engine would be imported
-before the read instead of alongside it.
+A diagnosis in a fresh process reads the run on a second thread while it imports the API and
+the engine (`advisor.reading`): imported at the top of the command (or of `api`), they would be
+imported before the read instead of alongside it.
 """
 
 from __future__ import annotations
@@ -40,10 +41,11 @@ if TYPE_CHECKING:
     import ruamel.yaml as yaml
     import typer
 
-    from advisor import api, engine, remedy, report
+    from advisor import api, config, engine, remedy, report
 
 __all__ = [
     "api",
+    "config",
     "engine",
     "jinja2",
     "multiprocessing",
@@ -59,6 +61,7 @@ __all__ = [
 _MODULES = {
     "api": "advisor.api",
     "report": "advisor.report",
+    "config": "advisor.config",
     "engine": "advisor.engine",
     "remedy": "advisor.remedy",
     "polars": "polars",

@@ -17,8 +17,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-import pydantic
-
 from advisor import lazy
 from advisor.types import InputError
 
@@ -95,6 +93,8 @@ def load_validated(
     checked afresh. The cache is the user's own folder (as for
     the JSON cache); any failure to read or write it only costs time.
     """
+    import pydantic  # the schema module's own: imported already, as is its version
+
     raw = path.read_bytes() + b"".join(p.read_bytes() for p in also)
     source = Path(sys.modules[schema_module].__file__ or "").read_bytes()
 
