@@ -1611,12 +1611,19 @@ def _dump(doc: Any, text: str | None, is_json: bool) -> str:
         return json.dumps(_plain(doc), indent=2, ensure_ascii=False) + "\n"
     y = _yaml()
     if text is not None:
-        _, seq, offset = lazy.yaml.util.load_yaml_guess_indent(text)
+        # ruamel's guess reads the text's lines; the document it would also load (its `yaml`)
+        # is the one already read and patched, so its loader is one that loads nothing
+        _, seq, offset = lazy.yaml.util.load_yaml_guess_indent(text, yaml=_NoLoad())
         y.indent(mapping=_mapping_indent(text), sequence=seq or 2, offset=offset or 0)
     y.width = 4096
     buf = io.StringIO()
     y.dump(doc, buf)
     return buf.getvalue()
+
+
+class _NoLoad:
+    def load(self, stream: str) -> None:
+        return None
 
 
 def _mapping_indent(text: str) -> int:
