@@ -175,8 +175,9 @@ def _plain(value: Any) -> Any:
 
 def dumps(data: Any, indent: int | None = 2) -> str:
     """JSON text of plain data (`to_dict()`'s): strict JSON (non-finite numbers as null), text
-    as UTF-8 (not escaped), a float in its shortest form as Rust's serde_json writes it
-    (`1e-7`, `0.00001`, `1e+16`: what `--format json` has always written)."""
+    as UTF-8 (not escaped), a float in its shortest form laid out as Rust's serde_json lays it
+    out (`1e-7`, `0.00001`, `1e+16`), the layout of pydantic's writer, which clients of the
+    contract may compare against (tests/test_result_types.py checks the two agree)."""
     out: list[str] = []
     if indent is None:
         _write_flat(data, out)
