@@ -13,24 +13,19 @@ import dataclasses
 import difflib
 import json
 import math
-import multiprocessing
 import os
-import sys
 import tempfile
-import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from advisor import __version__, lazy
 from advisor.config import LoadedConfig, load_config, write_patched
 from advisor.dialect import Speaker, framework_assumed, framework_of_run
-from advisor.ingest import load_run
 from advisor.ingest.frame import trl_without_kl
+from advisor.reading import Reading
 from advisor.runfacts import concrete_fallback, run_facts
 from advisor.static import check, rulebook, scale_caps, validate_job
 from advisor.types import Diagnosis, Finding, InputError, Run
@@ -188,35 +183,6 @@ def _silenced(ignore: Sequence[str]) -> set[str]:
     return ids
 
 
-def _read_while_importing(metrics: Path) -> Run:
-    """`load_run(metrics)` on a second thread while this one imports the engine (numpy).
-
-    polars' reader (Rust) releases the GIL, so in a fresh process the read runs alongside the
-    import of what judges it (Python, needed next anyway) instead of before it. polars itself
-    is imported here first: its import holds the GIL, and the read can only start once it is
-    done. What load_run raises is raised here, as it was raised."""
-    if "advisor.engine" in sys.modules:  # imported already (a batch worker): nothing to overlap
-        return load_run(metrics)
-    lazy.polars  # noqa: B018  (imported here, see above)
-
-    got: list[Any] = []  # the Run, or what load_run raised
-
-    def read() -> None:
-        try:
-            got.append(load_run(metrics))
-        except BaseException as err:  # handed to the caller's thread, raised there
-            got.append(err)
-
-    # a daemon: on an interrupt (it reaches this thread) the process does not wait for the read
-    reader = threading.Thread(target=read, name="rl-advisor-read", daemon=True)
-    reader.start()
-    lazy.engine  # noqa: B018  (imported alongside the read)
-    reader.join()
-    if isinstance(got[0], BaseException):
-        raise got[0]
-    return got[0]
-
-
 def validate(
     config: Path | str | None,
     sets: Sequence[str] = (),
@@ -249,8 +215,25 @@ def diagnose(
 
     `ignore`: finding ids to silence (e.g. ["SLOW"]); they are dropped before the remedy, so
     the patch never follows a silenced finding."""
-    silenced = _silenced(ignore)  # a typo in --ignore is an unusable call: said before any work
-    run = _with_run_file(Path(metrics), _read_while_importing(Path(metrics)))
+    _silenced(ignore)  # a typo in --ignore is an unusable call: said before any work
+    return diagnose_reading(
+        Reading(Path(metrics)), config, sets, previous, training_samples, ignore
+    )
+
+
+def diagnose_reading(
+    reading: Reading,
+    config: Path | str | None = None,
+    sets: Sequence[str] = (),
+    previous: Path | str | None = None,
+    training_samples: int | None = None,
+    ignore: Sequence[str] = (),
+) -> Diagnosis:
+    """`diagnose` of a run whose read has started (advisor.reading): the engine is imported
+    while it reads. The command starts the read before it imports this module."""
+    silenced = _silenced(ignore)
+    lazy.engine  # noqa: B018  (imported alongside the read)
+    run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
     judgement = lazy.engine.judge_run(run, job.judged_hp, origin=job.judged_origin)
@@ -374,7 +357,7 @@ def assemble(
         speaker=speaker,
         facts=facts,
     )
-    info = run.info().model_copy(update={"framework": framework})
+    info = dataclasses.replace(run.info(), framework=framework)
     save_hp, save_notes = _save_settings(hp, origin or {})
     # Only a run that completed saved at its last step; a crash or a cut log did not (or may not).
     completed = info.ending is not None and info.ending.kind == "completed"
@@ -397,7 +380,7 @@ def assemble(
         assumed_parameters=sorted(k for k in hp if (origin or {}).get(k, "default") == "default"),
         findings=said.findings,
         config_findings=[  # said in the run's framework's names, as the findings are
-            c.model_copy(update={"message": speaker.text(c.message)})
+            dataclasses.replace(c, message=speaker.text(c.message))
             for c in config_findings
             if c.id.upper() not in silenced | estimator_skips
         ],
@@ -430,16 +413,14 @@ def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping
         extra = concrete_fallback(fid, dict(facts)) if fid else None
         if extra:
             advice = advice.rstrip().rstrip(".") + ". " + extra
-        return a.model_copy(
-            update={"advice": advice, "changes": [speaker.said(c) for c in a.changes]}
-        )
+        return dataclasses.replace(a, advice=advice, changes=[speaker.said(c) for c in a.changes])
 
     findings = []
     for f in planned.findings:
         fb_id = f.id if f.action is not None and f.action.kind == "fallback" else None
         findings.append(
-            f.model_copy(
-                update={"action": action(f.action, fb_id), "fallback": action(f.fallback, f.id)}
+            dataclasses.replace(
+                f, action=action(f.action, fb_id), fallback=action(f.fallback, f.id)
             )
         )
     patch = planned.patch
@@ -457,16 +438,15 @@ def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping
             "new value is computed from it, so check it before resubmitting."
             for p in assumed
         ]
-        patch = patch.model_copy(
-            update={
-                "changes": changes,
-                "hyper_parameters": known,
-                "notes": notes,
-                "assumed": assumed,
-                "framework": speaker.framework,
-                "settings": speaker.settings(changes) if speaker.native else {},
-                "override": speaker.override_line(changes) if speaker.native else None,
-            }
+        patch = dataclasses.replace(
+            patch,
+            changes=changes,
+            hyper_parameters=known,
+            notes=notes,
+            assumed=assumed,
+            framework=speaker.framework,
+            settings=speaker.settings(changes) if speaker.native else {},
+            override=speaker.override_line(changes) if speaker.native else None,
         )
     return SimpleNamespace(findings=findings, patch=patch)
 
@@ -544,18 +524,24 @@ def _restart_step(findings: Sequence[Finding], checkpoint: Mapping[str, Any] | N
     ]
 
 
-def _points(run: Run, metric: str) -> list[tuple[int, float]]:
+def _columns(run: Run, metric: str) -> tuple[list[int], list[float]]:
+    """The steps and the values (as floats) where both are logged; NaN is a value."""
     if metric not in run.frame.columns or "step" not in run.frame.columns:
-        return []
-    # Plain Series access: a select/drop_nulls query costs ~1 ms of planning per call.
+        return [], []
+    # Plain Series access: a select/drop_nulls query costs ~1 ms of planning per call. The
+    # filter and the cast run in polars: a Python loop over 200,000 rows costs ~50 ms.
     col = run.frame.get_column(metric)
     if not col.dtype.is_numeric():
-        return []
-    steps = run.frame.get_column("step").to_list()
-    values = col.to_list()
-    return [
-        (s, float(v)) for s, v in zip(steps, values, strict=True) if v is not None and s is not None
-    ]
+        return [], []
+    steps = run.frame.get_column("step")
+    logged = col.is_not_null() & steps.is_not_null()
+    if not logged.all():
+        col, steps = col.filter(logged), steps.filter(logged)
+    return steps.to_list(), col.cast(lazy.polars.Float64).to_list()
+
+
+def _points(run: Run, metric: str) -> list[tuple[int, float]]:
+    return list(zip(*_columns(run, metric), strict=True))
 
 
 def _series(
@@ -564,9 +550,9 @@ def _series(
     wanted = [*_ALWAYS_DRAWN, *(e.metric for f in findings for e in f.evidence)]
     out: dict[str, tuple[list[int], list[float | None]]] = {}
     for m in dict.fromkeys(wanted):
-        pts = _points(run, m)
-        if pts:
-            out[m] = ([s for s, _ in pts], [v for _, v in pts])
+        steps, values = _columns(run, m)
+        if steps:
+            out[m] = (steps, cast("list[float | None]", values))
     return out
 
 
@@ -675,11 +661,11 @@ def diagnose_many(
     n = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     if n == 1:
         return _in_process(jobs)
-    ctx = multiprocessing.get_context("spawn")
+    ctx = lazy.multiprocessing.get_context("spawn")
     chunk = max(1, math.ceil(len(jobs) / (n * 8)))
     try:
-        with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker) as pool:
+        with lazy.pool.ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker) as pool:
             return list(pool.map(_one, jobs, chunksize=chunk))
-    except BrokenProcessPool:
+    except lazy.pool.BrokenProcessPool:
         # A spawned worker cannot re-import a `__main__` read from stdin; run here instead.
         return _in_process(jobs)

@@ -15,21 +15,19 @@ default, so the static rules still run. Only an unreadable file is an InputError
 from __future__ import annotations
 
 import contextlib
+import copy
 import difflib
 import io
 import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from pydantic import BaseModel, ConfigDict, Field
-from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError
-from ruamel.yaml.util import load_yaml_guess_indent
-
+from advisor import lazy
 from advisor.dialect import (
     dialects,
     framework_key_params,
@@ -100,18 +98,17 @@ _EXTRAS: dict[str, Literal["float", "int"]] = {
 
 
 # ---------------------------------------------------------------------------------------------
-# The pydantic model of the job (what the rest of the advisor reads).
+# The job (what the rest of the advisor reads). Plain data: the walker below is the job's
+# validator (it reports every bad value with its line and replaces it by the default), so what
+# it hands over is already of these types and is not checked a second time.
 
-
-class _Cfg(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class FcModel(_Cfg):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FcModel:
     classpath: str | None = None
 
 
-class Function(_Cfg):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Function:
     type: Literal["rollout", "reward"] | None = None
     name: str | None = None
     timeout: float | None = None
@@ -122,20 +119,23 @@ class Function(_Cfg):
     runtime: dict[str, Any] | None = None  # as given; platform defaults are in the rulebook
 
 
-class Dataset(_Cfg):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dataset:
     type: Literal["training", "validation"] | None = None
     data_source_type: str | None = None
     file_name: str | None = None
     file_id: str | None = None
 
 
-class Resources(_Cfg):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resources:
     charge_type: str | None = None
     mtu_spec_code: str | None = None
     mtu_capacity: int | None = None
 
 
-class JobConfig(_Cfg):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobConfig:
     """The platform's job, after layering; `hyper_parameters` holds all 25, defaults filled."""
 
     job_name: str | None = None
@@ -143,12 +143,40 @@ class JobConfig(_Cfg):
     model: str | None = None
     mode: Literal["reinforcement"] | None = None
     tuned_model_name: str | None = None
-    # pydantic copies a list or dict default for each instance (a default_factory=list costs a
-    # signature inspection, through the tokenizer, when the model is built)
-    datasets: list[Dataset] = []
-    functions: list[Function] = []
-    hyper_parameters: dict[str, Any] = {}
-    resources: Resources = Field(default_factory=Resources)
+    datasets: list[Dataset] = field(default_factory=list)
+    functions: list[Function] = field(default_factory=list)
+    hyper_parameters: dict[str, Any] = field(default_factory=dict)
+    resources: Resources = field(default_factory=Resources)
+
+    @classmethod
+    def of(cls, walked: Mapping[str, Any]) -> JobConfig:
+        """The job from the walker's output (checked values, nested as dicts)."""
+        top = {k: v for k, v in walked.items() if k not in ("datasets", "functions", "resources")}
+        return cls(
+            **top,
+            datasets=[Dataset(**d) for d in walked.get("datasets", ())],
+            functions=[
+                Function(**{**f, "fcmodel": FcModel(**f["fcmodel"])} if f.get("fcmodel") else f)
+                for f in walked.get("functions", ())
+            ],
+            resources=Resources(**walked.get("resources", {})),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The job as data, its unset (None) fields left out, at every level."""
+        return _given(self)
+
+
+def _given(value: Any) -> Any:
+    if isinstance(value, FcModel | Function | Dataset | Resources | JobConfig):
+        return {
+            f.name: _given(v)
+            for f in fields(value)
+            if (v := getattr(value, f.name)) is not None
+        }
+    if isinstance(value, list):
+        return [_given(v) for v in value]
+    return copy.deepcopy(value)
 
 
 @dataclass
@@ -190,7 +218,8 @@ class LoadedConfig:
 
     def merged(self) -> dict[str, Any]:
         """The merged config for --show-config: each hyperparameter with its origin."""
-        cfg = self.config.model_dump(mode="json", exclude_none=True, exclude={"hyper_parameters"})
+        cfg = self.config.to_dict()
+        del cfg["hyper_parameters"]
         cfg["hyper_parameters"] = {
             k: {"value": v, "origin": self.origin.get(k, "default")}
             for k, v in self.hyper_parameters.items()
@@ -202,8 +231,23 @@ class LoadedConfig:
 # Reading a file.
 
 
+@cache
+def _spec(
+    kind: Literal["int", "float", "choice", "str"],
+    low: float | None = None,
+    choices: tuple[str, ...] | None = None,
+) -> FieldSpec:
+    """The spec of one of the job's own fields (a function's timeout, a dataset's type), for
+    the walker's checks. Built without validation: its values are literals of their declared
+    types, and validating would build FieldSpec's pydantic schema in every process (the
+    rulebook's specs come validated from its cache)."""
+    return FieldSpec.model_construct(
+        type=kind, min=low, choices=list(choices) if choices is not None else None
+    )
+
+
 def _yaml(typ: str = "rt") -> Any:
-    y = YAML(typ=typ, pure=True)
+    y = lazy.yaml.YAML(typ=typ, pure=True)
     y.preserve_quotes = True
     return y
 
@@ -253,7 +297,7 @@ def read_document(path: Path) -> Any:
     _check_nesting(path, text)
     try:
         doc = _yaml().load(text)
-    except MarkedYAMLError as err:
+    except lazy.yaml.error.MarkedYAMLError as err:
         if (pydoc := _python_job(source_text)) is not None:
             return pydoc  # client.run(...) written in Python, as the guide shows it
         _json_error(path, text)  # a JSON file: JSON's own message is more precise
@@ -748,7 +792,7 @@ class _Walker(_Pass):
         fn: dict[str, Any] = {"type": kind}
         if entity is not None:
             self.lines[id_path] = entity[1] or 0
-            fn["entity_id"] = self.value(id_path, entity[0], FieldSpec(type="str"), entity[1])
+            fn["entity_id"] = self.value(id_path, entity[0], _spec("str"), entity[1])
         if runtime is not None:
             self.lines[rt_path] = runtime[1] or 0
             fn["runtime"] = self.runtime(runtime[0], rt_path, runtime[1])
@@ -789,9 +833,9 @@ class _Walker(_Pass):
 
     def top_scalar(self, key: str, raw: Any, path: str, line: int | None) -> None:
         spec = (
-            FieldSpec(type="choice", choices=["reinforcement"])
+            _spec("choice", choices=("reinforcement",))
             if key == "mode"
-            else FieldSpec(type="str")
+            else _spec("str")
         )
         value = self.value(path, raw, spec, line)
         if value is not None:
@@ -865,10 +909,10 @@ class _Walker(_Pass):
         fn: dict[str, Any] = {}
         self.lines[path] = line or 0
         specs = {
-            "name": FieldSpec(type="str"),
-            "entity_id": FieldSpec(type="str"),
-            "timeout": FieldSpec(type="float", min=1),
-            "weight": FieldSpec(type="float", min=0),
+            "name": _spec("str"),
+            "entity_id": _spec("str"),
+            "timeout": _spec("float", 1),
+            "weight": _spec("float", 0),
         }
         for key, sub in m.items():
             key, sub_line = str(key), _line(m, key)
@@ -901,13 +945,13 @@ class _Walker(_Pass):
     def function_type(self, raw: Any, path: str, line: int | None) -> str | None:
         if isinstance(raw, str):  # FunctionType.ROLLOUT written as ROLLOUT
             raw = raw.split(".")[-1].lower()
-        return self.value(path, raw, FieldSpec(type="choice", choices=["rollout", "reward"]), line)
+        return self.value(path, raw, _spec("choice", choices=("rollout", "reward")), line)
 
     def metric_weights(self, raw: Any, path: str, line: int | None) -> dict[str, float] | None:
         m = self.mapping(raw, path, line)
         if m is None:
             return None
-        spec = FieldSpec(type="float", min=0)
+        spec = _spec("float", 0)
         clean = {str(k): self.value(f"{path}.{k}", v, spec, _line(m, k)) for k, v in m.items()}
         return {k: v for k, v in clean.items() if v is not None}
 
@@ -917,7 +961,7 @@ class _Walker(_Pass):
         for key, sub in (m or {}).items():
             key, sub_line = str(key), _line(m, key)
             if key == "classpath":
-                out[key] = self.value(f"{path}.{key}", sub, FieldSpec(type="str"), sub_line)
+                out[key] = self.value(f"{path}.{key}", sub, _spec("str"), sub_line)
                 if sub_line:
                     self.lines[f"{path}.{key}"] = sub_line
             else:
@@ -959,9 +1003,9 @@ class _Walker(_Pass):
                     self.unknown(f"{ipath}.{k}", k, {a: f"{ipath}.{a}" for a in allowed}, sub_line)
                     continue
                 spec = (
-                    FieldSpec(type="choice", choices=["training", "validation"])
+                    _spec("choice", choices=("training", "validation"))
                     if k == "type"
-                    else FieldSpec(type="str")
+                    else _spec("str")
                 )
                 if k == "type" and isinstance(sub, str):  # DatasetType.TRAINING / "Training"
                     sub = sub.split(".")[-1].lower()
@@ -1079,9 +1123,9 @@ def _apply_function_set(walker: _Walker, key: str, value: Any) -> None:
         return
     if rest[0] in ("timeout", "weight", "name", "entity_id") and len(rest) == 1:
         spec = (
-            FieldSpec(type="str")
+            _spec("str")
             if rest[0] in ("name", "entity_id")
-            else FieldSpec(type="float", min=0)
+            else _spec("float", 0)
         )
         clean = walker.value(f"--set {key}", value, spec, None)
         if clean is not None:
@@ -1143,7 +1187,8 @@ def load_config(
     hp.update(taken)
     samples = _training_samples(training_samples, extras, walker.out, source, notes)
     walker.out["hyper_parameters"] = hp
-    cfg = JobConfig.model_validate(_joined_surrogates(walker.out))
+    walked = _joined_surrogates(walker.out)  # a new tree: the job shares no dict with `hp`
+    cfg = JobConfig.of(walked)
     del book
     return LoadedConfig(
         config=cfg,
@@ -1156,7 +1201,7 @@ def load_config(
         notes=notes,
         extras=extras,
         lines=lines,
-        unjudged=frozenset(walker.invalid - walker.hp.keys() - cfg.resources.model_fields_set),
+        unjudged=frozenset(walker.invalid - walker.hp.keys() - walked["resources"].keys()),
         function_paths=walker.fn_paths,
         framework=framework,
         facts=facts,
@@ -1321,7 +1366,7 @@ def _layer_set(
         _apply_function_set(walker, name, value)
         return
     if where == "extra":
-        clean = walker.value(f"--set {key}", value, FieldSpec(type=_EXTRAS[name], min=0), None)
+        clean = walker.value(f"--set {key}", value, _spec(_EXTRAS[name], 0), None)
         if clean is not None:
             extras[name] = clean
         return
@@ -1566,12 +1611,19 @@ def _dump(doc: Any, text: str | None, is_json: bool) -> str:
         return json.dumps(_plain(doc), indent=2, ensure_ascii=False) + "\n"
     y = _yaml()
     if text is not None:
-        _, seq, offset = load_yaml_guess_indent(text)
+        # ruamel's guess reads the text's lines; the document it would also load (its `yaml`)
+        # is the one already read and patched, so its loader is one that loads nothing
+        _, seq, offset = lazy.yaml.util.load_yaml_guess_indent(text, yaml=_NoLoad())
         y.indent(mapping=_mapping_indent(text), sequence=seq or 2, offset=offset or 0)
     y.width = 4096
     buf = io.StringIO()
     y.dump(doc, buf)
     return buf.getvalue()
+
+
+class _NoLoad:
+    def load(self, stream: str) -> None:
+        return None
 
 
 def _mapping_indent(text: str) -> int:

@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -624,7 +624,7 @@ def _evidence(
     statistic = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in stat.items()}
     statistic["onset_step"] = onset
     statistic["excess"] = round(float(excess), 4)
-    return Evidence.model_construct(
+    return Evidence(
         metric=s.metric,
         detector=name,
         window=(onset, int(s.end[-1])),
@@ -673,7 +673,7 @@ def nonfinite(s: Series, p: Params) -> Evidence | None:
         first_nonfinite_step=first,
     )
     ev.statistic["onset_step"] = first
-    return ev.model_copy(update={"window": (first, int(s.end[-1]))})
+    return replace(ev, window=(first, int(s.end[-1])))
 
 
 def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
@@ -2061,7 +2061,7 @@ def stopped(s: Series, p: Params) -> Evidence | None:
         run_end=s.run_end,
     )
     ev.statistic["onset_step"] = last + 1
-    return ev.model_copy(update={"window": (last + 1, s.run_end)})
+    return replace(ev, window=(last + 1, s.run_end))
 
 
 def _line_resid_bound(y: np.ndarray) -> float:

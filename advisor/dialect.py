@@ -28,7 +28,7 @@ FRAMEWORKS: tuple[str, ...] = ("platform", "trl", "verl", "openrlhf")
 
 # ----------------------------------------------------------------------------- schema
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Case(_Strict):
@@ -330,13 +330,13 @@ class Speaker:
         """The change with `assumed` set when its old value is not known (a default)."""
         assumed = self.assumed(change.param)
         return (
-            change if change.assumed == assumed else change.model_copy(update={"assumed": assumed})
+            change if change.assumed == assumed else dataclasses.replace(change, assumed=assumed)
         )
 
     def said(self, change: Change) -> Change:
         """The change marked and with its framework keys (what the JSON and report carry)."""
         change = self.marked(change)
-        return change.model_copy(update={"framework_keys": self.keys(change)})
+        return dataclasses.replace(change, framework_keys=self.keys(change))
 
     def keys(self, change: Change) -> list[FrameworkKey]:
         """The framework settings a guide change means, with their old values where known."""
@@ -372,9 +372,12 @@ class Speaker:
             else:
                 old, new = None, None
         out = [
-            FrameworkKey.model_validate(
-                {"key": key, "from": old, "to": new, "note": entry.note,
-                 "assumed": self.assumed(change.param) and not entry.scale}
+            FrameworkKey(
+                key=key,
+                from_=old,
+                to=new,
+                note=entry.note,
+                assumed=self.assumed(change.param) and not entry.scale,
             )
         ]  # fmt: skip
         if new not in (0, 0.0, None):
@@ -389,9 +392,7 @@ class Speaker:
             assumed = False
         else:
             old, assumed = self.info.defaults.get(key), key in self.info.defaults
-        return FrameworkKey.model_validate(
-            {"key": key, "from": old, "to": value, "assumed": assumed}
-        )
+        return FrameworkKey(key=key, from_=old, to=value, assumed=assumed)
 
     def unavailable(self, param: str) -> str | None:
         entry = self.entry(param)

@@ -13,13 +13,16 @@ dialect modules cost ~5 ms each). These are the exceptions, with what importing 
 | `jinja2` | ~15 ms | the Markdown templates (report, `validate`, `rules`; not `--format json`) |
 | `remedy` | the engine's (it imports the engine's action specs) | the advice, after judging |
 | `typer` | ~25 ms (click and the CLI framework) | every command but a plain `diagnose` call |
-| `api`, `report` | ~50 ms (the batch path and its pool, the report) | the online report |
+| `yaml` | ~12 ms (ruamel.yaml, pure Python) | a job file; a rulebook not yet cached |
+| `api`, `config` | ~150 ms (pydantic, the rulebooks' models) | a diagnosis, once its read started |
+| `report` | ~5 ms (the Markdown report) | the online report |
+| `multiprocessing`, `pool` | ~15 ms (`concurrent.futures.process`) | `diagnose_many`'s workers |
 
 `import advisor` and the online Advisor's import import none of them; `rl-advisor validate`
 imports jinja2 alone.
-A diagnosis in a fresh process reads the run on a second thread while it imports the engine
-(`api._read_while_importing`): imported at the top of `api`, the engine would be imported
-before the read instead of alongside it.
+A diagnosis in a fresh process reads the run on a second thread while it imports the API and
+the engine (`advisor.reading`): imported at the top of the command (or of `api`), they would be
+imported before the read instead of alongside it.
 """
 
 from __future__ import annotations
@@ -29,24 +32,45 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import concurrent.futures.process as pool
+    import multiprocessing
+
     import jinja2
     import numpy
     import polars
+    import ruamel.yaml as yaml
     import typer
 
-    from advisor import api, engine, remedy, report
+    from advisor import api, config, engine, remedy, report
 
-__all__ = ["api", "engine", "jinja2", "numpy", "polars", "remedy", "report", "typer"]
+__all__ = [
+    "api",
+    "config",
+    "engine",
+    "jinja2",
+    "multiprocessing",
+    "numpy",
+    "polars",
+    "pool",
+    "remedy",
+    "report",
+    "typer",
+    "yaml",
+]
 
 _MODULES = {
     "api": "advisor.api",
     "report": "advisor.report",
+    "config": "advisor.config",
     "engine": "advisor.engine",
     "remedy": "advisor.remedy",
     "polars": "polars",
     "numpy": "numpy",
     "jinja2": "jinja2",
     "typer": "typer",
+    "multiprocessing": "multiprocessing",
+    "pool": "concurrent.futures.process",
+    "yaml": "ruamel.yaml",
 }
 
 

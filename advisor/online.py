@@ -19,6 +19,7 @@ import math
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
@@ -492,7 +493,7 @@ class Advisor:
         for f in found:
             p = self._planned.get(_key(f))
             out.append(
-                f.model_copy(update={"action": p.action, "fallback": p.fallback}) if p else f
+                replace(f, action=p.action, fallback=p.fallback) if p else f
             )
         return out
 
@@ -646,7 +647,7 @@ class Advisor:
             framework_facts=loaded.facts,
             framework_assumed=loaded.defaults_taken,
         )
-        d = d.model_copy(update={"run": self.run_info()})
+        d = replace(d, run=self.run_info())
         return lazy.api.with_file_diff(d, self._config_path)
 
     def _report_config(self) -> LoadedConfig:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -223,9 +223,8 @@ def _change(
     note: str | None = None,
 ) -> Change:
     """A Change by its JSON names (`from` is a Python keyword)."""
-    return Change.model_validate(
-        {"param": param, "from": old, "to": new, "op": op, "factor": factor, "note": note}
-    )
+    factor = float(factor) if factor is not None else None  # a whole number is a float too
+    return Change(param=param, from_=old, to=new, op=op, factor=factor, note=note)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- couplings
@@ -626,7 +625,7 @@ def plan(
         fallback = None
         if fb is not None and (r.action is None or r.action.kind != "fallback"):
             fallback = _action(fb, "fallback", _moves(fb, hp, f.strength, caps, facts))
-        out.append(f.model_copy(update={"action": r.action, "fallback": fallback}))
+        out.append(replace(f, action=r.action, fallback=fallback))
         resolved.append(r)
     patch, steps = _patch(out, resolved, hp, speaker)
     return RemedyResult(patch, steps, out)

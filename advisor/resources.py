@@ -17,9 +17,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-import pydantic
-from ruamel.yaml import YAML, YAMLError
-
+from advisor import lazy
 from advisor.types import InputError
 
 T = TypeVar("T")
@@ -60,8 +58,8 @@ def read_yaml_data(path: Path) -> Any:
             pass
 
     try:
-        data = YAML(typ="safe", pure=True).load(raw.decode("utf-8"))
-    except YAMLError as err:
+        data = lazy.yaml.YAML(typ="safe", pure=True).load(raw.decode("utf-8"))
+    except lazy.yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
         raise RulebookYAMLError(
@@ -95,6 +93,8 @@ def load_validated(
     checked afresh. The cache is the user's own folder (as for
     the JSON cache); any failure to read or write it only costs time.
     """
+    import pydantic  # the schema module's own: imported already, as is its version
+
     raw = path.read_bytes() + b"".join(p.read_bytes() for p in also)
     source = Path(sys.modules[schema_module].__file__ or "").read_bytes()
 

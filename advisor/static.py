@@ -936,7 +936,7 @@ def validate_job(
         tool={"name": "rl-advisor", "version": __version__},
         status="issues" if worst >= Severity.warning.rank else "healthy",
         config_findings=found,
-        hyper_parameters=loaded.hyper_parameters,
+        hyper_parameters=dict(loaded.hyper_parameters),
         assumptions=notes,
     )
     return loaded, diag

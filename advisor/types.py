@@ -1,18 +1,19 @@
 """The core types every stage shares: reader -> Run -> detectors -> Finding -> Patch -> Diagnosis.
 
-Pydantic models here are also the JSON contract (`--format json`, schema_version 1 of
-`shared/spec/contract.md`): field names are the contract's names; extend, never rename.
+The result types (Evidence ... Diagnosis) are also the JSON contract (`--format json`,
+schema_version 1 of `shared/spec/contract.md`): field names are the contract's names (`from_`
+is `from`); extend, never rename.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass, field
-from enum import StrEnum
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass, field, fields
+from enum import Enum, StrEnum
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:  # polars is imported lazily at run time; keep `import advisor` light
     import polars as pl
@@ -20,8 +21,8 @@ if TYPE_CHECKING:  # polars is imported lazily at run time; keep `import advisor
 SCHEMA_VERSION = 1
 
 # One setting's value: a job's hyperparameter, a rule's or a detector's parameter. A number, a
-# flag or a choice (its string). pydantic keeps each value's own type whatever the order; this
-# order is the one the rulebook's exported JSON schemas list.
+# flag or a choice (its string). The rulebooks' pydantic models keep each value's own type
+# whatever the order; this order is the one their exported JSON schemas list.
 Scalar = float | int | bool | str
 
 # Canonical metric vocabulary (contract.md "Metric names"); readers map framework names onto it.
@@ -99,41 +100,215 @@ class Severity(StrEnum):
         return {"info": 0, "warning": 1, "error": 2}[self.value]
 
 
-class _Model(BaseModel):
-    """Mutable defaults (`= []`, `= {}`) are safe: pydantic copies them for each instance. (A
-    `default_factory=list` costs more: pydantic inspects the factory's signature when it builds
-    the model, through the tokenizer for a builtin.)"""
+class _Data:
+    """The per-run results: plain data (slotted dataclasses), built by the engine, the remedy
+    and the assembler from values of their declared types, so never validated. `to_dict()` is
+    the contract's data (`from` for `from_`), `to_json()` its text; `dataclasses.replace`
+    copies one with some fields changed. Equality and repr are the dataclass ones, defined
+    once here (generating them per class costs a third of this module's import)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+    __slots__ = ()
+    _HIDDEN: ClassVar[frozenset[str]] = frozenset()  # fields kept out of the JSON
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        names = _all_fields(type(self))
+        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in _all_fields(type(self)))
+        return f"{type(self).__name__}({shown})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract's data: `from` for `from_`, enums as their values, tuples and
+        sets as lists, NaN and inf as None (null), fields outside the JSON left out."""
+        return {
+            _WIRE.get(name, name): _plain(getattr(self, name))
+            for name in _fields(type(self))
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """`to_dict()` as JSON text (`dumps`)."""
+        return dumps(self.to_dict(), indent)
 
 
-class Evidence(_Model):
+_WIRE = {"from_": "from"}  # Python names that are keywords -> the contract's names
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_ALL_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _all_fields(cls: type) -> tuple[str, ...]:
+    names = _ALL_FIELDS.get(cls)
+    if names is None:
+        names = _ALL_FIELDS[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    """The fields the JSON carries."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        hidden: frozenset[str] = getattr(cls, "_HIDDEN", frozenset())
+        names = _FIELDS[cls] = tuple(n for n in _all_fields(cls) if n not in hidden)
+    return names
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, str | bool | int):
+        return value.value if isinstance(value, Enum) else value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, _Data):
+        return value.to_dict()
+    if isinstance(value, dict):
+        return {k.value if isinstance(k, Enum) else k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain(v) for v in value]
+    if isinstance(value, Enum):
+        return _plain(value.value)
+    if isinstance(value, PurePath):
+        return str(value)
+    raise TypeError(f"cannot write a {type(value).__name__} as JSON: {value!r}")
+
+
+def dumps(data: Any, indent: int | None = 2) -> str:
+    """JSON text of plain data (`to_dict()`'s): strict JSON (non-finite numbers as null), text
+    as UTF-8 (not escaped), a float in its shortest form laid out as Rust's serde_json lays it
+    out (`1e-7`, `0.00001`, `1e+16`), the layout of pydantic's writer, which clients of the
+    contract may compare against (tests/test_result_types.py checks the two agree)."""
+    out: list[str] = []
+    if indent is None:
+        _write_flat(data, out)
+    else:
+        _write(data, out, "\n", " " * indent)
+    return "".join(out)
+
+
+def _float(x: float) -> str:
+    if not math.isfinite(x):
+        return "null"
+    text = float.__repr__(x)  # shortest round trip, as serde_json's; only the layout differs
+    if "e-" in text:
+        mantissa, exp = text.split("e-")
+        if exp == "05":  # serde_json writes 1e-5 <= |x| < 1e-4 out: 0.00001, 0.000015
+            sign = "-" if mantissa[0] == "-" else ""
+            return f"{sign}0.0000{mantissa.lstrip('-').replace('.', '')}"
+        return f"{mantissa}e-{int(exp)}"
+    return text
+
+
+def _scalar(value: Any) -> str | None:
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return _float(value)
+    return None
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return encode_basestring(key)
+    text = _scalar(key)
+    if text is None or text.startswith('"'):
+        raise TypeError(f"cannot write a {type(key).__name__} as a JSON key: {key!r}")
+    return f'"{text}"'
+
+
+def _write(value: Any, out: list[str], nl: str, step: str) -> None:
+    text = _scalar(value)
+    if text is not None:
+        out.append(text)
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        inner = nl + step
+        sep = "{" + inner
+        for k, v in value.items():
+            out.append(sep)
+            out.append(_key(k))
+            out.append(": ")
+            _write(v, out, inner, step)
+            sep = "," + inner
+        out.append(nl + "}")
+    elif isinstance(value, list | tuple):
+        if not value:
+            out.append("[]")
+            return
+        inner = nl + step
+        sep = "[" + inner
+        for v in value:
+            out.append(sep)
+            _write(v, out, inner, step)
+            sep = "," + inner
+        out.append(nl + "]")
+    else:
+        _write(_plain(value), out, nl, step)
+
+
+def _write_flat(value: Any, out: list[str]) -> None:
+    text = _scalar(value)
+    if text is not None:
+        out.append(text)
+    elif isinstance(value, dict):
+        out.append("{")
+        for i, (k, v) in enumerate(value.items()):
+            out.append(f",{_key(k)}:" if i else f"{_key(k)}:")
+            _write_flat(v, out)
+        out.append("}")
+    elif isinstance(value, list | tuple):
+        out.append("[")
+        for i, v in enumerate(value):
+            if i:
+                out.append(",")
+            _write_flat(v, out)
+        out.append("]")
+    else:
+        _write_flat(_plain(value), out)
+
+
+
+
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class Evidence(_Data):
     """What one detector saw on one metric."""
 
     metric: str
     detector: str
     window: tuple[int, int]  # first and last step the statistic covers
-    statistic: dict[str, Any] = {}
+    statistic: dict[str, Any] = field(default_factory=dict)
     effect_size: float | None = None
     summary: str  # one sentence a person can check against the curve
 
 
-class FrameworkKey(_Model):
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class FrameworkKey(_Data):
     """A change as the run's framework names it: a TRL GRPOConfig field or a verl Hydra key,
     with the framework's own values (verl's response cap, not the guide's prompt + response)."""
 
     key: str
-    from_: Any = Field(default=None, alias="from", serialization_alias="from")
+    from_: Any = None  # `from` in the JSON
     to: Any = None
     note: str | None = None
     assumed: bool = False  # `from` was not given by the user nor shown by the run
 
 
-class Change(_Model):
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class Change(_Data):
     """One hyperparameter change of an action, after clamping and coupling repair."""
 
     param: str
-    from_: Any = Field(default=None, alias="from", serialization_alias="from")
+    from_: Any = None  # `from` in the JSON
     to: Any = None
     op: Literal["multiply", "add", "set"] = "set"
     factor: float | None = None
@@ -141,17 +316,19 @@ class Change(_Model):
     # `from` is an assumed value (the platform default), not the user's nor the run's
     assumed: bool = False
     # the same change in the run's framework (empty for the platform's job)
-    framework_keys: list[FrameworkKey] = []
+    framework_keys: list[FrameworkKey] = field(default_factory=list)
 
 
-class Action(_Model):
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class Action(_Data):
     kind: Literal["primary", "fallback", "advice"] = "primary"
     advice: str
-    changes: list[Change] = []
+    changes: list[Change] = field(default_factory=list)
     safety: Literal["safe", "unsafe", "display_only"] = "unsafe"
 
 
-class Finding(_Model):
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class Finding(_Data):
     """A run-time symptom rule that fired."""
 
     id: str
@@ -166,29 +343,31 @@ class Finding(_Model):
     # set when the episode was over before the run's end (cleared and stayed clear): its
     # severity is then info and this keeps the severity it had while active
     recovered_from: Severity | None = None
-    evidence: list[Evidence] = []
-    causes: list[str] = []
+    evidence: list[Evidence] = field(default_factory=list)
+    causes: list[str] = field(default_factory=list)
     action: Action | None = None
     fallback: Action | None = None
     why: str = ""
     source: str = ""  # knowledge.md line or public source
 
 
-class ConfigFinding(_Model):
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class ConfigFinding(_Data):
     """A static-rule finding about the job config itself."""
 
     id: str
     name: str = ""
     severity: Severity
     confidence: Literal["low", "medium", "high"] = "high"
-    params: list[str] = []
+    params: list[str] = field(default_factory=list)
     message: str
     why: str = ""
     suggested: Any = None
     line: int | None = None  # line of the job file the finding points at, when known
 
 
-class RunEnding(_Model):
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class RunEnding(_Data):
     """How the run ended, as far as its log says."""
 
     kind: Literal[
@@ -199,7 +378,8 @@ class RunEnding(_Model):
     message: str = ""
 
 
-class RunInfo(_Model):
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class RunInfo(_Data):
     """The `run` block of the JSON output."""
 
     source: str
@@ -208,9 +388,9 @@ class RunInfo(_Model):
     first_step: int | None
     last_step: int | None
     metrics: list[str]
-    config_hints: dict[str, Any] = {}
+    config_hints: dict[str, Any] = field(default_factory=dict)
     ending: RunEnding | None = None
-    warnings: list[str] = []
+    warnings: list[str] = field(default_factory=list)
     framework: str = "platform"  # whose log it is: platform, trl, verl, openrlhf
 
 
@@ -250,50 +430,58 @@ class Run:
             first_step=first,
             last_step=last,
             metrics=present,
-            config_hints=self.config_hints,
+            config_hints=dict(self.config_hints),
             ending=self.ending,
             warnings=list(self.warnings),
         )
 
 
-class Patch(_Model):
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class Patch(_Data):
     from_finding: str | None = None
     kind: Literal["primary", "fallback", "none"] = "none"
-    changes: list[Change] = []
+    changes: list[Change] = field(default_factory=list)
     # the patched set: the values the user gave or the run showed, plus the change; never an
     # assumed value (those are listed in `assumed`)
-    hyper_parameters: dict[str, Any] = {}
-    notes: list[str] = []
-    assumed: list[str] = []  # parameters whose value the change starts from was assumed
+    hyper_parameters: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    assumed: list[str] = field(default_factory=list)  # parameters whose old value was assumed
     framework: str = "platform"  # whose names `settings` and `override` use
-    settings: dict[str, Any] = {}  # the change in the framework's names (key -> new value)
+    settings: dict[str, Any] = field(default_factory=dict)  # the change in the framework's names
     override: str | None = None  # verl: Hydra overrides to append; TRL: GRPOConfig keywords
 
 
-class Diagnosis(_Model):
+def _tool() -> dict[str, str]:
+    return {"name": "rl-advisor", "version": ""}
+
+
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class Diagnosis(_Data):
     """Everything known about one run: the only input the renderers take (JSON schema v1)."""
 
+    _HIDDEN: ClassVar[frozenset[str]] = frozenset({"series"})
+
     schema_version: int = SCHEMA_VERSION
-    tool: dict[str, str] = Field(default_factory=lambda: {"name": "rl-advisor", "version": ""})
+    tool: dict[str, str] = field(default_factory=_tool)
     run: RunInfo | None = None
     status: Literal["healthy", "issues", "insufficient_data"] = "healthy"
     warmup_steps: int | None = None
-    findings: list[Finding] = []
-    config_findings: list[ConfigFinding] = []
+    findings: list[Finding] = field(default_factory=list)
+    config_findings: list[ConfigFinding] = field(default_factory=list)
     patch: Patch | None = None
     # Extensions beyond schema v1 (allowed: extend, never break)
-    assumptions: list[str] = []  # what was assumed, and what it weakens
-    next_steps: list[str] = []
+    assumptions: list[str] = field(default_factory=list)  # what was assumed, what it weakens
+    next_steps: list[str] = field(default_factory=list)
     checkpoint: dict[str, Any] | None = None
-    hyper_parameters: dict[str, Any] = {}  # effective, before the patch
-    plots: dict[str, str] = {}  # finding id -> image path
+    hyper_parameters: dict[str, Any] = field(default_factory=dict)  # effective, before the patch
+    plots: dict[str, str] = field(default_factory=dict)  # finding id -> image path
     # the patch as a unified diff of the user's own job file (None without --config)
     patch_diff: str | None = None
     framework: str = "platform"  # the dialect every name of the report is said in
     # hyperparameters whose value (in `hyper_parameters`) is an assumption, not known
-    assumed_parameters: list[str] = []
-    # metric -> (steps, values) the report draws; excluded from the JSON
-    series: dict[str, tuple[list[int], list[float | None]]] = Field(default={}, exclude=True)
+    assumed_parameters: list[str] = field(default_factory=list)
+    # metric -> (steps, values) the report draws; not in the JSON
+    series: dict[str, tuple[list[int], list[float | None]]] = field(default_factory=dict)
 
     def worst(self) -> Severity | None:
         sev = [f.severity for f in self.findings] + [c.severity for c in self.config_findings]

@@ -4,8 +4,8 @@
 
 Each round runs, in fresh processes, the floor (`import polars; polars.read_ndjson(F)`) and the
 diagnosis's steps one after the other (what `rl-advisor diagnose` does, without the overlap of
-the read with the engine's import), and prints the median CPU of each phase (all threads:
-polars reads in parallel). Run it with the interpreter of an installed rl-advisor, as
+the read with the imports of the API and the engine), and prints the median CPU of each phase
+(all threads: polars reads in parallel). Run it with the interpreter of an installed rl-advisor, as
 bench_scale.py.
 """
 
@@ -40,11 +40,12 @@ def lap(name):
     global t
     now = time.process_time(); out.append((name, now - t)); t = now
 metrics, config, fmt = Path(sys.argv[1]), sys.argv[2] or None, sys.argv[3]
-import advisor.cli.diagnose_core as core; lap("import the command (pydantic, types)")
+import advisor.cli.diagnose_core as core; lap("import the command")
 import polars; lap("import polars")
-from advisor import api, lazy
+from advisor import api, lazy; lap("import the API (pydantic, rulebooks)")
 engine = lazy.engine; lap("import the engine (numpy)")
-run = api._with_run_file(metrics, api.load_run(metrics)); lap("read the run")
+from advisor.ingest import load_run
+run = api._with_run_file(metrics, load_run(metrics)); lap("read the run")
 job = api.resolve_job(run, config); lap("resolve the job")
 judgement = engine.judge_run(run, job.judged_hp, origin=job.judged_origin); lap("judge_run")
 found = api.config_findings_of(job.loaded); lap("config rules")

@@ -3,11 +3,14 @@ imports nothing a plain `pip install` leaves out."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # distribution name -> the module it provides
@@ -65,6 +68,29 @@ def test_checking_a_job_imports_neither_numpy_nor_polars() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("with_job", [True, False])
+def test_a_diagnosis_imports_no_pool_and_no_yaml_parser_it_does_not_use(with_job: bool) -> None:
+    # advisor/lazy.py: multiprocessing and concurrent.futures.process are diagnose_many's;
+    # ruamel reads a job file (and a rulebook not yet cached: the first run below caches them)
+    run = "sample_metrics/corpus/p3-step-verl-jsonl-s0003"
+    job = f", '--config', '{run}/job.yaml'" if with_job else ""
+    code = (
+        "import io, sys, contextlib\n"
+        "from advisor.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = main(['diagnose', '{run}/metrics.jsonl'{job},\n"
+        "                 '--format', 'json', '--fail-on', 'never'])\n"
+        "assert code == 0, code\n"
+        "unused = ('multiprocessing', 'concurrent.futures.process', 'ruamel.yaml')\n"
+        "print(sorted(m for m in unused if m in sys.modules))\n"
+    )
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+    cached = not os.environ.get("RL_ADVISOR_NO_CACHE")
+    assert out.stdout.strip() == ("['ruamel.yaml']" if with_job or not cached else "[]")
 
 
 def test_importing_the_online_advisor_imports_no_costly_module() -> None:

@@ -1,6 +1,6 @@
-"""api.diagnose in a fresh process reads the run on a second thread while it imports the engine
-(api._read_while_importing): the same diagnosis, the same errors, as the plain read of a process
-that has the engine already (this one)."""
+"""A diagnosis in a fresh process reads the run on a second thread (advisor.reading) while it
+imports the engine (api.diagnose), or the API and the engine (the command): the same diagnosis,
+the same errors, as the plain read of a process that has the engine already (this one)."""
 
 from __future__ import annotations
 
@@ -35,17 +35,37 @@ import advisor.api
 cold = "advisor.engine" not in sys.modules
 try:
     out = advisor.api.diagnose(sys.argv[1], sys.argv[1].rsplit("/", 1)[0] + "/job.yaml")
-    got = out.model_dump(mode="json")
+    got = out.to_dict()
 except Exception as err:
     got = {"raised": type(err).__name__, "message": str(err)}
 print(json.dumps({"cold": cold, "readers": readers, "got": got}))
 """
 
 
-def _fresh(metrics: Path, mode: str = "read") -> dict:
+# The command in a fresh process: which thread read the run, whether the API (and pydantic) were
+# imported when the read started, and the report.
+FRESH_COMMAND = """
+import contextlib, io, json, sys, threading
+import advisor.ingest
+real = advisor.ingest.load_run
+readers = []
+def load_run(path):
+    readers.append([threading.current_thread().name, "advisor.api" in sys.modules,
+                    "pydantic" in sys.modules])
+    return real(path)
+advisor.ingest.load_run = load_run
+from advisor.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    code = main(["diagnose", sys.argv[1], "--config", sys.argv[1].rsplit("/", 1)[0] + "/job.yaml",
+                 "--format", "json", "--fail-on", "never"])
+print(json.dumps({"code": code, "readers": readers, "report": out.getvalue()}))
+"""
+
+
+def _fresh(metrics: Path, mode: str = "read", code: str = FRESH) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *sys.path]))
     proc = subprocess.run(
-        [sys.executable, "-c", FRESH, str(metrics), mode],
+        [sys.executable, "-c", code, str(metrics), mode],
         capture_output=True,
         text=True,
         env=env,
@@ -59,9 +79,19 @@ def test_a_fresh_process_reads_on_a_second_thread_and_diagnoses_the_same() -> No
     fresh = _fresh(RUN)
     assert fresh["cold"]
     assert fresh["readers"] == ["rl-advisor-read"]
-    here = advisor.api.diagnose(RUN, RUN.parent / "job.yaml").model_dump(mode="json")
+    here = advisor.api.diagnose(RUN, RUN.parent / "job.yaml").to_dict()
     assert fresh["got"] == here
     assert here["findings"]  # a run with something to find: the comparison is not empty
+
+
+def test_the_command_starts_the_read_before_it_imports_the_api() -> None:
+    from advisor.report import render
+
+    fresh = _fresh(RUN, code=FRESH_COMMAND)
+    assert fresh["code"] == 0
+    assert fresh["readers"] == [["rl-advisor-read", False, False]]
+    here = render(advisor.api.diagnose(RUN, RUN.parent / "job.yaml"), "json")
+    assert fresh["report"] == here
 
 
 def test_an_unusable_file_raises_the_same_input_error(tmp_path: Path) -> None:

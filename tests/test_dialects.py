@@ -100,8 +100,7 @@ def test_verl_names_exist_in_the_shipped_trainer_config() -> None:
 
 
 def test_verl_kl_key_follows_use_kl_loss() -> None:
-    change = Change.model_validate({"param": "kl_loss_coef", "from": 0.001, "to": 0.01,
-                                    "op": "multiply", "factor": 10.0})  # fmt: skip
+    change = Change(param="kl_loss_coef", from_=0.001, to=0.01, op="multiply", factor=10.0)
     in_loss = Speaker("verl", facts={"use_kl_loss": True}).keys(change)
     assert [k.key for k in in_loss] == ["actor_rollout_ref.actor.kl_loss_coef"]
     in_reward = Speaker("verl", facts={"use_kl_loss": False, "use_kl_in_reward": True})
@@ -115,8 +114,7 @@ def test_verl_kl_key_follows_use_kl_loss() -> None:
 def test_response_cap_and_dapo_switch_in_trl() -> None:
     hp = {"max_length": 1536, "max_prompt_length": 1024}
     speaker = Speaker("trl", hp, {}, {"max_length": "run"})
-    cap = Change.model_validate({"param": "max_length", "from": 1536, "to": 2048, "op": "add",
-                                 "factor": 512.0})  # fmt: skip
+    cap = Change(param="max_length", from_=1536, to=2048, op="add", factor=512.0)
     [k] = speaker.keys(cap)
     assert (k.key, k.from_, k.to) == ("max_completion_length", 512, 1024)
     dapo = Speaker("trl").keys(Change(param="algorithm", to="dapo"))

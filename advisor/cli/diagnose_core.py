@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from advisor import api
+from advisor import lazy
 from advisor.cli import Exit, FailOn, OutputFormat
-from advisor.config import patched_text
+from advisor.reading import Reading
 from advisor.report import render
 from advisor.report.markdown import verdict
 from advisor.resources import destination, write_all
@@ -243,8 +243,11 @@ def execute(
         )
     stem = output.stem if output is not None else "report"
     with _without_cyclic_gc():
-        d = api.diagnose(
-            metrics, config, sets or (), previous, training_samples, ignore=ignore or ()
+        # the read starts before the API's import (pydantic, the rulebooks' models), which it
+        # overlaps (advisor.reading); this module imports neither
+        reading = Reading(metrics)
+        d = lazy.api.diagnose_reading(
+            reading, config, sets or (), previous, training_samples, ignore=ignore or ()
         )
         # Everything is computed before anything is written: a failure leaves nothing behind.
         text, items = staged_report(
@@ -252,7 +255,7 @@ def execute(
         )
     if patched_config is not None:
         # Written even when nothing changes, so a CI step can always resubmit PATH.
-        changes = api.file_changes(d.patch)
+        changes = lazy.api.file_changes(d.patch)
         items.append(("--patched-config", dests["--patched-config"], _patched(config, changes)))
     if output is not None:
         items.append(("--output", dests["--output"], text.encode("utf-8")))
@@ -270,7 +273,7 @@ def execute(
 
 def _patched(config: Path | None, changes: dict[str, object]) -> bytes:
     try:
-        return without_surrogates(patched_text(config, changes)).encode("utf-8")
+        return without_surrogates(lazy.config.patched_text(config, changes)).encode("utf-8")
     except InputError:
         raise
     except Exception as err:  # a job shape the patcher cannot place the change in

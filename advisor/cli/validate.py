@@ -55,7 +55,7 @@ def validate(
         job, set_ or (), training_samples=training_samples, profile=profile, previous=previous
     )
     if fmt is OutputFormat.json:
-        data = diag.model_dump(mode="json", by_alias=True)
+        data = diag.to_dict()
         if show_config:
             data["config"] = loaded.merged()
         typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
@@ -102,7 +102,7 @@ def _markdown(
 
 
 def _view(finding: ConfigFinding, fmt: Callable[[object], str]) -> dict[str, Any]:
-    view = finding.model_dump(mode="json")
+    view = finding.to_dict()
     view["suggested_text"] = _suggested_text(finding, fmt)
     return view
 

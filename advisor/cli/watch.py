@@ -68,7 +68,7 @@ class Alerts:
 
     def run_command(self, f: Finding) -> None:
         """CMD gets the finding's JSON on stdin; its failure is reported, never fatal."""
-        payload = f.model_dump_json(by_alias=True)
+        payload = f.to_json(indent=None)
         assert self.command is not None
         # the main fields as variables too, for one-line shell commands
         env = {

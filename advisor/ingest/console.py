@@ -16,7 +16,7 @@ import json
 import mmap
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise, repeat
 from pathlib import Path
 from typing import Any, overload
@@ -1052,7 +1052,7 @@ def _step_of_ending(ending: RunEnding | None, rows: list[dict[str, Any]]) -> Run
     before = [
         r["_step"] for r in rows if r.get("_line", 0) < ending.line and r["_step"] is not None
     ]
-    return ending.model_copy(update={"step": max(before)}) if before else ending
+    return replace(ending, step=max(before)) if before else ending
 
 
 def _rising_runs(marks: list[int], restarts: int = 3) -> bool:

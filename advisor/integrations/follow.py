@@ -21,7 +21,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -238,7 +238,7 @@ class LineParser:
         ending = st.ending.result(st.last_metric_line)
         if ending is not None and ending.step is None and self._trl_k:
             # TRL lines carry no step: the ending follows the last numbered one (as the reader)
-            ending = ending.model_copy(update={"step": self._trl_step})
+            ending = replace(ending, step=self._trl_step)
         return ending
 
     @property

@@ -7,32 +7,16 @@ is drawn and the report keeps its inline sparklines.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from advisor.report.markdown import render_markdown
 from advisor.types import Diagnosis, InputError, without_surrogates
 
 
 def _json(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
-    # pydantic writes NaN/inf as null, so the output is strict JSON; `from`, not `from_`.
-    try:
-        return diagnosis.model_dump_json(by_alias=True, indent=2) + "\n"
-    except ValueError:  # a lone surrogate from the input (pydantic refuses to encode it)
-        data = _no_surrogates(diagnosis.model_dump(mode="json", by_alias=True))
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-
-
-def _no_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return without_surrogates(value)
-    if isinstance(value, dict):
-        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_no_surrogates(v) for v in value]
-    return value
+    # strict JSON (NaN/inf as null), `from`, not `from_`; `render` replaces lone surrogates
+    return diagnosis.to_json(indent=2) + "\n"
 
 
 def _markdown(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,7 @@ def _verdict(d: Diagnosis) -> str:
     if d.patch and d.patch.changes:
         c = d.patch.changes[0]
         todo = "the one change to make: " + change_text(
-            c.model_copy(update={"note": None, "factor": None})
+            replace(c, note=None, factor=None)
         ).split(" - ")[0]
     elif all(f.severity.value == "info" and f.cleared_step is not None for f in ordered):
         todo = f"nothing to change: it passed by step {top.cleared_step}"  # engine `settles`

@@ -32,7 +32,7 @@ def test_the_job_files_are_found() -> None:
 @pytest.mark.parametrize("path", JOB_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_api_and_cli_agree(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     try:
-        api = json.loads(advisor.validate(path).model_dump_json(by_alias=True))
+        api = json.loads(advisor.validate(path).to_json())
     except InputError:
         api = None
     code = main(["validate", str(path), "--format", "json", "--fail-on", "warning"])

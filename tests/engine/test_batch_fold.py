@@ -36,7 +36,7 @@ def _state(mon: Monitor) -> str:
         for name, t in sorted(mon._tracks.items())
     }
     where = (mon._first, mon._last, mon._block, mon._block_first, mon._closed_blocks)
-    findings = [f.model_dump() for f in mon.findings]
+    findings = [f.to_dict() for f in mon.findings]
     return repr((tracks, where, findings, mon._evaluations, mon.assumptions))
 
 
@@ -165,7 +165,7 @@ def test_judge_run_equals_step_by_step_replay() -> None:
         mon.push(row.pop("step"), row)
     mon.close(None)
     ref = mon.judgement()
-    assert [f.model_dump() for f in j.findings] == [f.model_dump() for f in ref.findings]
+    assert [f.to_dict() for f in j.findings] == [f.to_dict() for f in ref.findings]
     assert j.findings, "the NaN stretch is a finding: the comparison is not of two empty lists"
     assert (j.status, j.assumptions) == (ref.status, ref.assumptions)
     assert j.warmup_steps == ref.warmup_steps

@@ -46,7 +46,7 @@ def _view(j: Judgement) -> str:
     """Everything a judgement says, written exactly (repr of a float round-trips)."""
     return repr(
         (
-            [f.model_dump() for f in j.findings],
+            [f.to_dict() for f in j.findings],
             j.status,
             j.assumptions,
             j.warmup_steps,

@@ -29,10 +29,10 @@ def test_watch_reads_real_logs_as_diagnose(rel: str) -> None:
     log = REAL / rel
     if not log.exists():
         pytest.skip(f"{log} is not there")
-    batch = json.loads(diagnose(log).model_dump_json(by_alias=True))
+    batch = json.loads(diagnose(log).to_json())
     adv = Advisor(source=str(log))
     assert Sidecar(log, adv, idle=0.0, poll=0.01).run() in {"idle", "ending"}
-    online = json.loads(adv.diagnosis().model_dump_json(by_alias=True))
+    online = json.loads(adv.diagnosis().to_json())
     assert sorted((f["id"], f["onset_step"]) for f in online["findings"]) == sorted(
         (f["id"], f["onset_step"]) for f in batch["findings"]
     )

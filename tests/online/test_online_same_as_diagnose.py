@@ -143,11 +143,11 @@ def test_a_long_run_reports_as_diagnose_from_the_thinned_history(tmp_path: Path)
     job = tmp_path / "job.yaml"
     text = template.read_text(encoding="utf-8")
     job.write_text(re.sub(r"eval_steps: \d+", "eval_steps: 25", text), encoding="utf-8")
-    batch = json.loads(diagnose(log, job).model_dump_json(by_alias=True))
+    batch = json.loads(diagnose(log, job).to_json())
     adv = Advisor.from_config(job, source=str(log))
     Sidecar(log, adv, idle=0.0, poll=0.01).run()
     assert max(len(s.steps) for s in adv._series.values()) < 1024  # it did thin
-    assert json.loads(adv.diagnosis().model_dump_json(by_alias=True)) == batch
+    assert json.loads(adv.diagnosis().to_json()) == batch
     assert batch["findings"] and batch["checkpoint"]["best_step"] == 700
 
 

@@ -254,7 +254,7 @@ def test_watch_follows_a_rotated_jsonl(tmp_path: Path, capsys: pytest.CaptureFix
     writer.join(5)
     assert writer.rotated_after_read
     data = json.loads(out)
-    batch = json.loads(diagnose(src, src.parent / "job.yaml").model_dump_json(by_alias=True))
+    batch = json.loads(diagnose(src, src.parent / "job.yaml").to_json())
     assert data["run"]["steps"] == batch["run"]["steps"]  # every line of both files was read
     assert sorted((f["id"], f["onset_step"]) for f in data["findings"]) == sorted(
         (f["id"], f["onset_step"]) for f in batch["findings"]

@@ -70,8 +70,8 @@ def test_batch_keeps_order_and_returns_errors_in_place(tmp_path) -> None:
     good = [o for o in out if isinstance(o, Diagnosis)]
     assert [Path(o.run.source).name for o in good] == ["r0.jsonl", "r1.jsonl", "r2.jsonl"]
     serial = diagnose_many(paths, workers=1)  # a pure function: same answer in any process
-    assert [o.model_dump() if isinstance(o, Diagnosis) else str(o) for o in serial] == [
-        o.model_dump() if isinstance(o, Diagnosis) else str(o) for o in out
+    assert [o.to_dict() if isinstance(o, Diagnosis) else str(o) for o in serial] == [
+        o.to_dict() if isinstance(o, Diagnosis) else str(o) for o in out
     ]
 
 

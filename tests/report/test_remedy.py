@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -149,12 +150,11 @@ def test_unknown_parameter_is_not_invented(rules) -> None:
 def test_finding_action_used_without_rulebook(hp) -> None:
     from advisor.types import Action, Change
 
-    f = finding("P3").model_copy(
-        update={
-            "action": Action(
-                advice="kl up", changes=[Change(param="kl_loss_coef", op="multiply", factor=5.0)]
-            )
-        }
+    f = replace(
+        finding("P3"),
+        action=Action(
+            advice="kl up", changes=[Change(param="kl_loss_coef", op="multiply", factor=5.0)]
+        ),
     )
     res = plan([f], hp, None)
     assert res.patch.changes[0].to == pytest.approx(0.005)
@@ -319,14 +319,13 @@ def test_the_fallback_applied_is_sized_as_the_one_shown(hp) -> None:
         changes=[Change(param="max_length", op="add", factor=2048.0)],
     )
     facts = {"terminated_length": 300.0, "response_cap": 8192}
-    f = finding("P6").model_copy(
-        update={
-            "action": Action(
-                advice="fewer epochs",
-                changes=[Change(param="n_epochs", op="add", factor=-1.0)],
-            ),
-            "fallback": raise_cap,
-        }
+    f = replace(
+        finding("P6"),
+        action=Action(
+            advice="fewer epochs",
+            changes=[Change(param="n_epochs", op="add", factor=-1.0)],
+        ),
+        fallback=raise_cap,
     )
     shown = remedy.plan([f], hp, None, check=builtin_anti_patterns, facts=facts)
     assert [c.to for c in shown.findings[0].fallback.changes] == [8192 + 512]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 
 import pytest
 from report_helpers import HP, Judgement, finding, make_rules, make_run
@@ -133,7 +134,7 @@ def test_divergence_says_where_to_restart() -> None:
     early = diag([finding("DIV", onset=150)])
     assert "No kept checkpoint precedes the divergence at step 150" in early.next_steps[0]
     # recovered from a first collapse, ended in a second: restart before the second
-    first = finding("DIV", onset=150).model_copy(update={"cleared_step": 180})
+    first = replace(finding("DIV", onset=150), cleared_step=180)
     again = diag([first, finding("DIV", onset=250)])
     assert again.next_steps[0].startswith("Restart from the checkpoint of step 200")
 
@@ -145,7 +146,7 @@ def test_all_silenced_is_healthy() -> None:
 
 
 def test_episodes_of_one_rule_are_one_section() -> None:
-    a = finding("P2", "warning", 30, onset=160).model_copy(update={"cleared_step": 220})
+    a = replace(finding("P2", "warning", 30, onset=160), cleared_step=220)
     b = finding("P2", "warning", 30, onset=300)
     md = render(diag([a, b]), "markdown")
     assert md.count("### P2 ") == 1

@@ -88,7 +88,7 @@ def test_a_batch_loads_its_job_once_per_set_of_hints(
     corpus = ROOT / "sample_metrics" / "corpus"
     runs = sorted(corpus.glob("*-verl-jsonl-*/metrics.jsonl"))[:3]
     job = runs[0].parent / "job.yaml"
-    alone = [diagnose(r, job, previous=job).model_dump_json() for r in runs]
+    alone = [diagnose(r, job, previous=job).to_json() for r in runs]
     loads: list[object] = []
     real = api.load_config
 
@@ -98,7 +98,7 @@ def test_a_batch_loads_its_job_once_per_set_of_hints(
 
     monkeypatch.setattr(api, "load_config", counted)
     got = api.diagnose_many([*runs, *runs], job, previous=job, workers=1)
-    assert [d.model_dump_json() for d in got] == alone + alone  # type: ignore[union-attr]
+    assert [d.to_json() for d in got] == alone + alone  # type: ignore[union-attr]
     hints = {repr(sorted(load_run(r).config_hints.items())) for r in runs}
     assert loads.count(job) == len(hints) + 1  # each set of hints once, --previous once
     loads.clear()
