@@ -17,6 +17,8 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 FLOOR = """
 import json, sys, time
@@ -63,8 +65,15 @@ print(json.dumps(out))
 
 def _run(code: str, *args: str) -> list[tuple[str, float]]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    # run outside the checkout: `python -c` puts the current directory first on sys.path, and a
+    # checkout's `advisor/` would be measured in place of the installed package
     out = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=True
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=tempfile.gettempdir(),
     )
     return [tuple(x) for x in json.loads(out.stdout.splitlines()[-1])]  # type: ignore[misc]
 
@@ -76,6 +85,8 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true", help="the report with its charts")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
+    args.metrics = str(Path(args.metrics).resolve())
+    args.config = str(Path(args.config).resolve()) if args.config else ""
     floor: dict[str, list[float]] = {}
     ours: dict[str, list[float]] = {}
     fmt = "markdown" if args.markdown else "json"
