@@ -238,10 +238,9 @@ def _spec(
     choices: tuple[str, ...] | None = None,
 ) -> FieldSpec:
     """The spec of one of the job's own fields (a function's timeout, a dataset's type), for
-    the walker's checks. Built without validation: its values are literals of their declared
-    types, and validating would build FieldSpec's pydantic schema in every process (the
-    rulebook's specs come validated from its cache)."""
-    return FieldSpec.model_construct(
+    the walker's checks. Built unchecked, as a plain FieldSpec: its values are literals of
+    their declared types (the rulebook's specs come checked from its cache)."""
+    return FieldSpec(
         type=kind, min=low, choices=list(choices) if choices is not None else None
     )
 

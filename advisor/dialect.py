@@ -16,10 +16,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from advisor import schema
 from advisor.ingest.hints import _get
 from advisor.resources import load_validated, read_yaml_data, rulebook_dir
+from advisor.schema import STRICT, Plain
 from advisor.types import Change, FrameworkKey
 
 Framework = Literal["platform", "trl", "verl", "openrlhf"]
@@ -27,39 +27,43 @@ FRAMEWORKS: tuple[str, ...] = ("platform", "trl", "verl", "openrlhf")
 
 
 # ----------------------------------------------------------------------------- schema
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+class _Strict(Plain):
+    __pydantic_config__ = STRICT
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Case(_Strict):
     when: dict[str, Any]
     key: str
     also: dict[str, Any] | None = None
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Name(_Strict):
     """One guide hyperparameter in one framework."""
 
     key: str | None = None
-    cases: list[Case] = []
-    also: dict[str, Any] = {}
+    cases: list[Case] = dataclasses.field(default_factory=list)
+    also: dict[str, Any] = dataclasses.field(default_factory=dict)
     minus: str | None = None
     divide_by: str | None = None
     scale: bool = False
-    values: dict[str, dict[str, Any]] = {}
+    values: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     none: str | None = None
     note: str | None = None
     since_absent: str | None = None  # the key is gone from newer releases: why, if so
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class FrameworkInfo(_Strict):
     title: str
     file: str
     package: str | None = None
     same_as: str | None = None
-    defaults: dict[str, Any] = {}
+    defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class DialectBook(_Strict):
     version: int
     frameworks: dict[str, FrameworkInfo]
@@ -71,7 +75,7 @@ def dialects() -> DialectBook:
     """The name table, validated against its schema (cached)."""
 
     def build(path: Path) -> DialectBook:
-        return DialectBook.model_validate(read_yaml_data(path))
+        return schema.validate(DialectBook, read_yaml_data(path))
 
     return load_validated(rulebook_dir() / "dialects.yaml", build, __name__)
 

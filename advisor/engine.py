@@ -64,8 +64,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
 
+from advisor import schema
 from advisor.detectors import (
     AT_COMPANION_PEAK,
     COUNT,
@@ -98,9 +98,12 @@ from advisor.detectors import (
     wander_chunks,
     wander_of,
 )
+from advisor.schema import STRICT, Plain
 from advisor.types import Evidence, Finding, InputError, RunEnding, Scalar, Severity
 
 if TYPE_CHECKING:
+    from pydantic import Field
+
     from advisor.types import Run
 
 ALGORITHMS = ("gspo", "grpo", "dapo")
@@ -111,13 +114,19 @@ Predicate = Literal[
 
 
 # ============================================================================ rulebook schema
-class _M(BaseModel):
-    # built on first validation: a rulebook read from the cache never needs the validators
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
-    # the named condition a node was expanded from (`rules ID` says it), not a rulebook key
-    _condition: str = PrivateAttr("")
+# Plain dataclasses (advisor/schema.py): a rulebook read from the cache needs no pydantic,
+# which checks the YAML into them on a cache miss. Keyword-only, as a model's fields are.
+_REASON = "why the thresholds are what they are (`rules ID` says it)"
 
 
+class _M(Plain):
+    __pydantic_config__ = STRICT
+    # the named condition a node was expanded from (`rules ID` says it); an attribute, not a
+    # field: no rulebook key, kept by model_copy
+    _condition = ""
+
+
+@dataclass(kw_only=True)
 class PerAlgorithm(_M):
     """A threshold that depends on the algorithm (GSPO clips ~100x more tokens than GRPO;
     typical KL coefficients: GRPO ~0.04, GSPO ~0.001, DAPO 0 — knowledge.md §3)."""
@@ -132,243 +141,324 @@ class PerAlgorithm(_M):
         return self.default if value is None else value
 
 
-Kebab = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
-RuleId = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)*$")]
-Text = Annotated[str, StringConstraints(min_length=1)]
-
-
-def _reason() -> Any:
-    return Field("", description="why the thresholds are what they are (`rules ID` says it)")
-
-
+@dataclass(kw_only=True)
 class Leaf(_M):
     """One detector on one metric (a list of metrics means: any of them)."""
 
     detector: str
     metric: str | list[str]
-    params: dict[str, Scalar | PerAlgorithm] = Field(default_factory=dict)
-    reason: str = _reason()
-    per: str | None = Field(
-        None,
-        description="a companion metric the detector reads beside this one (canonical name): "
-        "the spread a swing is measured against, the validation a fall is shared with, the "
-        "length a step time is divided by",
-    )
-    rounds: str | None = Field(
-        None,
-        description="on a DAPO job, the reward whose success rate sets how many generation "
-        "rounds dynamic sampling needs per step (unless the job logs its rounds: "
-        "settings.rounds_metric)",
-    )
-    skip_if: list[Predicate] = Field(
-        default_factory=list,
-        description="hp predicates under which this evidence means nothing (leaf is ABSENT)",
-    )
-    skip_note: str = Field("", description="said in the assumptions when skip_if applies")
-    only_if: list[Predicate] = Field(
-        default_factory=list, description="facts that must all hold, else the leaf is false"
-    )
-    keep: dict[str, Scalar | PerAlgorithm] = Field(
-        default_factory=dict,
-        description="params that replace `params` while the rule's finding is active "
-        "(hysteresis: a stricter condition starts a finding than keeps it alive)",
-    )
-    while_active: bool = Field(
-        False,
-        description="judged only while the rule's finding is active: a condition that keeps "
-        "a symptom alive but cannot start one (a KL that jumped and stays high)",
-    )
+    params: dict[str, Scalar | PerAlgorithm] = field(default_factory=dict)
+    reason: Annotated[str, Field(description=_REASON)] = ""
+    per: Annotated[
+        str | None,
+        Field(
+            description="a companion metric the detector reads beside this one (canonical "
+            "name): the spread a swing is measured against, the validation a fall is shared "
+            "with, the length a step time is divided by"
+        ),
+    ] = None
+    rounds: Annotated[
+        str | None,
+        Field(
+            description="on a DAPO job, the reward whose success rate sets how many generation "
+            "rounds dynamic sampling needs per step (unless the job logs its rounds: "
+            "settings.rounds_metric)"
+        ),
+    ] = None
+    skip_if: Annotated[
+        list[Predicate],
+        Field(description="hp predicates under which this evidence means nothing (leaf is ABSENT)"),
+    ] = field(default_factory=list)
+    skip_note: Annotated[
+        str, Field(description="said in the assumptions when skip_if applies")
+    ] = ""
+    only_if: Annotated[
+        list[Predicate],
+        Field(description="facts that must all hold, else the leaf is false"),
+    ] = field(default_factory=list)
+    keep: Annotated[
+        dict[str, Scalar | PerAlgorithm],
+        Field(
+            description="params that replace `params` while the rule's finding is active "
+            "(hysteresis: a stricter condition starts a finding than keeps it alive)"
+        ),
+    ] = field(default_factory=dict)
+    while_active: Annotated[
+        bool,
+        Field(
+            description="judged only while the rule's finding is active: a condition that keeps "
+            "a symptom alive but cannot start one (a KL that jumped and stays high)"
+        ),
+    ] = False
 
     @property
     def metrics(self) -> list[str]:
         return [self.metric] if isinstance(self.metric, str) else list(self.metric)
 
 
+@dataclass(kw_only=True)
 class AllOf(_M):
     all: list[Node]
-    reason: str = _reason()
+    reason: Annotated[str, Field(description=_REASON)] = ""
 
 
+@dataclass(kw_only=True)
 class AnyOf(_M):
     any: list[Node]
-    reason: str = _reason()
-    hold: bool = Field(
-        False,
-        description="once the rule's finding is active, these alternatives count as holding: "
-        "the finding clears only when the rule's other conditions stop (DIV stays while the "
-        "reward stays down, even after the entropy that marked the collapse settles)",
-    )
+    reason: Annotated[str, Field(description=_REASON)] = ""
+    hold: Annotated[
+        bool,
+        Field(
+            description="once the rule's finding is active, these alternatives count as "
+            "holding: the finding clears only when the rule's other conditions stop (DIV stays "
+            "while the reward stays down, even after the entropy that marked the collapse "
+            "settles)"
+        ),
+    ] = False
 
 
+@dataclass(kw_only=True)
 class NotOf(_M):
-    not_: Node = Field(alias="not")
-    reason: str = _reason()
+    not_: Annotated[Node, Field(alias="not")]
+    reason: Annotated[str, Field(description=_REASON)] = ""
 
 
+@dataclass(kw_only=True)
 class Use(_M):
     """A named condition of the rulebook's `conditions`, used in a rule's tree; on a condition
     that is one leaf, `params` and `keep` set some of its parameters for this use."""
 
-    use: str = Field(description="the condition's name")
-    params: dict[str, Scalar | PerAlgorithm] = Field(default_factory=dict)
-    keep: dict[str, Scalar | PerAlgorithm] = Field(default_factory=dict)
-    reason: str = _reason()
+    use: Annotated[str, Field(description="the condition's name")]
+    params: dict[str, Scalar | PerAlgorithm] = field(default_factory=dict)
+    keep: dict[str, Scalar | PerAlgorithm] = field(default_factory=dict)
+    reason: Annotated[str, Field(description=_REASON)] = ""
 
 
 Node = Leaf | AllOf | AnyOf | NotOf | Use
 
 
+@dataclass(kw_only=True)
 class Condition(_M):
     """A condition named once and used by name in the rules (`- use: low_reward`)."""
 
-    means: Text = Field(description="what it says about the run, in words")
+    means: Annotated[str, Field(min_length=1, description="what it says about the run, in words")]
     when: Node
 
 
+@dataclass(kw_only=True)
 class ChangeSpec(_M):
     param: str
     op: Literal["multiply", "add", "set"]
-    range: tuple[float, float] | None = Field(
-        None, description="[mild, strong] factor (multiply) or addend (add)"
-    )
-    value: Scalar | None = Field(None, description="the value for op: set")
-    min_from: float | None = Field(
-        None,
-        description="the change applies only while the current value is at least this; below "
-        "it the change would do nothing that matters and the fallback is used",
-    )
+    range: Annotated[
+        tuple[float, float] | None,
+        Field(description="[mild, strong] factor (multiply) or addend (add)"),
+    ] = None
+    value: Annotated[Scalar | None, Field(description="the value for op: set")] = None
+    min_from: Annotated[
+        float | None,
+        Field(
+            description="the change applies only while the current value is at least this; "
+            "below it the change would do nothing that matters and the fallback is used"
+        ),
+    ] = None
 
 
+@dataclass(kw_only=True)
 class ActionSpec(_M):
-    advice: str = Field(min_length=1)
-    changes: list[ChangeSpec] = Field(default_factory=list)
+    advice: Annotated[str, Field(min_length=1)]
+    changes: list[ChangeSpec] = field(default_factory=list)
     safety: Literal["safe", "unsafe", "display_only"] = "unsafe"
 
 
+@dataclass(kw_only=True)
 class Urgent(_M):
     """A finding whose evidence reaches a level that makes it the first thing to fix: its
     priority is raised while the first evidence's `level` statistic is at least `at_least`."""
 
-    at_least: float = Field(description="the first evidence's level that makes it urgent")
-    priority: int = Field(description="the priority it then takes (lower = more urgent)")
-    why: Text = Field(description="why it goes first at that level")
+    at_least: Annotated[float, Field(description="the first evidence's level that makes it urgent")]
+    priority: Annotated[int, Field(description="the priority it then takes (lower = more urgent)")]
+    why: Annotated[str, Field(min_length=1, description="why it goes first at that level")]
 
 
+@dataclass(kw_only=True)
 class CaseChange(_M):
     """One declared change to a case's healthy base run, from step `start` on."""
 
-    metric: str = Field(description="canonical metric the change applies to")
-    start: int = Field(1, ge=1, description="first step changed")
-    end: int | None = Field(None, ge=1, description="last step changed (default: the last)")
-    multiply: float | None = Field(None, description="x this (reached over `over` steps)")
-    add: float | None = Field(None, description="+ this (reached over `over` steps)")
-    set: float | None = Field(None, description="this value (NaN allowed: .nan)")
-    over: int = Field(1, ge=1, description="steps over which the change ramps in")
-    period: float | None = Field(None, gt=0, description="a sine of this period in steps...")
-    amplitude: float = Field(0.0, description="...and this half peak-to-peak, added")
-    noise: float = Field(0.0, ge=0, description="seeded normal noise of this sd, added")
-    every: int = Field(1, ge=1, description="set only every this many steps (an evaluation)")
+    metric: Annotated[str, Field(description="canonical metric the change applies to")]
+    start: Annotated[int, Field(ge=1, description="first step changed")] = 1
+    end: Annotated[
+        int | None, Field(ge=1, description="last step changed (default: the last)")
+    ] = None
+    multiply: Annotated[
+        float | None, Field(description="x this (reached over `over` steps)")
+    ] = None
+    add: Annotated[float | None, Field(description="+ this (reached over `over` steps)")] = None
+    set: Annotated[float | None, Field(description="this value (NaN allowed: .nan)")] = None
+    over: Annotated[int, Field(ge=1, description="steps over which the change ramps in")] = 1
+    period: Annotated[
+        float | None, Field(gt=0, description="a sine of this period in steps...")
+    ] = None
+    amplitude: Annotated[float, Field(description="...and this half peak-to-peak, added")] = 0.0
+    noise: Annotated[float, Field(ge=0, description="seeded normal noise of this sd, added")] = 0.0
+    every: Annotated[
+        int, Field(ge=1, description="set only every this many steps (an evaluation)")
+    ] = 1
 
 
+@dataclass(kw_only=True)
 class RuleCase(_M):
     """A firing or non-firing case beside its rule: a small healthy base run (400 steps,
     eval_steps 20, reward rising to a plateau, KL levelling off, entropy easing) plus the
     declared changes; one test runs every rule's cases (tests/engine/test_rule_cases.py)."""
 
-    name: Text
-    change: list[CaseChange] = Field(default_factory=list)
-    ending: str | None = Field(None, description="how the run ends (RunEnding kind), if not")
-    hp: dict[str, Scalar] = Field(default_factory=dict, description="job values over the base")
+    name: Annotated[str, Field(min_length=1)]
+    change: list[CaseChange] = field(default_factory=list)
+    ending: Annotated[
+        str | None, Field(description="how the run ends (RunEnding kind), if not")
+    ] = None
+    hp: Annotated[
+        dict[str, Scalar], Field(description="job values over the base")
+    ] = field(default_factory=dict)
     expect: Literal["fires", "quiet"]
-    onset: int | None = Field(None, description="expected onset step (fires)")
-    within: int = Field(40, ge=0, description="onset tolerance, steps")
+    onset: Annotated[int | None, Field(description="expected onset step (fires)")] = None
+    within: Annotated[int, Field(ge=0, description="onset tolerance, steps")] = 40
 
 
+@dataclass(kw_only=True)
 class SymptomRule(_M):
     """One run-time symptom: its documentation (ruff's sections), conditions and actions."""
 
-    id: RuleId
-    name: Kebab
+    id: Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)*$")]
+    name: Annotated[str, Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
     severity: Severity
-    priority: int = Field(description="lower = more urgent; the patch follows the top finding")
-    summary: Text = Field(description="what it detects")
-    why: Text = Field(description="why it is bad")
-    example: Text = Field(description="what the curves look like when it fires")
-    use_instead: Text = Field(description="what a healthy run shows instead")
-    source: Text = Field(description="knowledge.md section/row or a public source")
-    causes: list[Text] = Field(min_length=1, description="likely causes, most probable first")
-    warmup: bool = Field(True, description="judged only after the warm-up (false: events)")
-    settles: bool = Field(
-        False,
-        description="an episode that cleared `settled_blocks` blocks or more before the run's "
-        "end is kept as info, with no change to make (a passing slowdown)",
-    )
-    unless: list[Predicate] = Field(default_factory=list, description="not judged when true")
+    priority: Annotated[
+        int, Field(description="lower = more urgent; the patch follows the top finding")
+    ]
+    summary: Annotated[str, Field(min_length=1, description="what it detects")]
+    why: Annotated[str, Field(min_length=1, description="why it is bad")]
+    example: Annotated[
+        str, Field(min_length=1, description="what the curves look like when it fires")
+    ]
+    use_instead: Annotated[
+        str, Field(min_length=1, description="what a healthy run shows instead")
+    ]
+    source: Annotated[
+        str, Field(min_length=1, description="knowledge.md section/row or a public source")
+    ]
+    causes: Annotated[
+        list[Annotated[str, Field(min_length=1)]],
+        Field(min_length=1, description="likely causes, most probable first"),
+    ]
+    warmup: Annotated[
+        bool, Field(description="judged only after the warm-up (false: events)")
+    ] = True
+    settles: Annotated[
+        bool,
+        Field(
+            description="an episode that cleared `settled_blocks` blocks or more before the "
+            "run's end is kept as info, with no change to make (a passing slowdown)"
+        ),
+    ] = False
+    unless: Annotated[
+        list[Predicate], Field(description="not judged when true")
+    ] = field(default_factory=list)
     unless_note: str = ""
-    suppressed_by: list[str] = Field(
-        default_factory=list,
-        description="rule ids that, while active, explain this symptom away (P1 after a DIV)",
-    )
-    on_ending: list[str] = Field(default_factory=list, description="RunEnding kinds that fire it")
+    suppressed_by: Annotated[
+        list[str],
+        Field(
+            description="rule ids that, while active, explain this symptom away (P1 after a DIV)"
+        ),
+    ] = field(default_factory=list)
+    on_ending: Annotated[
+        list[str], Field(description="RunEnding kinds that fire it")
+    ] = field(default_factory=list)
     urgent: Urgent | None = None
-    fallback_first: list[str] = Field(
-        default_factory=list,
-        description="detectors whose evidence makes the fallback the action (the evidence "
-        "says the primary cannot be the cause: a constant reward is no learning-rate problem)",
-    )
+    fallback_first: Annotated[
+        list[str],
+        Field(
+            description="detectors whose evidence makes the fallback the action (the evidence "
+            "says the primary cannot be the cause: a constant reward is no learning-rate "
+            "problem)"
+        ),
+    ] = field(default_factory=list)
     when: Node | None = None
-    absent_note: str = Field("", description="said when its metrics were not logged")
+    absent_note: Annotated[str, Field(description="said when its metrics were not logged")] = ""
     action: ActionSpec
     fallback: ActionSpec | None = None
-    cases: list[RuleCase] = Field(
-        default_factory=list, description="firing and non-firing cases of this rule"
-    )
+    cases: Annotated[
+        list[RuleCase], Field(description="firing and non-firing cases of this rule")
+    ] = field(default_factory=list)
 
 
+@dataclass(kw_only=True)
 class Settings(_M):
-    default_eval_steps: int = Field(10, ge=1, description="eval_steps when unknown, no length")
-    eval_steps_fraction: int = Field(
-        20, ge=1, description="eval_steps = run length / this when unknown (guide: 10 to 20)"
-    )
-    min_warmup_steps: int = Field(30, ge=1)
-    warmup_blocks: int = Field(6, ge=2, description="blocks the warm-up is cut into")
-    window_blocks: int = Field(32, ge=8, description="blocks kept per metric (rolling window)")
-    clear_after: int = Field(2, ge=1, description="evaluations without a symptom to clear it")
-    rel_scale_floor: float = Field(0.01, ge=0, description="noise floor, fraction of |level|")
-    abs_scale_floor: float = Field(1e-9, gt=0)
-    early_break: dict[str, Literal["up", "down", "both"]] = Field(
-        default_factory=dict,
-        description="metrics (and the direction that is a symptom) whose baseline is the level "
-        "before a break inside the warm-up (a collapse there must not become the yardstick)",
-    )
-    settled_blocks: int = Field(4, ge=1, description="see SymptomRule.settles")
-    early_break_z: float = Field(8.0, gt=0, description="break: first-half sigmas apart")
-    early_break_ratio: float = Field(3.0, gt=1, description="break: x or / this far apart")
-    kl_strong_coef: float = Field(
-        1.0,
-        gt=0,
-        description="a KL coefficient at or above this dominates any reward signal (predicate "
-        "kl_strong): 25 x GRPO's typical 0.04, beyond the guide's advised range",
-    )
-    rounds_metric: str = Field(
-        "gen_batches",
-        description="the metric a DAPO job logs its generation rounds per step under: when it "
-        "is logged, a leaf's `rounds` estimate is not used (the rounds are judged as logged)",
-    )
-    evaluation_metric: str = Field(
-        "val_reward",
-        description="the validation metric: a last block holding an evaluation is judged "
-        "however short it is (the run's last evaluation is its last word)",
-    )
+    default_eval_steps: Annotated[
+        int, Field(ge=1, description="eval_steps when unknown, no length")
+    ] = 10
+    eval_steps_fraction: Annotated[
+        int,
+        Field(ge=1, description="eval_steps = run length / this when unknown (guide: 10 to 20)"),
+    ] = 20
+    min_warmup_steps: Annotated[int, Field(ge=1)] = 30
+    warmup_blocks: Annotated[int, Field(ge=2, description="blocks the warm-up is cut into")] = 6
+    window_blocks: Annotated[
+        int, Field(ge=8, description="blocks kept per metric (rolling window)")
+    ] = 32
+    clear_after: Annotated[
+        int, Field(ge=1, description="evaluations without a symptom to clear it")
+    ] = 2
+    rel_scale_floor: Annotated[
+        float, Field(ge=0, description="noise floor, fraction of |level|")
+    ] = 0.01
+    abs_scale_floor: Annotated[float, Field(gt=0)] = 1e-9
+    early_break: Annotated[
+        dict[str, Literal["up", "down", "both"]],
+        Field(
+            description="metrics (and the direction that is a symptom) whose baseline is the "
+            "level before a break inside the warm-up (a collapse there must not become the "
+            "yardstick)"
+        ),
+    ] = field(default_factory=dict)
+    settled_blocks: Annotated[int, Field(ge=1, description="see SymptomRule.settles")] = 4
+    early_break_z: Annotated[
+        float, Field(gt=0, description="break: first-half sigmas apart")
+    ] = 8.0
+    early_break_ratio: Annotated[
+        float, Field(gt=1, description="break: x or / this far apart")
+    ] = 3.0
+    kl_strong_coef: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="a KL coefficient at or above this dominates any reward signal "
+            "(predicate kl_strong): 25 x GRPO's typical 0.04, beyond the guide's advised range",
+        ),
+    ] = 1.0
+    rounds_metric: Annotated[
+        str,
+        Field(
+            description="the metric a DAPO job logs its generation rounds per step under: when "
+            "it is logged, a leaf's `rounds` estimate is not used (the rounds are judged as "
+            "logged)"
+        ),
+    ] = "gen_batches"
+    evaluation_metric: Annotated[
+        str,
+        Field(
+            description="the validation metric: a last block holding an evaluation is judged "
+            "however short it is (the run's last evaluation is its last word)"
+        ),
+    ] = "val_reward"
 
 
+@dataclass(kw_only=True)
 class SymptomRulebook(_M):
     version: int
-    false_alarm_budget: Text
-    settings: Settings = Field(default_factory=Settings)
-    conditions: dict[str, Condition] = Field(
-        default_factory=dict, description="named conditions the rules use by name"
-    )
+    false_alarm_budget: Annotated[str, Field(min_length=1)]
+    settings: Settings = field(default_factory=Settings)
+    conditions: Annotated[
+        dict[str, Condition], Field(description="named conditions the rules use by name")
+    ] = field(default_factory=dict)
     rules: list[SymptomRule]
 
     @property
@@ -390,11 +480,9 @@ def parse_symptom_rules(path: Path) -> SymptomRulebook:
 
     data = read_rulebook_data(path, "symptom rulebook")
     try:
-        book = SymptomRulebook.model_validate(data)
+        book = schema.validate(SymptomRulebook, data)
     except ValidationError as err:
-        e = err.errors()[0]
-        where = ".".join(str(x) for x in e["loc"])
-        raise InputError(f"{path}: {where}: {e['msg']}") from None
+        raise InputError(f"{path}: {schema.first_error(err)}") from None
     book = _expand_conditions(book, path)
     _check_references(book, path)
     from advisor.paramspec import check_rulebook  # each leaf against rulebook/detectors.yaml
@@ -507,7 +595,7 @@ def load_symptom_rules(path: Path | None = None) -> SymptomRulebook:
 
 def export_schema() -> dict[str, Any]:
     """The JSON schema of the rulebook (committed as rulebook/schema_symptoms.json)."""
-    return SymptomRulebook.model_json_schema(by_alias=True)
+    return schema.json_schema(SymptomRulebook, by_alias=True)
 
 
 # ============================================================================ evaluation

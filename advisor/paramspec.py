@@ -9,51 +9,57 @@ out of range, and lets `rl-advisor rules ID` say every threshold in words.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
+from advisor import schema
 from advisor.resources import read_rulebook_data, rulebook_dir
+from advisor.schema import STRICT, Plain
 from advisor.types import InputError, Scalar
 
 if TYPE_CHECKING:
+    from pydantic import Field
+
     from advisor.engine import Leaf, Node, SymptomRulebook
 
 Companion = Literal["per", "rounds"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Strict(Plain):
+    __pydantic_config__ = STRICT
 
 
+@dataclass(frozen=True, kw_only=True)
 class ParamSpec(_Strict):
     """One parameter of one detector."""
 
-    meaning: str = Field(min_length=1, description="what the value sets, in words")
-    unit: str = Field("", description="the value's unit (blocks, warm-up sigmas, ...)")
+    meaning: Annotated[str, Field(min_length=1, description="what the value sets, in words")]
+    unit: Annotated[str, Field(description="the value's unit (blocks, warm-up sigmas, ...)")] = ""
     kind: Literal["number", "integer", "flag", "choice"] = "number"
-    default: Scalar | None = Field(
-        None, description="what the detector uses when a leaf leaves it out (null: test off)"
-    )
-    required: bool = Field(False, description="a leaf must set it")
-    range: tuple[float, float] | None = Field(None, description="[low, high], inclusive")
-    choices: list[str] = Field(
-        default_factory=list, description="the words it accepts (beside numbers in range)"
-    )
+    default: Annotated[
+        Scalar | None,
+        Field(description="what the detector uses when a leaf leaves it out (null: test off)"),
+    ] = None
+    required: Annotated[bool, Field(description="a leaf must set it")] = False
+    range: Annotated[
+        tuple[float, float] | None, Field(description="[low, high], inclusive")
+    ] = None
+    choices: Annotated[
+        list[str], Field(description="the words it accepts (beside numbers in range)")
+    ] = dataclasses.field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _consistent(self) -> ParamSpec:
+    def __post_init__(self) -> None:  # run by pydantic after validation (advisor/schema.py)
         if self.kind == "choice" and not self.choices:
             raise ValueError("a choice needs its choices")
         if self.range is not None and self.range[0] > self.range[1]:
             raise ValueError(f"range {list(self.range)}: low above high")
-        return self
 
     def problem(self, value: Scalar) -> str | None:
         """Why `value` is not valid for this parameter, or None."""
@@ -86,23 +92,24 @@ class ParamSpec(_Strict):
         return " or ".join(parts)
 
 
+@dataclass(frozen=True, kw_only=True)
 class DetectorSpec(_Strict):
-    summary: str = Field(min_length=1, description="what the detector detects")
-    shared: dict[str, Scalar | None] = Field(
-        default_factory=dict, description="shared parameters it reads -> its default"
-    )
-    companions: list[Companion] = Field(default_factory=list)
-    params: dict[str, ParamSpec] = Field(default_factory=dict)
+    summary: Annotated[str, Field(min_length=1, description="what the detector detects")]
+    shared: Annotated[
+        dict[str, Scalar | None], Field(description="shared parameters it reads -> its default")
+    ] = dataclasses.field(default_factory=dict)
+    companions: list[Companion] = dataclasses.field(default_factory=list)
+    params: dict[str, ParamSpec] = dataclasses.field(default_factory=dict)
 
 
+@dataclass(frozen=True, kw_only=True)
 class DetectorBook(_Strict):
     version: int
     shared: dict[str, ParamSpec]
     companions: dict[str, str]
     detectors: dict[str, DetectorSpec]
 
-    @model_validator(mode="after")
-    def _shared_declared(self) -> DetectorBook:
+    def __post_init__(self) -> None:  # run by pydantic after validation (advisor/schema.py)
         extra = set(self.companions) - {"per", "rounds"}
         if extra:
             raise ValueError(f"companions: {sorted(extra)}; the engine passes only per, rounds")
@@ -113,7 +120,6 @@ class DetectorBook(_Strict):
             both = set(det.shared) & set(det.params)
             if both:
                 raise ValueError(f"detector {name}: {sorted(both)} both shared and its own")
-        return self
 
     def params_of(self, detector: str) -> dict[str, ParamSpec]:
         """Every parameter `detector` reads, shared ones with its own default."""
@@ -141,12 +147,12 @@ def detector_book(path: Path | None = None) -> DetectorBook:
 
     p = path or spec_path()
     data = read_rulebook_data(p, "detector parameters")
+    from pydantic import ValidationError  # checking a book needs pydantic; reading one not
+
     try:
-        return DetectorBook.model_validate(data)
+        return schema.validate(DetectorBook, data)
     except ValidationError as err:
-        e = err.errors()[0]
-        where = ".".join(str(x) for x in e["loc"])
-        raise InputError(f"{p}: {where}: {e['msg']}") from None
+        raise InputError(f"{p}: {schema.first_error(err)}") from None
 
 
 def walk(node: Node | None, where: str = "when") -> Iterator[tuple[str, Leaf]]:
@@ -251,8 +257,8 @@ def write_schema(dest: Path | None = None) -> Path:
     """Write detectors.yaml's JSON schema (`python -m advisor.paramspec` regenerates it)."""
 
     path = dest or spec_path().parent / "schema_detectors.json"
-    schema = DetectorBook.model_json_schema()
-    path.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    book_schema = schema.json_schema(DetectorBook)
+    path.write_text(json.dumps(book_schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
 

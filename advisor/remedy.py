@@ -65,7 +65,7 @@ def spec_of(action: Action | None) -> ActionSpec | None:
     if action is None:
         return None
     changes = [
-        ChangeSpec.model_construct(
+        ChangeSpec(
             param=c.param,
             op=c.op,
             range=(c.factor, c.factor) if c.factor is not None else None,
@@ -74,7 +74,7 @@ def spec_of(action: Action | None) -> ActionSpec | None:
         )
         for c in action.changes
     ]
-    return ActionSpec.model_construct(advice=action.advice, changes=changes, safety=action.safety)
+    return ActionSpec(advice=action.advice, changes=changes, safety=action.safety)
 
 
 def actions_for(finding: Finding, rules: SymptomRulebook | None = None) -> RuleActions:

@@ -6,6 +6,7 @@ import contextlib
 import errno
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import pickle
@@ -87,18 +88,17 @@ def load_validated(
     """`build(path)` (read and schema-check a shipped rulebook), through a pickle of the result.
 
     Schema-checking a rulebook makes pydantic build the validators of every class in it, which
-    costs more at each start than judging a 2,000-step run. The checked object is cached keyed
-    by the file's bytes, the source of the module defining the schema, the files `also` names
-    (other data the check reads) and pydantic's version, so an edited rulebook or schema is
-    checked afresh. The cache is the user's own folder (as for
-    the JSON cache); any failure to read or write it only costs time.
+    costs more at each start than judging a 2,000-step run. The checked object (plain
+    dataclasses: advisor/schema.py) is cached keyed by the file's bytes, the source of the
+    module defining the schema, the files `also` names (other data the check reads) and
+    pydantic's version, so an edited rulebook or schema is checked afresh; reading it back
+    imports no pydantic. The cache is the user's own folder (as for the JSON cache); any
+    failure to read or write it only costs time.
     """
-    import pydantic  # the schema module's own: imported already, as is its version
-
     raw = path.read_bytes() + b"".join(p.read_bytes() for p in also)
     source = Path(sys.modules[schema_module].__file__ or "").read_bytes()
 
-    cached = _cache_file(path, raw + source + pydantic.VERSION.encode(), suffix=".pickle")
+    cached = _cache_file(path, raw + source + _pydantic_version(), suffix=".pickle")
     if cached is not None and cached.exists():
         try:
             with cached.open("rb") as fh:
@@ -109,6 +109,18 @@ def load_validated(
     if cached is not None:
         _write_pickle(cached, obj)
     return obj
+
+
+@functools.cache
+def _pydantic_version() -> bytes:
+    """pydantic's version file (its VERSION), read without importing pydantic."""
+    spec = importlib.util.find_spec("pydantic")
+    if spec is None or spec.origin is None:
+        return b""
+    try:
+        return (Path(spec.origin).parent / "version.py").read_bytes()
+    except OSError:
+        return b""
 
 
 def _write_pickle(dest: Path, obj: Any) -> None:

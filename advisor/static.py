@@ -11,33 +11,45 @@ judges on a value it invented.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-from advisor import __version__
+from advisor import __version__, schema
 from advisor.resources import load_validated, read_yaml_data, rulebook_dir
+from advisor.schema import STRICT, After, Plain
 from advisor.types import ConfigFinding, Diagnosis, InputError, Severity
 
 if TYPE_CHECKING:
+    from pydantic import Field
+
     from advisor.config import LoadedConfig
     from advisor.types import Diagnosis
 
 # ---------------------------------------------------------------------------------------------
-# Rulebook schema (pydantic, extra="forbid"): this is what `rulebook/schema_config.json` exports.
+# Rulebook schema (plain dataclasses that pydantic checks on a cache miss, extra="forbid":
+# advisor/schema.py): this is what `rulebook/schema_config.json` exports.
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+class _Strict(Plain):
+    __pydantic_config__ = STRICT
 
 
+def _expression(value: str | None) -> str | None:
+    """An expression field's check (`After`): it parses in the expression language."""
+    if value is not None:
+        _parse(value)
+    return value
+
+
+@dataclass(kw_only=True)
 class FieldSpec(_Strict):
     """One scalar field of the job model: type, valid range or choices, platform default."""
 
@@ -51,30 +63,39 @@ class FieldSpec(_Strict):
     meaning: str = ""
 
 
+@dataclass(kw_only=True)
 class HpAlias(_Strict):
     """Another framework's name for a platform hyperparameter (for C001's "did you mean")."""
 
     param: str
-    note: str = Field("", description="said when the meaning differs from the platform's")
+    note: Annotated[
+        str, Field(description="said when the meaning differs from the platform's")
+    ] = ""
     source: str = ""
 
 
+@dataclass(kw_only=True)
 class ModelInfo(_Strict):
     kind: Literal["dense", "moe"]
-    params_b: float = Field(gt=0, description="total parameters, billions")
-    active_b: float | None = Field(None, description="active parameters per token (MoE)")
+    params_b: Annotated[float, Field(gt=0, description="total parameters, billions")]
+    active_b: Annotated[
+        float | None, Field(description="active parameters per token (MoE)")
+    ] = None
 
 
+@dataclass(kw_only=True)
 class ScaleAdvice(_Strict):
     lr_max: float
     kl_max: float
 
 
+@dataclass(kw_only=True)
 class MtuSpec(_Strict):
-    gpu_memory_gb: float = Field(gt=0)
+    gpu_memory_gb: Annotated[float, Field(gt=0)]
     note: str = ""
 
 
+@dataclass(kw_only=True)
 class RequireCheck(_Strict):
     """Fires when `expr` is false."""
 
@@ -82,6 +103,7 @@ class RequireCheck(_Strict):
     expr: str
 
 
+@dataclass(kw_only=True)
 class RangeCheck(_Strict):
     """Fires when `param` lies outside [min, max] (either bound optional)."""
 
@@ -91,6 +113,7 @@ class RangeCheck(_Strict):
     max: float | None = None
 
 
+@dataclass(kw_only=True)
 class EnumCheck(_Strict):
     """Fires when `param` is not one of `values`."""
 
@@ -99,6 +122,7 @@ class EnumCheck(_Strict):
     values: list[Any]
 
 
+@dataclass(kw_only=True)
 class SumEqualsCheck(_Strict):
     """Fires when the numbers of mapping/list `param` do not sum to `total` (within tolerance)."""
 
@@ -108,6 +132,7 @@ class SumEqualsCheck(_Strict):
     tolerance: float = 1e-6
 
 
+@dataclass(kw_only=True)
 class RegexCheck(_Strict):
     """Fires when string `param` does not fully match `pattern`."""
 
@@ -116,89 +141,103 @@ class RegexCheck(_Strict):
     pattern: str
 
 
+@dataclass(kw_only=True)
 class CustomCheck(_Strict):
     """A registered Python function, for the few rules that need arithmetic (memory estimate)."""
 
     kind: Literal["custom"]
     function: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
+@dataclass(kw_only=True)
 class LoadCheck(_Strict):
     """Emitted by the config loader (unknown keys, types, ranges); documented here."""
 
     kind: Literal["load"]
 
 
-Check = Annotated[
-    RequireCheck | RangeCheck | EnumCheck | SumEqualsCheck | RegexCheck | CustomCheck | LoadCheck,
-    Field(discriminator="kind"),
-]
+# one of these, told apart by `kind` (ConfigRule.check)
+Check = (
+    RequireCheck | RangeCheck | EnumCheck | SumEqualsCheck | RegexCheck | CustomCheck | LoadCheck
+)
 
 
+@dataclass(kw_only=True)
 class RepairMove(_Strict):
     """One way to restore a coupling: `param` takes the value of the expression `to`."""
 
-    param: str = Field(description="the side that moves (one of the rule's params)")
-    to: str = Field(description="expression over the job's values: the value `param` takes")
-    note: str = Field(
-        min_length=1,
-        description="what the repair did, said after 'repaired coupling: ' ({expression} parts "
-        "are evaluated on the job before the repair)",
-    )
-    if_changed: list[str] = Field(
-        default_factory=list,
-        description="taken only when the remedy's change moved one of these; otherwise the "
-        "next move is tried (the change's own value keeps its intent)",
-    )
+    param: Annotated[str, Field(description="the side that moves (one of the rule's params)")]
+    to: Annotated[
+        str,
+        After(_expression),
+        Field(description="expression over the job's values: the value `param` takes"),
+    ]
+    note: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="what the repair did, said after 'repaired coupling: ' ({expression} "
+            "parts are evaluated on the job before the repair)",
+        ),
+    ]
+    if_changed: Annotated[
+        list[str],
+        Field(
+            description="taken only when the remedy's change moved one of these; otherwise the "
+            "next move is tried (the change's own value keeps its intent)"
+        ),
+    ] = dataclasses.field(default_factory=list)
 
-    @field_validator("to")
-    @classmethod
-    def _parses(cls, value: str) -> str:
-        _parse(value)
-        return value
 
-
+@dataclass(kw_only=True)
 class CouplingRepair(_Strict):
     """How the remedy restores this coupling after its change broke it: the rule's `require`
     check is the relation, the first move that applies says which side moves and to what."""
 
-    assume: dict[str, int | float | str] = Field(
-        default_factory=dict,
-        description="values the relation takes for params the job leaves out",
-    )
-    moves: list[RepairMove] = Field(min_length=1)
+    assume: Annotated[
+        dict[str, int | float | str],
+        Field(description="values the relation takes for params the job leaves out"),
+    ] = dataclasses.field(default_factory=dict)
+    moves: Annotated[list[RepairMove], Field(min_length=1)]
 
 
+@dataclass(kw_only=True)
 class ConfigRule(_Strict):
     """One static rule, with its ruff-shaped documentation."""
 
-    id: str = Field(pattern=r"^C\d{3}$")
-    name: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", description="kebab-case problem name")
+    id: Annotated[str, Field(pattern=r"^C\d{3}$")]
+    name: Annotated[
+        str, Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", description="kebab-case problem name")
+    ]
     severity: Severity
     confidence: Literal["low", "medium", "high"] = "high"
     scope: Literal["job", "function"] = "job"
     function_type: Literal["rollout", "reward"] | None = None
     params: list[str]
-    when: str | None = Field(None, description="expression; the rule is judged only when true")
-    check: Check
-    message: str = Field(min_length=1, description="{expression} parts are evaluated")
-    suggested: str | None = Field(None, description="expression giving the suggested value")
-    summary: str = Field(min_length=1, description="What it does")
-    why: str = Field(min_length=1, description="Why is this bad?")
-    example: str = Field(min_length=1)
-    use_instead: str = Field(min_length=1)
-    source: str = Field(min_length=1)
-    repair: CouplingRepair | None = Field(
-        None, description="how the remedy restores a coupling (C1xx) its change broke"
-    )
-
-    @field_validator("when", "suggested")
-    @classmethod
-    def _parses(cls, value: str | None) -> str | None:
-        if value is not None:
-            _parse(value)
-        return value
+    when: Annotated[
+        str | None,
+        After(_expression),
+        Field(description="expression; the rule is judged only when true"),
+    ] = None
+    check: Annotated[Check, Field(discriminator="kind")]
+    message: Annotated[
+        str, Field(min_length=1, description="{expression} parts are evaluated")
+    ]
+    suggested: Annotated[
+        str | None,
+        After(_expression),
+        Field(description="expression giving the suggested value"),
+    ] = None
+    summary: Annotated[str, Field(min_length=1, description="What it does")]
+    why: Annotated[str, Field(min_length=1, description="Why is this bad?")]
+    example: Annotated[str, Field(min_length=1)]
+    use_instead: Annotated[str, Field(min_length=1)]
+    source: Annotated[str, Field(min_length=1)]
+    repair: Annotated[
+        CouplingRepair | None,
+        Field(description="how the remedy restores a coupling (C1xx) its change broke"),
+    ] = None
 
     def finding(
         self,
@@ -223,29 +262,34 @@ class ConfigRule(_Strict):
         )
 
 
+@dataclass(kw_only=True)
 class ConfigRulebook(_Strict):
     version: int
     hyper_parameters: dict[str, FieldSpec]
-    hp_aliases: dict[str, HpAlias] = Field(default_factory=dict)
+    hp_aliases: dict[str, HpAlias] = dataclasses.field(default_factory=dict)
     function_runtime: dict[str, FieldSpec]
     resources: dict[str, FieldSpec]
     models: dict[str, ModelInfo]
     scales: dict[str, ScaleAdvice]
     mtu_specs: dict[str, MtuSpec]
-    change_groups: dict[str, list[str]] = Field(
-        default_factory=dict, description="coupled parameters counted as one change (C801)"
-    )
-    change_ignored: list[str] = Field(default_factory=list, description="not counted by C801")
-    other_estimators: list[str] = Field(
-        default_factory=list, description="verl adv_estimator values that are not GSPO/GRPO/DAPO"
-    )
-    group_rules: list[str] = Field(
-        default_factory=list, description="rules skipped for a run with one of other_estimators"
-    )
+    change_groups: Annotated[
+        dict[str, list[str]],
+        Field(description="coupled parameters counted as one change (C801)"),
+    ] = dataclasses.field(default_factory=dict)
+    change_ignored: Annotated[
+        list[str], Field(description="not counted by C801")
+    ] = dataclasses.field(default_factory=list)
+    other_estimators: Annotated[
+        list[str],
+        Field(description="verl adv_estimator values that are not GSPO/GRPO/DAPO"),
+    ] = dataclasses.field(default_factory=list)
+    group_rules: Annotated[
+        list[str],
+        Field(description="rules skipped for a run with one of other_estimators"),
+    ] = dataclasses.field(default_factory=list)
     rules: list[ConfigRule]
 
-    @model_validator(mode="after")
-    def _consistent(self) -> ConfigRulebook:
+    def __post_init__(self) -> None:  # run by pydantic after validation (advisor/schema.py)
         stray = {a.param for a in self.hp_aliases.values()} - set(self.hyper_parameters)
         if stray:
             raise ValueError(f"hp_aliases name unknown hyperparameters: {sorted(stray)}")
@@ -260,7 +304,6 @@ class ConfigRulebook(_Strict):
                 raise ValueError(f"{rule.id}: unknown custom function {rule.check.function!r}")
             if rule.repair is not None:
                 _check_repair(rule, set(self.hyper_parameters))
-        return self
 
     def rule(self, rule_id: str) -> ConfigRule:
         return next(r for r in self.rules if r.id == rule_id)
@@ -281,6 +324,7 @@ def _check_repair(rule: ConfigRule, known: set[str]) -> None:
         raise ValueError(f"{rule.id}: a repair moves hyperparameters only, not {unknown}")
 
 
+@dataclass(kw_only=True)
 class Profile(_Strict):
     description: str
     model: str
@@ -288,6 +332,7 @@ class Profile(_Strict):
     hyper_parameters: dict[str, Any]
 
 
+@dataclass(kw_only=True)
 class ProfileBook(_Strict):
     version: int
     profiles: dict[str, Profile]
@@ -308,9 +353,9 @@ def profiles() -> ProfileBook:
     return _book("profiles.yaml", ProfileBook)
 
 
-def _book(name: str, schema: type[_B]) -> _B:
+def _book(name: str, book: type[_B]) -> _B:
     def build(path: Path) -> _B:
-        return schema.model_validate(_read_yaml(path))
+        return schema.validate(book, _read_yaml(path))
 
     return load_validated(_rulebook_file(name), build, __name__)
 
@@ -326,14 +371,14 @@ def _read_yaml(path: Path) -> Any:
 def export_schema(dest: Path) -> None:
     """Write the JSON schema of the config rulebook (rulebook/schema_config.json)."""
 
-    schema = {
+    book_schema = {
         "title": "rl-advisor config rulebook",
         "$defs": {
-            "ConfigRulebook": ConfigRulebook.model_json_schema(),
-            "ProfileBook": ProfileBook.model_json_schema(),
+            "ConfigRulebook": schema.json_schema(ConfigRulebook),
+            "ProfileBook": schema.json_schema(ProfileBook),
         },
     }
-    dest.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    dest.write_text(json.dumps(book_schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------------

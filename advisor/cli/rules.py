@@ -63,7 +63,7 @@ def config_rule_docs() -> list[RuleDoc]:
 
 
 def _config_extra(rule: ConfigRule) -> dict[str, str]:
-    check = rule.check.model_dump(exclude_none=True)
+    check = {k: v for k, v in asdict(rule.check).items() if v is not None}
     if check.get("kind") == "load":
         extra = {"Check": "while the job file is read (names, types, ranges, choices, layout)"}
     elif check.get("kind") == "require":

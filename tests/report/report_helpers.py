@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
+from advisor import schema
 from advisor.engine import ActionSpec
 from advisor.types import Evidence, Finding, Severity
 
@@ -101,8 +102,8 @@ SPECS: dict[str, dict[str, Any]] = {
 def rule_actions(action: dict[str, Any], fallback: dict[str, Any] | None) -> SimpleNamespace:
     """What the remedy reads of a rule: its action specs (the rulebook's own model)."""
     return SimpleNamespace(
-        action=ActionSpec.model_validate(action),
-        fallback=ActionSpec.model_validate(fallback) if fallback is not None else None,
+        action=schema.validate(ActionSpec, action),
+        fallback=schema.validate(ActionSpec, fallback) if fallback is not None else None,
         fallback_first=[],
     )
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from advisor import remedy, static
+from advisor import remedy, schema, static
 from advisor.resources import read_yaml_data, rulebook_dir
 
 
@@ -90,7 +90,7 @@ def _book_with(rule_id: str, repair: dict[str, Any]) -> static.ConfigRulebook:
     for rule in data["rules"]:
         if rule["id"] == rule_id:
             rule["repair"] = repair
-    return static.ConfigRulebook.model_validate(data)
+    return schema.validate(static.ConfigRulebook, data)
 
 
 def test_a_coupling_declared_in_the_rulebook_alone_is_repaired(
