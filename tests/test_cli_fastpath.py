@@ -133,3 +133,24 @@ def test_the_installed_command_skips_the_framework(tmp_path: Path) -> None:
     assert usage.returncode == 2 and usage.stdout == ""
     (line,) = usage.stderr.strip().splitlines()
     assert line.startswith("rl-advisor: error: ") and "yaml" in line
+
+
+def test_a_warm_diagnose_imports_no_pydantic(tmp_path: Path) -> None:
+    """The rulebooks come from their cache as plain objects: pydantic checks them on the run
+    that fills the cache (a new or edited book) and is not imported on the next."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(RL_ADVISOR_CACHE_DIR=str(tmp_path / "cache"), PYTHONPROFILEIMPORTTIME="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    env.pop("RL_ADVISOR_NO_CACHE", None)
+    cmd = [*_entry_point(), "diagnose", LOG, "-c", JOB, "--format", "json"]
+
+    def imported() -> set[str]:
+        run = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        assert run.returncode == 1, run.stderr  # P1 is an error finding
+        assert '"P1"' in run.stdout
+        return {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines()}
+
+    cold, warm = imported(), imported()
+    assert "pydantic" in cold and "advisor.static" in cold
+    assert "advisor.static" in warm and "advisor.dialect" in warm
+    assert not {m for m in warm if m.split(".")[0] in ("pydantic", "pydantic_core")}
