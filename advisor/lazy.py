@@ -3,7 +3,7 @@ imported on first use: `from advisor import lazy`, then `lazy.engine.judge_run(.
 
 Everything else is imported at the top of the module that uses it (the config, static and
 dialect modules cost ~5 ms each). These are the exceptions, with what importing each costs
-(CPU, bytecode cached, after pydantic):
+(CPU, bytecode cached; pydantic is imported only to check a rulebook not yet cached):
 
 | name | cost | needed by |
 |---|---|---|
@@ -14,7 +14,7 @@ dialect modules cost ~5 ms each). These are the exceptions, with what importing 
 | `remedy` | the engine's (it imports the engine's action specs) | the advice, after judging |
 | `typer` | ~25 ms (click and the CLI framework) | every command but a plain `diagnose` call |
 | `yaml` | ~12 ms (ruamel.yaml, pure Python) | a job file; a rulebook not yet cached |
-| `api`, `config` | ~150 ms (pydantic, the rulebooks' models) | a diagnosis, once its read started |
+| `api`, `config` | ~15 ms (the job model, cached rulebooks) | a diagnosis, once its read started |
 | `report` | ~5 ms (the Markdown report) | the online report |
 | `multiprocessing`, `pool` | ~15 ms (`concurrent.futures.process`) | `diagnose_many`'s workers |
 
