@@ -75,7 +75,7 @@ def dialects() -> DialectBook:
     """The name table, validated against its schema (cached)."""
 
     def build(path: Path) -> DialectBook:
-        return schema.validate(DialectBook, read_yaml_data(path))
+        return schema.validate_file(DialectBook, read_yaml_data(path), path)
 
     return load_validated(rulebook_dir() / "dialects.yaml", build, __name__)
 

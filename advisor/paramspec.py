@@ -147,12 +147,7 @@ def detector_book(path: Path | None = None) -> DetectorBook:
 
     p = path or spec_path()
     data = read_rulebook_data(p, "detector parameters")
-    from pydantic import ValidationError  # checking a book needs pydantic; reading one not
-
-    try:
-        return schema.validate(DetectorBook, data)
-    except ValidationError as err:
-        raise InputError(f"{p}: {schema.first_error(err)}") from None
+    return schema.validate_file(DetectorBook, data, p)
 
 
 def walk(node: Node | None, where: str = "when") -> Iterator[tuple[str, Leaf]]:

@@ -27,7 +27,10 @@ from __future__ import annotations
 import copy
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from advisor.types import InputError
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
@@ -101,6 +104,17 @@ def validate(cls: type[T], data: Any) -> T:
             said = {"type": kind, "loc": e["loc"], "input": e["input"]}
             errors.append({**said, "ctx": e["ctx"]} if "ctx" in e else said)
         raise ValidationError.from_exception_data(err.title, errors) from None
+
+
+def validate_file(cls: type[T], data: Any, path: Path) -> T:
+    """`validate` of a rulebook file's data; a misfit is one InputError line naming the file
+    and the place (`FILE: rules.0.check.kind: ...`), as a bad input is said everywhere."""
+    from pydantic import ValidationError
+
+    try:
+        return validate(cls, data)
+    except ValidationError as err:
+        raise InputError(f"{path}: {first_error(err)}") from None
 
 
 def json_schema(cls: type[Any], *, by_alias: bool = True) -> dict[str, Any]:

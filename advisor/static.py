@@ -355,7 +355,7 @@ def profiles() -> ProfileBook:
 
 def _book(name: str, book: type[_B]) -> _B:
     def build(path: Path) -> _B:
-        return schema.validate(book, _read_yaml(path))
+        return schema.validate_file(book, _read_yaml(path), path)
 
     return load_validated(_rulebook_file(name), build, __name__)
 
