@@ -669,23 +669,22 @@ def _records(acc: list[np.ndarray], starts: np.ndarray, ends: np.ndarray) -> np.
     return out
 
 
-def _add_wander(t: _Track) -> None:
+def _add_wander(t: _Track, total: int, latest: np.ndarray) -> None:
     """Close a chunk of the long-run wander reference: the robust scale (MAD around a Theil-Sen
     line, or second differences) of the latest WANDER_BLOCKS block means. A 6-block warm-up
     cannot show how far autocorrelated noise wanders over 16 blocks; the run's own history
     can, and the median over chunks converges as the run goes on (detectors.volatility).
     ...and the chunk's typical SPAN-block residual sd: the yardstick a warm-up of ~4 spans
     estimates poorly (heavy-tailed, autocorrelated noise), for volatility's within-span view.
-    push_columns computes every chunk it closes at once (t.wander_ready, by total)."""
-    ready = t.wander_ready.pop(t.total, None) if t.wander_ready else None
-    scale, spans = ready if ready is not None else wander_of(
-        t.buf[max(0, t.nb - WANDER_BLOCKS) : t.nb]
-    )
+    push_columns computes every chunk it closes at once (t.wander_ready, by total). `total`:
+    the track's block count at the chunk's end; `latest`: the window's latest rows then."""
+    ready = t.wander_ready.pop(total, None) if t.wander_ready else None
+    scale, spans = ready if ready is not None else wander_of(latest)
     if scale is not None:
-        t.wander.append((t.total, scale))
+        t.wander.append((total, scale))
         del t.wander[:-WANDER_CHUNKS]
     if spans is not None:
-        t.span_wander.append((t.total, spans))
+        t.span_wander.append((total, spans))
         del t.span_wander[:-WANDER_CHUNKS]
 
 
@@ -802,6 +801,24 @@ class _Track:
     wander_ready: dict[int, tuple[float | None, float | None]] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class _Ahead:
+    """The blocks one push_columns call closes while the screens' records are at hand (0 ..
+    n - 1, in order), as the rule evaluation will see each: per metric with records in the
+    call, the row of its latest record in its column at each block (-1: none yet), and the
+    run's latest logged block end after each block (nan: none yet)."""
+
+    n: int
+    rows: dict[str, np.ndarray]
+    logged_end: np.ndarray
+    stamp: int  # which call: masks made in another are stale
+    at: int = -1  # the block being closed
+    # (the baselines it was made for, the blocks _fold_span may close)
+    foldable: tuple[int, np.ndarray] | None = None
+    # (the state it was made for, the blocks closed without evaluating a rule)
+    unjudged: tuple[tuple[int, ...], np.ndarray] | None = None
+
+
 class _Context(NamedTuple):
     """One rule's evaluation at one block: the Monitor judging (given at each call, so that
     the compiled trees hold no reference back to it: no reference cycle, which a run without
@@ -833,6 +850,9 @@ class _Quiet(NamedTuple):
 
 
 _Eval = Callable[[_Context, bool], tuple[int, list[Evidence]]]
+_RuleMask = tuple[
+    tuple[int, int], np.ndarray, np.ndarray, np.ndarray, tuple[str, ...], frozenset[str]
+]
 
 
 @dataclass(slots=True)
@@ -855,7 +875,8 @@ class _LeafPlan:
     memo: tuple[Any, ...] | None = None
     memo_keep: tuple[Any, ...] | None = None
     inputs: tuple[Any, ...] | None = None  # the versions its latest result was judged on
-    quiet_at: tuple[int, bool] = (-1, False)  # (block, _quiet's answer at that block)
+    # _quiet at every block push_columns closes, and where the leaf's metrics were logged
+    quiet_blocks: tuple[tuple[int, int], tuple[np.ndarray, np.ndarray]] | None = None
     # per metric: (the records screened, the baseline they were screened with, the verdicts)
     screened: dict[str, tuple[np.ndarray, Baseline | None, np.ndarray]] = field(
         default_factory=dict
@@ -984,6 +1005,9 @@ class _BlockFolding:
     # before the first row, the metric's peak before the new rows, the first new row), read
     # by the detectors' screens (_RuleEvaluation._quiet)
     _columns: dict[str, tuple[np.ndarray, int, float | None, int]]
+    _ahead: _Ahead | None  # the blocks those records close (None: no screens)
+    _calls: int  # push_columns calls that closed blocks with screens
+    _epoch: int  # baselines set so far: screens made before a new one are stale
 
     def _init_blocks(self) -> None:
         st = self._st
@@ -1011,6 +1035,8 @@ class _BlockFolding:
         self._closed_blocks = 0
         self._logged_end = None
         self._columns = {}
+        self._ahead = None
+        self._calls = self._epoch = 0
 
     @property
     def tracked(self) -> list[str]:
@@ -1073,7 +1099,7 @@ class _BlockFolding:
             t.total += 1
             t.version += 1
             if t.total % WANDER_BLOCKS == 0:
-                _add_wander(t)
+                _add_wander(t, t.total, t.buf[max(0, t.nb - WANDER_BLOCKS) : t.nb])
             logged = True
             if n:
                 if not math.isfinite(t.first[0]):
@@ -1112,6 +1138,7 @@ class _BlockFolding:
             if self._warm_done and t.baseline is None and len(t.warm) >= 3 - in_warmup:
                 t.baseline = self._baseline(t, end, name)
                 t.version += 1
+                self._epoch += 1
         return end, self._warm_done and not in_warmup and trends
 
     def _keep_at_peak(self, new_peak3: set[int]) -> None:
@@ -1124,6 +1151,98 @@ class _BlockFolding:
             rows = t.buf[: t.nb]
             inside = (rows[:, START] >= c.last3[0][2]) & np.isfinite(rows[:, MEAN])
             c.peak3_ctx[name] = float(np.mean(rows[inside, MEAN])) if inside.any() else math.nan
+
+    def _foldable(self) -> np.ndarray:
+        """The blocks push_columns closes that _fold_span may fold: no metric without a
+        baseline is logged in them (its warm-up would grow), and every block mean in them is
+        finite (the running peaks, troughs and 3-block means are then plain maxima)."""
+        ah = self._ahead
+        assert ah is not None
+        if ah.foldable is not None and ah.foldable[0] == self._epoch:
+            return ah.foldable[1]
+        ok = np.ones(ah.n, dtype=bool)
+        for name, i in ah.rows.items():
+            rows, _, _, new = self._columns[name]
+            logged = i > np.r_[new - 1, i[:-1]]
+            if self._tracks[name].baseline is None:
+                ok &= ~logged
+            else:
+                r = rows[np.maximum(i, 0)]
+                ok &= ~(logged & (r[:, COUNT] != 0) & ~np.isfinite(r[:, MEAN]))
+        ah.foldable = (self._epoch, ok)
+        return ok
+
+    def _fold_span(self, k: int, stop: int) -> None:
+        """_fold_block of push_columns' blocks k .. stop - 1, at once: each track's window,
+        counts, wander chunks, run-wide peaks, trough, first block and best 3-block mean (with
+        its companions' levels) as closing each in turn leaves them. Only where _foldable:
+        past the warm-up, no baseline set, finite means."""
+        ah = self._ahead
+        assert ah is not None and self._warm_done
+        width = len(next(iter(self._tracks.values())).buf)
+        events: dict[str, tuple[int, int]] = {}  # companion -> (block, start) of its best
+        for name, i in ah.rows.items():
+            t = self._tracks[name]
+            t.ready = None
+            rows, offset, _, new = self._columns[name]
+            before, last = (int(i[k - 1]) if k else new - 1), int(i[stop - 1])
+            if last == before:
+                continue  # not logged in these blocks
+            t.seen = True
+            lo = max(0, last + 1 - width)
+            t.nb = last + 1 - lo
+            t.buf[: t.nb] = rows[lo : last + 1]
+            total, t.total = t.total, offset + last + 1
+            t.version += t.total - total
+            for chunk in range(total - total % WANDER_BLOCKS + WANDER_BLOCKS, t.total + 1,
+                               WANDER_BLOCKS):  # fmt: skip
+                h = chunk - offset  # the chunk's last row + 1: the window's latest rows then
+                _add_wander(t, chunk, rows[h - min(WANDER_BLOCKS, width, h) : h])
+            fresh = rows[before + 1 : last + 1]
+            counted = np.flatnonzero(fresh[:, COUNT] != 0)
+            if not len(counted):
+                continue
+            got = fresh[counted]
+            means = got[:, MEAN]
+            if not math.isfinite(t.first[0]):
+                t.first = (float(means[0]), float(got[0, LO]), float(got[0, HI]))
+            top, low = int(np.argmax(means)), int(np.argmin(means))
+            if t.peak is None or means[top] > t.peak:
+                t.peak, t.peak_step = float(means[top]), int(got[top, END])
+            if t.trough is None or means[low] < t.trough:
+                t.trough, t.trough_step = float(means[low]), int(got[low, END])
+            triple = [*t.last3, *zip(means.tolist(), got[:, END].astype(int).tolist(),
+                                     got[:, START].astype(int).tolist(), strict=True)]  # fmt: skip
+            q = np.arange(max(2, len(t.last3)), len(triple))
+            if len(q):
+                x = np.array([m for m, _, _ in triple])
+                m3 = (x[q - 2] + x[q - 1] + x[q]) / 3.0
+                best = int(np.argmax(m3))
+                if t.peak3 is None or m3[best] > t.peak3:
+                    at = int(q[best])
+                    t.peak3, t.peak3_step = float(m3[best]), triple[at - 1][1]
+                    # the block of that triple's last record, and the triple's first step
+                    row = before + 1 + int(counted[at - len(t.last3)])
+                    events[name] = (int(np.searchsorted(i, row)), triple[at - 2][2])
+            t.last3 = triple[-3:]
+        for comp, name in self._at_peak:
+            if comp not in events:
+                continue
+            block, first = events[comp]
+            c, t = self._tracks[comp], self._tracks[name]
+            if name in ah.rows:
+                r = int(ah.rows[name][block])
+                window = self._columns[name][0][max(0, r + 1 - width) : r + 1]
+            else:
+                window = t.buf[: t.nb]
+            if not len(window):
+                continue
+            inside = (window[:, START] >= first) & np.isfinite(window[:, MEAN])
+            c.peak3_ctx[name] = float(np.mean(window[inside, MEAN])) if inside.any() else math.nan
+        end = ah.logged_end[stop - 1]
+        if not math.isnan(end):
+            self._logged_end = int(end)
+        self._closed_blocks += stop - k
 
     def _baseline(self, t: _Track, end: int, name: str = "") -> Baseline:
         arr = np.asarray(t.warm, dtype=float)
@@ -1220,11 +1339,24 @@ class _RuleEvaluation(_BlockFolding):
     # what this job keeps
     _plans: dict[tuple[str, ...], _LeafPlan]  # equal leaves of different rules share one
     _quiets: dict[str, _Quiet]  # rules whose latest evaluation changed nothing
+    # per rule: (the call and baselines it was made for, where it surely says NO at each block
+    # push_columns closes, where it surely is ABSENT, where it may hand a later rule an
+    # ABSENT, the notes and the missing metrics evaluating it can add)
+    _rule_masks: dict[str, _RuleMask]
+    _later: dict[str, set[tuple[str, ...]]]  # per rule: the leaf keys of the rules after it
     _trees: dict[str, _Eval]  # each rule's condition tree, compiled once (_tree)
+    _judged: int  # rule trees evaluated so far
 
     def _init_trees(self) -> None:
         self._plans = {}
         self._quiets = {}
+        self._rule_masks = {}
+        self._judged = 0
+        self._later = {}
+        after: set[tuple[str, ...]] = set()
+        for r in reversed(self._rules):
+            self._later[r.id] = set(after)
+            after |= {_leaf_key(leaf) for leaf in _leaves(r.when)}
         self._trees = {r.id: self._tree(r.when) for r in self._rules if r.when is not None}
 
     def _compile(self) -> list[SymptomRule]:
@@ -1287,6 +1419,7 @@ class _RuleEvaluation(_BlockFolding):
             return None
         missing: set[str] = set()
         cx = _Context(self, cache, leaf_cache, missing, [])
+        self._judged += 1
         state, evidence = self._trees[rule.id](cx, active)
         if active or state == ABSENT or (state == FIRE and evidence):
             self._quiets.pop(rule.id, None)
@@ -1448,38 +1581,139 @@ class _RuleEvaluation(_BlockFolding):
     def _quiet(self, plan: _LeafPlan) -> bool:
         """The leaf's detector surely returns None on every metric it reads that was logged,
         by its screen over the block records push_columns made (at least one was logged)."""
-        stamp = self._closed_blocks
-        if plan.quiet_at[0] == stamp:
-            return plan.quiet_at[1]
-        quiet = self._screened_out(plan)
-        plan.quiet_at = (stamp, quiet)
-        return quiet
+        assert self._ahead is not None
+        return bool(self._quiet_blocks(plan)[0][self._ahead.at])
 
-    def _screened_out(self, plan: _LeafPlan) -> bool:
-        seen = False
-        window = self._st.window_blocks
+    def _quiet_blocks(self, plan: _LeafPlan) -> tuple[np.ndarray, np.ndarray]:
+        """_quiet at every block push_columns closes (from the one being closed on; made once
+        per call and set of baselines): at a block, each metric the leaf reads either not
+        logged yet, or with its latest record made by this call, logged in the run's latest
+        block when the detector reads the run's end, and not passed by the screen (no
+        screen: never quiet); and where one of them was logged (else the leaf is ABSENT)."""
+        ah = self._ahead
+        assert ah is not None
+        stamp = (ah.stamp, self._epoch)
+        if plan.quiet_blocks is not None and plan.quiet_blocks[0] == stamp:
+            return plan.quiet_blocks[1]
+        window, j, screen = self._st.window_blocks, ah.at, plan.screen
+        seen = np.zeros(ah.n, dtype=bool)
+        ok = np.full(ah.n, screen is not None)
         for name, t in zip(plan.names, plan.reads, strict=False):  # reads: the names' first
-            if not t.nb:
-                continue
-            seen = True
             column = self._columns.get(name)
             if column is None:
-                return False
-            rows, offset, peak, new = column
-            i = t.total - 1 - offset  # the latest record's row
-            if not new <= i < len(rows):
-                return False
-            if plan.reads_end and t.buf[t.nb - 1, END] != self._logged_end:
-                return False  # not logged in the run's latest block: the detector decides
-            got = plan.screened.get(name)
-            if got is None or got[0] is not rows or got[1] is not t.baseline:
-                companions = plan.per is not None or plan.rounds is not None
-                col = Column(rows, window, t.baseline, peak, new, ask=i, companions=companions)
-                got = (rows, t.baseline, plan.screen(col, plan.params))
-                plan.screened[name] = got
-            if got[2][i]:
-                return False
-        return seen
+                if t.nb:  # logged before, not in this call's blocks: the detector decides
+                    seen[:] = True
+                    ok[:] = False
+                continue
+            rows, _, peak, new = column
+            i = ah.rows[name]
+            logged = i >= 0
+            seen |= logged
+            if screen is None:
+                continue
+            asked = i >= new  # the latest record is one this call made
+            if plan.reads_end:  # and was logged in the run's latest block
+                asked &= rows[np.maximum(i, 0), END] == ah.logged_end
+            passed = np.ones(ah.n, dtype=bool)
+            later = np.flatnonzero(asked[j:])
+            if len(later):
+                got = plan.screened.get(name)
+                if got is None or got[0] is not rows or got[1] is not t.baseline:
+                    companions = plan.per is not None or plan.rounds is not None
+                    ask = int(i[j + later[0]])
+                    col = Column(rows, window, t.baseline, peak, new, ask, companions)
+                    got = (rows, t.baseline, screen(col, plan.params))
+                    plan.screened[name] = got
+                passed = got[2][np.maximum(i, 0)]
+            ok &= ~logged | (asked & ~passed)
+        out = (seen & ok, seen)
+        plan.quiet_blocks = (stamp, out)
+        return out
+
+    def _rule_mask(self, rule: SymptomRule) -> _RuleMask:
+        """Where an inactive rule surely says NO, where it surely is ABSENT, where evaluating
+        it may hand a later rule an ABSENT, at each block push_columns closes (from the one
+        being closed on); the notes and the missing metrics evaluating it can add (made once
+        per call and set of baselines)."""
+        assert self._ahead is not None and rule.when is not None
+        stamp = (self._ahead.stamp, self._epoch)
+        got = self._rule_masks.get(rule.id)
+        if got is None or got[0] != stamp:
+            may_fire, may_no, may_absent = self._may(rule.when)
+            no, absent = ~may_fire & ~may_absent, ~may_fire & ~may_no
+            got = (stamp, no, absent, self._hands_absent(rule), *self._adds(rule))
+            self._rule_masks[rule.id] = got
+        return got
+
+    def _hands_absent(self, rule: SymptomRule) -> np.ndarray:
+        """Where evaluating the rule may hand a rule after it a leaf's ABSENT (none of its
+        metrics logged yet): results are shared within a block, and a shared ABSENT does not
+        say its metrics missing for the rule that takes it, so skipping this rule there would
+        change what that rule says missing."""
+        assert self._ahead is not None
+        out = np.zeros(self._ahead.n, dtype=bool)
+        later, pred = self._later[rule.id], self._pred
+        for leaf in _leaves(rule.when):
+            if leaf.while_active or not all(pred[p] for p in leaf.only_if):
+                continue
+            if any(pred[p] for p in leaf.skip_if) or _leaf_key(leaf) not in later:
+                continue
+            out |= ~self._quiet_blocks(self._plan(leaf))[1]
+        return out
+
+    def _adds(self, rule: SymptomRule) -> tuple[tuple[str, ...], frozenset[str]]:
+        """What evaluating the rule can add: the notes of its leaves the job's facts skip,
+        and the metrics of the others (said missing when not logged)."""
+        pred = self._pred
+        notes: list[str] = []
+        metrics: set[str] = set()
+        for leaf in _leaves(rule.when):
+            if leaf.while_active or not all(pred[p] for p in leaf.only_if):
+                continue
+            if any(pred[p] for p in leaf.skip_if):
+                if leaf.skip_note:
+                    notes.append(f"skip:{leaf.detector}:{leaf.metric}")
+            else:
+                metrics.update(leaf.metrics)
+        return tuple(notes), frozenset(metrics)
+
+    def _may(self, node: Node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Where a node of an inactive rule's tree may say FIRE, NO, ABSENT, at each block
+        push_columns closes (from the one being closed on): a leaf NO where its screen is
+        quiet, ABSENT where none of its metrics was logged (or the job's facts decide it);
+        each array holds at least the blocks where the node says it (equal leaves under two
+        branches are taken as if independent)."""
+        assert self._ahead is not None
+        n, at = self._ahead.n, self._ahead.at
+        if isinstance(node, Leaf):
+            pred = self._pred
+            if (
+                node.while_active
+                or not all(pred[p] for p in node.only_if)
+                or any(pred[p] for p in node.skip_if)
+            ):
+                return np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), np.ones(n, dtype=bool)
+            quiet, seen = self._quiet_blocks(self._plan(node))
+            return seen & ~quiet, seen, ~seen
+        if isinstance(node, AllOf):  # NO if one says NO, else ABSENT if one does, else FIRE
+            fire, no = np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
+            not_no, absent = np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
+            for kid in node.all:
+                f, o, a = self._may(kid)
+                fire, no, not_no, absent = fire & f, no | o, not_no & (f | a), absent | a
+                if not not_no[at:].any():
+                    break  # NO at every block left, whatever the others say
+            return fire, no, not_no & absent
+        if isinstance(node, AnyOf):  # FIRE if one does (inactive: no hold), else NO, else ABSENT
+            fire, no = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+            not_fire, absent = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
+            for alt in node.any:
+                f, o, a = self._may(alt)
+                fire, no, not_fire, absent = fire | f, no | o, not_fire & (o | a), absent & a
+            return fire, not_fire & no, absent
+        assert isinstance(node, NotOf)
+        f, o, a = self._may(node.not_)
+        return o | a, f, np.zeros(n, dtype=bool)
 
     def _judge_leaf(
         self, plan: _LeafPlan, cache: dict[str, Series | None], missing: set[str], keep: bool
@@ -1545,6 +1779,7 @@ class _Lifecycle(_RuleEvaluation):
         cache: dict[str, Series | None] = {}
         leaf_cache: dict[tuple[str, ...], tuple[int, list[Evidence]]] = {}
         facts = (full, *self._pred.values())
+        screening = self._ahead is not None and bool(self._columns)
         new: list[Finding] = []
         for rule in self._rules:
             if rule.when is None or (rule.warmup and not full):
@@ -1552,6 +1787,8 @@ class _Lifecycle(_RuleEvaluation):
             if rule.id not in self._active and any(x in self._active for x in rule.suppressed_by):
                 continue  # a more severe active symptom explains this one
             active = rule.id in self._active
+            if screening and not active and self._masked(rule, facts):
+                continue  # surely NO by its screens, as at its last evaluation
             verdict = self._verdict(rule, active, facts, cache, leaf_cache)
             if verdict is None:
                 continue  # the same as at its last evaluation, which changed nothing
@@ -1576,6 +1813,55 @@ class _Lifecycle(_RuleEvaluation):
                 if self._misses[rule.id] >= self._st.clear_after:
                     self._active.pop(rule.id).cleared_step = end
         return new
+
+    def _unjudged_until(self, k: int) -> int:
+        """The first of push_columns' blocks from k on at which a rule may need evaluating (or
+        that _fold_span may not fold): at the blocks before it, past the warm-up with no
+        finding active, every rule is one _masked skips (but for the ABSENT it may hand a
+        later rule: none is evaluated there), so closing each would only fold it (and count
+        an evaluation)."""
+        ah = self._ahead
+        if ah is None or not self._warm_done or self._active:
+            return k
+        state = (ah.stamp, self._epoch, self._judged, len(self._notes))
+        if ah.unjudged is None or ah.unjudged[0] != state:
+            ok = self._foldable().copy()
+            facts = (True, *self._pred.values())
+            for rule in self._rules:
+                if rule.when is None:
+                    continue
+                _, no, absent, _, notes, metrics = self._rule_mask(rule)
+                quiet, said = self._quiets.get(rule.id), self._absent.get(rule.id)
+                skip = np.zeros(ah.n, dtype=bool)
+                if quiet is not None and quiet.facts == facts:
+                    skip |= no
+                if said is not None and metrics <= said:
+                    skip |= absent
+                if not all(n in self._notes for n in notes):
+                    skip[:] = False
+                ok &= skip
+            ah.unjudged = (state, ok)
+        judged = np.flatnonzero(~ah.unjudged[1][k:])
+        return k + int(judged[0]) if len(judged) else ah.n
+
+    def _masked(self, rule: SymptomRule, facts: tuple[Any, ...]) -> bool:
+        """An inactive rule whose evaluation at the block being closed would change nothing,
+        known from its leaves' screens and which of their metrics were logged: it surely says
+        NO and its latest evaluation (with these facts) changed nothing, or it surely is
+        ABSENT and its metrics are already said missing; the notes its leaves can add were
+        said, and it hands no later rule an ABSENT. It is not evaluated."""
+        assert self._ahead is not None
+        at = self._ahead.at
+        _, no, absent, hands, notes, metrics = self._rule_mask(rule)
+        if hands[at] or not all(k in self._notes for k in notes):
+            return False
+        if no[at]:
+            quiet = self._quiets.get(rule.id)
+            return quiet is not None and quiet.facts == facts
+        if absent[at]:
+            said = self._absent.get(rule.id)
+            return said is not None and metrics <= said
+        return False
 
     def _onset(self, rule: SymptomRule, evidence: list[Evidence]) -> int:
         # The symptom exists once all its conditions hold: its onset is the latest of theirs.
@@ -1928,19 +2214,28 @@ class Monitor(_Lifecycle):
         # every track's records as the block closes below will leave them (the window's rows
         # before this call, then the records made here), for the detectors' screens
         self._columns = {}
-        for name, (records, _) in made.items():
+        last_j = len(starts) - 1
+        # at each block closed below: each metric's latest row there, the run's latest end
+        at_rows: dict[str, np.ndarray] = {}
+        any_logged = np.zeros(last_j, dtype=bool)
+        for name, (records, at_block) in made.items():
             t = self._tracks[name]
             if len(records):
                 column = np.vstack([t.buf[: t.nb], records])
                 self._columns[name] = (column, t.total - t.nb, t.peak, t.nb)
                 t.wander_ready = _wander_ready(t, records)
-        last_j = len(starts) - 1
-        for j, (b, first, last) in enumerate(
-            zip(blocks[starts].tolist(), firsts.tolist(), lasts.tolist(), strict=True)
-        ):
-            if j:
-                new += self._close_block()
-            self._block, self._block_first = b, first
+                logged = np.asarray(at_block, dtype=np.int64) >= 0
+                any_logged |= logged
+                at_rows[name] = t.nb + np.cumsum(logged) - 1
+        latest = np.maximum.accumulate(np.where(any_logged, np.arange(last_j), -1))
+        before = math.nan if self._logged_end is None else float(self._logged_end)
+        ends_at = np.where(latest >= 0, lasts[:-1][np.maximum(latest, 0)], before)
+        self._calls += 1
+        self._ahead = _Ahead(last_j, at_rows, ends_at, self._calls)
+        numbers, firsts_at, lasts_at = blocks[starts].tolist(), firsts.tolist(), lasts.tolist()
+        j = 0
+        while True:  # open block j, then close it (all but the last)
+            self._block, self._block_first = numbers[j], firsts_at[j]
             for name, acc in accs.items():
                 t = self._tracks[name]
                 if j == last_j:
@@ -1949,8 +2244,19 @@ class Monitor(_Lifecycle):
                     records, at_block = made[name]
                     r = at_block[j]
                     t.ready = records[r].tolist() if r >= 0 else None
-            self._last = last
-        self._columns = {}  # the block left open is judged without screens
+            self._last = lasts_at[j]
+            if j == last_j:
+                break
+            self._ahead.at = j
+            stop = self._unjudged_until(j)
+            if stop - j >= 2:  # blocks at which no rule is evaluated: folded at once
+                self._fold_span(j, stop)
+                self._evaluations += stop - j
+                j = stop
+            else:
+                new += self._close_block()
+                j += 1
+        self._columns, self._ahead = {}, None  # the block left open is judged without screens
         return new
 
     def _close_block(self, trends: bool = True) -> list[Finding]:
