@@ -2347,6 +2347,42 @@ def _trimmed_rows(rows: np.ndarray) -> np.ndarray:
 _MARGIN = 1e-9  # relative slack of the bounds below: far beyond float rounding (~1e-15)
 
 
+@screen("trend")
+def _trend_screen(c: Column, p: Params) -> np.ndarray:
+    # trend's gates on a window of a fixed number of blocks, all finite: the direction of the
+    # Mann-Kendall sum and the Theil-Sen change in warm-up sigmas, in the detector's operations
+    # (the median of the pairwise slopes is an order statistic: the same value row by row)
+    rows, b, w = c.rows, c.baseline, p.get("window", 8)
+    if b is None:
+        return _never(rows)
+    if isinstance(w, str) or p.get("scale") == "window" or int(w) < 2:
+        return _maybe(rows)
+    w = int(w)
+    index = np.arange(len(rows))
+    n = np.minimum(index + 1, c.window)
+    out = np.minimum(n, w) >= int(p.get("min_blocks", 6))  # fewer means: the detector's None
+    at = np.flatnonzero((n >= w) & (index >= c.ask) & out)
+    if not len(at):
+        return out
+    y = np.lib.stride_tricks.sliding_window_view(rows[:, MEAN], w)[at - w + 1]
+    _, i, j, _ = _pairs(w)
+    with np.errstate(invalid="ignore", over="ignore"):
+        dy = y[:, j] - y[:, i]
+        slopes = dy / (j - i)
+        k = slopes.shape[1] // 2
+        if slopes.shape[1] % 2:
+            slope = np.partition(slopes, k, axis=1)[:, k]
+        else:
+            part = np.partition(slopes, (k - 1, k), axis=1)
+            slope = (part[:, k - 1] + part[:, k]) / 2.0
+        effect = slope * (w - 1) / b.scale
+        rising = np.sign(dy).sum(axis=1) > 0
+        way = rising if str(p.get("direction", "up")) == "up" else ~rising
+        far = np.abs(effect) >= float(p.get("min_effect", 4.0)) * (1 - _MARGIN)
+    out[at] = ~np.isfinite(y).all(axis=1) | (way & far)
+    return out
+
+
 @screen("volatility")
 def _volatility_screen(c: Column, p: Params) -> np.ndarray:
     rows, window, b = c.rows, c.window, c.baseline
