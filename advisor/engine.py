@@ -850,9 +850,22 @@ class _Quiet(NamedTuple):
 
 
 _Eval = Callable[[_Context, bool], tuple[int, list[Evidence]]]
-_RuleMask = tuple[
-    tuple[int, int], np.ndarray, np.ndarray, np.ndarray, tuple[str, ...], frozenset[str]
-]
+
+
+@dataclass(slots=True)
+class _RuleMask:
+    """An inactive rule at each block a push_columns call closes (from the one being closed
+    when it was made on): where it surely says NO, where it surely is ABSENT, where evaluating
+    it may hand a later rule an ABSENT; the notes and missing metrics evaluating it can add."""
+
+    stamp: int  # the call
+    epoch: int  # the baselines count it holds for
+    used: list[tuple[_LeafPlan, tuple[np.ndarray, np.ndarray]]]  # its leaves' arrays read
+    no: np.ndarray
+    absent: np.ndarray
+    hands: np.ndarray
+    notes: tuple[str, ...]
+    metrics: frozenset[str]
 
 
 @dataclass(slots=True)
@@ -875,8 +888,11 @@ class _LeafPlan:
     memo: tuple[Any, ...] | None = None
     memo_keep: tuple[Any, ...] | None = None
     inputs: tuple[Any, ...] | None = None  # the versions its latest result was judged on
-    # _quiet at every block push_columns closes, and where the leaf's metrics were logged
-    quiet_blocks: tuple[tuple[int, int], tuple[np.ndarray, np.ndarray]] | None = None
+    # _quiet at every block push_columns closes, and where the leaf's metrics were logged:
+    # (the call and baselines count, the baselines of its metrics, the arrays)
+    quiet_blocks: (
+        tuple[tuple[int, int], tuple[Baseline | None, ...], tuple[np.ndarray, np.ndarray]] | None
+    ) = None
     # per metric: (the records screened, the baseline they were screened with, the verdicts)
     screened: dict[str, tuple[np.ndarray, Baseline | None, np.ndarray]] = field(
         default_factory=dict
@@ -1339,10 +1355,7 @@ class _RuleEvaluation(_BlockFolding):
     # what this job keeps
     _plans: dict[tuple[str, ...], _LeafPlan]  # equal leaves of different rules share one
     _quiets: dict[str, _Quiet]  # rules whose latest evaluation changed nothing
-    # per rule: (the call and baselines it was made for, where it surely says NO at each block
-    # push_columns closes, where it surely is ABSENT, where it may hand a later rule an
-    # ABSENT, the notes and the missing metrics evaluating it can add)
-    _rule_masks: dict[str, _RuleMask]
+    _rule_masks: dict[str, _RuleMask]  # per rule, for the blocks push_columns closes
     _later: dict[str, set[tuple[str, ...]]]  # per rule: the leaf keys of the rules after it
     _trees: dict[str, _Eval]  # each rule's condition tree, compiled once (_tree)
     _judged: int  # rule trees evaluated so far
@@ -1593,8 +1606,14 @@ class _RuleEvaluation(_BlockFolding):
         ah = self._ahead
         assert ah is not None
         stamp = (ah.stamp, self._epoch)
-        if plan.quiet_blocks is not None and plan.quiet_blocks[0] == stamp:
-            return plan.quiet_blocks[1]
+        kept = plan.quiet_blocks
+        if kept is not None and kept[0][0] == ah.stamp:
+            if kept[0][1] == self._epoch:
+                return kept[2]
+            baselines = tuple(t.baseline for t in plan.reads[: len(plan.names)])
+            if all(a is b for a, b in zip(kept[1], baselines, strict=True)):
+                plan.quiet_blocks = (stamp, kept[1], kept[2])  # none of its baselines changed
+                return kept[2]
         window, j, screen = self._st.window_blocks, ah.at, plan.screen
         seen = np.zeros(ah.n, dtype=bool)
         ok = np.full(ah.n, screen is not None)
@@ -1627,25 +1646,32 @@ class _RuleEvaluation(_BlockFolding):
                 passed = got[2][np.maximum(i, 0)]
             ok &= ~logged | (asked & ~passed)
         out = (seen & ok, seen)
-        plan.quiet_blocks = (stamp, out)
+        plan.quiet_blocks = (stamp, tuple(t.baseline for t in plan.reads[: len(plan.names)]), out)
         return out
 
     def _rule_mask(self, rule: SymptomRule) -> _RuleMask:
-        """Where an inactive rule surely says NO, where it surely is ABSENT, where evaluating
-        it may hand a later rule an ABSENT, at each block push_columns closes (from the one
-        being closed on); the notes and the missing metrics evaluating it can add (made once
-        per call and set of baselines)."""
-        assert self._ahead is not None and rule.when is not None
-        stamp = (self._ahead.stamp, self._epoch)
+        """The rule's _RuleMask for this push_columns call (made again when the screens of
+        its leaves change with a baseline)."""
+        ah = self._ahead
+        assert ah is not None and rule.when is not None
         got = self._rule_masks.get(rule.id)
-        if got is None or got[0] != stamp:
-            may_fire, may_no, may_absent = self._may(rule.when)
-            no, absent = ~may_fire & ~may_absent, ~may_fire & ~may_no
-            got = (stamp, no, absent, self._hands_absent(rule), *self._adds(rule))
-            self._rule_masks[rule.id] = got
+        if got is not None and got.stamp == ah.stamp:
+            if got.epoch == self._epoch:
+                return got
+            if all(self._quiet_blocks(plan) is out for plan, out in got.used):
+                got.epoch = self._epoch
+                return got
+        used: list[tuple[_LeafPlan, tuple[np.ndarray, np.ndarray]]] = []
+        may_fire, may_no, may_absent = self._may(rule.when, used)
+        hands = self._hands_absent(rule, used)
+        got = _RuleMask(ah.stamp, self._epoch, used, ~may_fire & ~may_absent,
+                        ~may_fire & ~may_no, hands, *self._adds(rule))  # fmt: skip
+        self._rule_masks[rule.id] = got
         return got
 
-    def _hands_absent(self, rule: SymptomRule) -> np.ndarray:
+    def _hands_absent(
+        self, rule: SymptomRule, used: list[tuple[_LeafPlan, tuple[np.ndarray, np.ndarray]]]
+    ) -> np.ndarray:
         """Where evaluating the rule may hand a rule after it a leaf's ABSENT (none of its
         metrics logged yet): results are shared within a block, and a shared ABSENT does not
         say its metrics missing for the rule that takes it, so skipping this rule there would
@@ -1658,7 +1684,10 @@ class _RuleEvaluation(_BlockFolding):
                 continue
             if any(pred[p] for p in leaf.skip_if) or _leaf_key(leaf) not in later:
                 continue
-            out |= ~self._quiet_blocks(self._plan(leaf))[1]
+            plan = self._plan(leaf)
+            got = self._quiet_blocks(plan)
+            used.append((plan, got))
+            out |= ~got[1]
         return out
 
     def _adds(self, rule: SymptomRule) -> tuple[tuple[str, ...], frozenset[str]]:
@@ -1677,12 +1706,14 @@ class _RuleEvaluation(_BlockFolding):
                 metrics.update(leaf.metrics)
         return tuple(notes), frozenset(metrics)
 
-    def _may(self, node: Node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _may(
+        self, node: Node, used: list[tuple[_LeafPlan, tuple[np.ndarray, np.ndarray]]]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Where a node of an inactive rule's tree may say FIRE, NO, ABSENT, at each block
         push_columns closes (from the one being closed on): a leaf NO where its screen is
         quiet, ABSENT where none of its metrics was logged (or the job's facts decide it);
         each array holds at least the blocks where the node says it (equal leaves under two
-        branches are taken as if independent)."""
+        branches are taken as if independent); `used`: the leaves' plans and arrays read."""
         assert self._ahead is not None
         n, at = self._ahead.n, self._ahead.at
         if isinstance(node, Leaf):
@@ -1693,13 +1724,16 @@ class _RuleEvaluation(_BlockFolding):
                 or any(pred[p] for p in node.skip_if)
             ):
                 return np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), np.ones(n, dtype=bool)
-            quiet, seen = self._quiet_blocks(self._plan(node))
+            plan = self._plan(node)
+            got = self._quiet_blocks(plan)
+            used.append((plan, got))
+            quiet, seen = got
             return seen & ~quiet, seen, ~seen
         if isinstance(node, AllOf):  # NO if one says NO, else ABSENT if one does, else FIRE
             fire, no = np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
             not_no, absent = np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
             for kid in node.all:
-                f, o, a = self._may(kid)
+                f, o, a = self._may(kid, used)
                 fire, no, not_no, absent = fire & f, no | o, not_no & (f | a), absent | a
                 if not not_no[at:].any():
                     break  # NO at every block left, whatever the others say
@@ -1708,11 +1742,11 @@ class _RuleEvaluation(_BlockFolding):
             fire, no = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
             not_fire, absent = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
             for alt in node.any:
-                f, o, a = self._may(alt)
+                f, o, a = self._may(alt, used)
                 fire, no, not_fire, absent = fire | f, no | o, not_fire & (o | a), absent & a
             return fire, not_fire & no, absent
         assert isinstance(node, NotOf)
-        f, o, a = self._may(node.not_)
+        f, o, a = self._may(node.not_, used)
         return o | a, f, np.zeros(n, dtype=bool)
 
     def _judge_leaf(
@@ -1823,44 +1857,47 @@ class _Lifecycle(_RuleEvaluation):
         ah = self._ahead
         if ah is None or not self._warm_done or self._active:
             return k
+        facts = (True, *self._pred.values())
+        judged = [(r, self._rule_mask(r)) for r in self._rules if r.when is not None]
+        if not all(self._unchanged(r, m, k, facts) for r, m in judged):
+            return k  # (first at this block alone: the arrays below are made less often)
         state = (ah.stamp, self._epoch, self._judged, len(self._notes))
         if ah.unjudged is None or ah.unjudged[0] != state:
             ok = self._foldable().copy()
-            facts = (True, *self._pred.values())
-            for rule in self._rules:
-                if rule.when is None:
-                    continue
-                _, no, absent, _, notes, metrics = self._rule_mask(rule)
+            for rule, mask in judged:
                 quiet, said = self._quiets.get(rule.id), self._absent.get(rule.id)
                 skip = np.zeros(ah.n, dtype=bool)
                 if quiet is not None and quiet.facts == facts:
-                    skip |= no
-                if said is not None and metrics <= said:
-                    skip |= absent
-                if not all(n in self._notes for n in notes):
-                    skip[:] = False
+                    skip |= mask.no
+                if said is not None and mask.metrics <= said:
+                    skip |= mask.absent
                 ok &= skip
             ah.unjudged = (state, ok)
-        judged = np.flatnonzero(~ah.unjudged[1][k:])
-        return k + int(judged[0]) if len(judged) else ah.n
+        stop = np.flatnonzero(~ah.unjudged[1][k:])
+        return k + int(stop[0]) if len(stop) else ah.n
 
     def _masked(self, rule: SymptomRule, facts: tuple[Any, ...]) -> bool:
         """An inactive rule whose evaluation at the block being closed would change nothing,
-        known from its leaves' screens and which of their metrics were logged: it surely says
-        NO and its latest evaluation (with these facts) changed nothing, or it surely is
-        ABSENT and its metrics are already said missing; the notes its leaves can add were
-        said, and it hands no later rule an ABSENT. It is not evaluated."""
+        known from its leaves' screens and which of their metrics were logged (_unchanged),
+        and that hands no later rule an ABSENT: it is not evaluated."""
         assert self._ahead is not None
+        mask = self._rule_mask(rule)
         at = self._ahead.at
-        _, no, absent, hands, notes, metrics = self._rule_mask(rule)
-        if hands[at] or not all(k in self._notes for k in notes):
+        return not mask.hands[at] and self._unchanged(rule, mask, at, facts)
+
+    def _unchanged(self, rule: SymptomRule, mask: _RuleMask, at: int, facts: tuple[Any, ...]
+                   ) -> bool:  # fmt: skip
+        """At block `at`, the inactive rule surely says NO and its latest evaluation (with
+        these facts) changed nothing, or it surely is ABSENT and its metrics are already said
+        missing; and the notes its leaves can add were said."""
+        if not all(k in self._notes for k in mask.notes):
             return False
-        if no[at]:
+        if mask.no[at]:
             quiet = self._quiets.get(rule.id)
             return quiet is not None and quiet.facts == facts
-        if absent[at]:
+        if mask.absent[at]:
             said = self._absent.get(rule.id)
-            return said is not None and metrics <= said
+            return said is not None and mask.metrics <= said
         return False
 
     def _onset(self, rule: SymptomRule, evidence: list[Evidence]) -> int:
