@@ -66,6 +66,10 @@ DETECTORS: dict[str, Detector] = {}
 # is not logged): the engine reuses a detector's last result while its metrics' block
 # history is unchanged, except for these (tests/engine/test_same_judgement.py checks the set).
 READS_RUN_END = frozenset({"stopped"})
+# Detectors that leave their evidence's summary empty when the params hold `_brief` (every
+# other field as without it): the engine asks so for an active finding's refresh, and builds
+# the summary only of the evidence the finding keeps (Monitor.push_columns).
+BRIEF = frozenset({"shift", "above", "below"})
 
 # 1.4826 turns a median absolute deviation into a normal sigma.
 _MAD_TO_SIGMA = 1.4826
@@ -710,7 +714,9 @@ def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
         s,
         name,
         i,
-        f"{s.metric} block {stat} stayed {word} {_fmt(value)} over steps {_steps(s, i)} "
+        ""
+        if p.get("_brief")
+        else f"{s.metric} block {stat} stayed {word} {_fmt(value)} over steps {_steps(s, i)} "
         f"(median {_fmt(level)}; {_held(mask, m, persist, strong, len(run))}).",
         effect=level,
         excess=_excess(level, value) if above else _excess(value, level or 1e-300),
@@ -864,7 +870,9 @@ def shift(s: Series, p: Params) -> Evidence | None:
         s,
         "shift",
         i,
-        f"{s.metric}{net} {word} from its warm-up level {_fmt(b.median)} to {_fmt(level)} "
+        ""
+        if p.get("_brief")
+        else f"{s.metric}{net} {word} from its warm-up level {_fmt(b.median)} to {_fmt(level)} "
         f"(x{_fmt(ratio)}, {abs(zz):.1f} warm-up sigmas {'above' if up else 'below'} it, a "
         f"robust sigma of {_fmt(b.scale)}) "
         f"over steps {_steps(s, i)}{_extreme(s, i, b.median, level, up)}.",

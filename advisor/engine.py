@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
@@ -68,6 +68,7 @@ import numpy as np
 from advisor import schema
 from advisor.detectors import (
     AT_COMPANION_PEAK,
+    BRIEF,
     COUNT,
     DETECTORS,
     END,
@@ -824,13 +825,15 @@ class _Context(NamedTuple):
     the compiled trees hold no reference back to it: no reference cycle, which a run without
     the garbage collector would keep), the block's Series and leaf results (shared by the
     rules), the metrics the rule found missing, and the leaves it reached (with the track
-    versions each result was judged on: None when the job's facts decided it)."""
+    versions each result was judged on: None when the job's facts decided it); whether its
+    leaves may give their evidence without its summary (_RuleEvaluation._judge_leaf)."""
 
     judge: _RuleEvaluation
     series: dict[str, Series | None]
     leaves: dict[tuple[str, ...], tuple[int, list[Evidence]]]
     missing: set[str]
     reached: list[_Reached]
+    brief: bool = False
 
 
 class _Reached(NamedTuple):
@@ -885,6 +888,7 @@ class _LeafPlan:
     reads: tuple[_Track, ...]
     reads_end: bool
     screen: Any = None  # advisor.detectors.SCREENS' entry, when the detector has one
+    brief: bool = False  # the detector can give its evidence without the summary (BRIEF)
     memo: tuple[Any, ...] | None = None
     memo_keep: tuple[Any, ...] | None = None
     inputs: tuple[Any, ...] | None = None  # the versions its latest result was judged on
@@ -925,6 +929,15 @@ def _leaf_key(leaf: Leaf) -> tuple[str, ...]:
             _LEAF_KEYS.clear()
         got = _LEAF_KEYS[id(leaf)] = (leaf, key)
     return got[1]
+
+
+def _distinct_slots(rule: SymptomRule) -> bool:
+    """No two different leaves of the rule can give evidence of the same detector on the same
+    metric (a finding keeps one evidence per metric and detector; _distinct tells two such
+    apart by their summaries)."""
+    leaves = {_leaf_key(leaf): leaf for leaf in _leaves(rule.when)}.values()
+    slots = [(leaf.detector, m) for leaf in leaves for m in leaf.metrics]
+    return len(slots) == len(set(slots))
 
 
 def _predicates(hp: Mapping[str, Any], kl_strong: float = 1.0) -> dict[str, bool]:
@@ -1359,6 +1372,11 @@ class _RuleEvaluation(_BlockFolding):
     _later: dict[str, set[tuple[str, ...]]]  # per rule: the leaf keys of the rules after it
     _trees: dict[str, _Eval]  # each rule's condition tree, compiled once (_tree)
     _judged: int  # rule trees evaluated so far
+    # the evidence made without its summary at this block, by id: (it, the detector, the
+    # Series, its block records (the Series' are a view of the window) and the params it
+    # was judged on)
+    _briefs: dict[int, tuple[Evidence, Any, Series, np.ndarray, Mapping[str, Any]]]
+    _brief_rules: set[str]  # rules whose active findings are refreshed with such evidence
 
     def _init_trees(self) -> None:
         self._plans = {}
@@ -1371,6 +1389,8 @@ class _RuleEvaluation(_BlockFolding):
             self._later[r.id] = set(after)
             after |= {_leaf_key(leaf) for leaf in _leaves(r.when)}
         self._trees = {r.id: self._tree(r.when) for r in self._rules if r.when is not None}
+        self._briefs = {}
+        self._brief_rules = {r.id for r in self._rules if r.when is not None and _distinct_slots(r)}
 
     def _compile(self) -> list[SymptomRule]:
         """Resolve per-algorithm thresholds once; drop rules their `unless` excludes. The same
@@ -1431,7 +1451,9 @@ class _RuleEvaluation(_BlockFolding):
                 leaf_cache.setdefault(r.key, r.result)
             return None
         missing: set[str] = set()
-        cx = _Context(self, cache, leaf_cache, missing, [])
+        # an active finding's refresh, offline: evidence without summaries (_Lifecycle._refresh)
+        brief = active and self._ahead is not None and rule.id in self._brief_rules
+        cx = _Context(self, cache, leaf_cache, missing, [], brief)
         self._judged += 1
         state, evidence = self._trees[rule.id](cx, active)
         if active or state == ABSENT or (state == FIRE and evidence):
@@ -1495,11 +1517,13 @@ class _RuleEvaluation(_BlockFolding):
                 # other branches decide, and their absence is still said)
                 return ABSENT, []
             keep = active and has_keep
-            # equal leaves of different rules share a result (kept ones their own)
+            brief = cx.brief and plan.brief
+            # equal leaves of different rules share a result (kept ones, brief ones their own)
             key = plan.key_keep if keep else plan.key
+            key = (*key, "brief") if brief else key
             got = cx.leaves.get(key)
             if got is None:
-                got = cx.leaves[key] = cx.judge._leaf(plan, cx.series, cx.missing, keep)
+                got = cx.leaves[key] = cx.judge._leaf(plan, cx.series, cx.missing, keep, brief)
             cx.reached.append(_Reached(plan, key, got, plan.inputs))
             return got
 
@@ -1530,12 +1554,18 @@ class _RuleEvaluation(_BlockFolding):
             reads=tuple(self._tracks[n] for n in reads if n in self._tracks),
             reads_end=leaf.detector in READS_RUN_END,
             screen=SCREENS.get(leaf.detector),
+            brief=leaf.detector in BRIEF and per is None and rounds is None,
         )
         self._plans[key] = plan
         return plan
 
     def _leaf(
-        self, plan: _LeafPlan, cache: dict[str, Series | None], missing: set[str], keep: bool
+        self,
+        plan: _LeafPlan,
+        cache: dict[str, Series | None],
+        missing: set[str],
+        keep: bool,
+        brief: bool = False,
     ) -> tuple[int, list[Evidence]]:
         leaf, pred = plan.leaf, self._pred
         plan.inputs = None
@@ -1557,7 +1587,9 @@ class _RuleEvaluation(_BlockFolding):
             return memo[1], memo[2]
         if not keep and plan.screen is not None and self._columns and self._quiet(plan):
             return NO, []
-        out = self._judge_leaf(plan, cache, missing, keep)
+        out = self._judge_leaf(plan, cache, missing, keep, brief)
+        if brief and out[1]:
+            return out  # its summary is made only if a finding keeps it: not kept as the memo
         if keep:
             plan.memo_keep = (inputs, *out)
         else:
@@ -1750,8 +1782,16 @@ class _RuleEvaluation(_BlockFolding):
         return o | a, f, np.zeros(n, dtype=bool)
 
     def _judge_leaf(
-        self, plan: _LeafPlan, cache: dict[str, Series | None], missing: set[str], keep: bool
+        self,
+        plan: _LeafPlan,
+        cache: dict[str, Series | None],
+        missing: set[str],
+        keep: bool,
+        brief: bool = False,
     ) -> tuple[int, list[Evidence]]:
+        """The leaf's detector on each of its metrics until one fires. `brief`: the evidence
+        without its summary, which _described makes later from what this one was judged on
+        (the detector in BRIEF, no companion)."""
         per, rounds = plan.per, plan.rounds
         params: Mapping[str, Any] = plan.params_keep if keep else plan.params
         if per is not None:  # a companion series the detector normalises by
@@ -1768,6 +1808,12 @@ class _RuleEvaluation(_BlockFolding):
             if s is None:
                 continue
             seen = True
+            if brief:
+                ev = fn(s, {**params, "_brief": True})
+                if ev is not None:
+                    self._briefs[id(ev)] = (ev, fn, s, s.raw.copy(), params)
+                    return FIRE, [ev]
+                continue
             ev = fn(s, params)
             if ev is not None:
                 return FIRE, [ev]
@@ -1798,6 +1844,10 @@ class _Lifecycle(_RuleEvaluation):
     _evaluations: int  # full evaluations (past the warm-up)
     _closed: bool
     _ended_clearing: set[int]  # findings that cleared only at the last blocks
+    # per finding (by id): the evidence it keeps that was made without its summary, by slot
+    _pending: dict[
+        int, tuple[Finding, dict[tuple[str, str], tuple[Evidence, Any, Series, np.ndarray, Any]]]
+    ]
 
     def _init_findings(self) -> None:
         self.findings = []
@@ -1806,10 +1856,12 @@ class _Lifecycle(_RuleEvaluation):
         self._evaluations = 0
         self._closed = False
         self._ended_clearing = set()
+        self._pending = {}
 
     def _evaluate(self, end: int, full: bool) -> list[Finding]:
         if full:
             self._evaluations += 1
+        self._briefs.clear()  # the last block's: those findings kept are in _pending
         cache: dict[str, Series | None] = {}
         leaf_cache: dict[tuple[str, ...], tuple[int, list[Evidence]]] = {}
         facts = (full, *self._pred.values())
@@ -1958,19 +2010,40 @@ class _Lifecycle(_RuleEvaluation):
         detector) is shown at its strongest while it held, or over the longest window that
         takes in the first one's, so the report at the end counts every NaN step and the whole
         decline, and a jump seen at the alert stays shown after it passed. The onset and the
-        detection step stay those of the alert."""
+        detection step stay those of the alert. Evidence made without its summary that the
+        finding keeps is made whole when push_columns returns (_describe), or when it is kept
+        no longer the summary is never made."""
         kept = {(e.metric, e.detector): e for e in f.evidence}
         for e in _distinct(evidence):
             old = kept.get((e.metric, e.detector))
             if old is None or _excess_of(e) >= _excess_of(old) or _covers(e, old):
                 kept[(e.metric, e.detector)] = e
         f.evidence = list(kept.values())
+        pending = self._pending.get(id(f))
+        for slot, e in kept.items():
+            brief = self._briefs.get(id(e))
+            if brief is not None and brief[0] is e:
+                pending = pending or self._pending.setdefault(id(f), (f, {}))
+                pending[1][slot] = brief
+            elif pending is not None and slot in pending[1] and pending[1][slot][0] is not e:
+                del pending[1][slot]
         excess = _excess_of(f.evidence[0])  # the first condition, as at the alert
         f.strength = max(f.strength, _strength(excess))
         rule = self._by_id.get(f.id)
         confidence = self._confidence(f.evidence, excess, rule is None or rule.warmup)
         if _RANK[confidence] > _RANK[f.confidence]:
             f.confidence = confidence
+
+    def _describe(self) -> None:
+        """The evidence findings keep that was made without its summary, made whole: its
+        detector again on the Series and params it was judged on (the same evidence, with
+        its summary)."""
+        for f, slots in self._pending.values():
+            for e, fn, series, raw, params in slots.values():
+                whole = fn(replace(series, raw=raw), params)
+                assert whole is not None and whole.window == e.window, "a brief evidence changed"
+                f.evidence = [whole if x is e else x for x in f.evidence]
+        self._pending = {}
 
     def _settle(self) -> None:
         """Episodes of `settles` rules that ended long before the run did become info."""
@@ -2294,6 +2367,7 @@ class Monitor(_Lifecycle):
                 new += self._close_block()
                 j += 1
         self._columns, self._ahead = {}, None  # the block left open is judged without screens
+        self._describe()
         return new
 
     def _close_block(self, trends: bool = True) -> list[Finding]:
