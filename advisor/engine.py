@@ -931,6 +931,31 @@ def _leaf_key(leaf: Leaf) -> tuple[str, ...]:
     return got[1]
 
 
+# id of each compiled rule -> (the rules, _shares' answer for them)
+_SHARES: dict[tuple[int, ...], tuple[list[SymptomRule], tuple[Any, Any]]] = {}
+
+
+def _shares(
+    rules: list[SymptomRule],
+) -> tuple[dict[str, set[tuple[str, ...]]], set[str]]:
+    """Per rule, the keys of the leaves of the rules after it (results they share within a
+    block), and the rules whose evidence can be refreshed brief (_distinct_slots); made once
+    per compiled rule list (read-only)."""
+    key = tuple(id(r) for r in rules)
+    got = _SHARES.get(key)
+    if got is None:
+        later: dict[str, set[tuple[str, ...]]] = {}
+        after: set[tuple[str, ...]] = set()
+        for r in reversed(rules):
+            later[r.id] = set(after)
+            after |= {_leaf_key(leaf) for leaf in _leaves(r.when)}
+        brief = {r.id for r in rules if r.when is not None and _distinct_slots(r)}
+        if len(_SHARES) >= 32:
+            _SHARES.clear()
+        got = _SHARES[key] = (list(rules), (later, brief))
+    return got[1]
+
+
 def _distinct_slots(rule: SymptomRule) -> bool:
     """No two different leaves of the rule can give evidence of the same detector on the same
     metric (a finding keeps one evidence per metric and detector; _distinct tells two such
@@ -1370,6 +1395,7 @@ class _RuleEvaluation(_BlockFolding):
     _quiets: dict[str, _Quiet]  # rules whose latest evaluation changed nothing
     _rule_masks: dict[str, _RuleMask]  # per rule, for the blocks push_columns closes
     _later: dict[str, set[tuple[str, ...]]]  # per rule: the leaf keys of the rules after it
+    _added: dict[str, tuple[tuple[str, ...], frozenset[str], list[_LeafPlan]]]  # _adds
     _trees: dict[str, _Eval]  # each rule's condition tree, compiled once (_tree)
     _judged: int  # rule trees evaluated so far
     # the evidence made without its summary at this block, by id: (it, the detector, the
@@ -1382,15 +1408,11 @@ class _RuleEvaluation(_BlockFolding):
         self._plans = {}
         self._quiets = {}
         self._rule_masks = {}
+        self._added = {}
         self._judged = 0
-        self._later = {}
-        after: set[tuple[str, ...]] = set()
-        for r in reversed(self._rules):
-            self._later[r.id] = set(after)
-            after |= {_leaf_key(leaf) for leaf in _leaves(r.when)}
+        self._later, self._brief_rules = _shares(self._rules)
         self._trees = {r.id: self._tree(r.when) for r in self._rules if r.when is not None}
         self._briefs = {}
-        self._brief_rules = {r.id for r in self._rules if r.when is not None and _distinct_slots(r)}
 
     def _compile(self) -> list[SymptomRule]:
         """Resolve per-algorithm thresholds once; drop rules their `unless` excludes. The same
@@ -1696,8 +1718,9 @@ class _RuleEvaluation(_BlockFolding):
         used: list[tuple[_LeafPlan, tuple[np.ndarray, np.ndarray]]] = []
         may_fire, may_no, may_absent = self._may(rule.when, used)
         hands = self._hands_absent(rule, used)
+        notes, metrics, _ = self._adds(rule)
         got = _RuleMask(ah.stamp, self._epoch, used, ~may_fire & ~may_absent,
-                        ~may_fire & ~may_no, hands, *self._adds(rule))  # fmt: skip
+                        ~may_fire & ~may_no, hands, notes, metrics)  # fmt: skip
         self._rule_masks[rule.id] = got
         return got
 
@@ -1710,24 +1733,24 @@ class _RuleEvaluation(_BlockFolding):
         change what that rule says missing."""
         assert self._ahead is not None
         out = np.zeros(self._ahead.n, dtype=bool)
-        later, pred = self._later[rule.id], self._pred
-        for leaf in _leaves(rule.when):
-            if leaf.while_active or not all(pred[p] for p in leaf.only_if):
-                continue
-            if any(pred[p] for p in leaf.skip_if) or _leaf_key(leaf) not in later:
-                continue
-            plan = self._plan(leaf)
+        for plan in self._adds(rule)[2]:
             got = self._quiet_blocks(plan)
             used.append((plan, got))
             out |= ~got[1]
         return out
 
-    def _adds(self, rule: SymptomRule) -> tuple[tuple[str, ...], frozenset[str]]:
+    def _adds(self, rule: SymptomRule) -> tuple[tuple[str, ...], frozenset[str], list[_LeafPlan]]:
         """What evaluating the rule can add: the notes of its leaves the job's facts skip,
-        and the metrics of the others (said missing when not logged)."""
-        pred = self._pred
+        the metrics of the others (said missing when not logged), and those of them a rule
+        after it also reaches (made once: the job's facts do not change while push_columns
+        closes blocks)."""
+        got = self._added.get(rule.id)
+        if got is not None:
+            return got
+        pred, later = self._pred, self._later[rule.id]
         notes: list[str] = []
         metrics: set[str] = set()
+        shared: list[_LeafPlan] = []
         for leaf in _leaves(rule.when):
             if leaf.while_active or not all(pred[p] for p in leaf.only_if):
                 continue
@@ -1736,7 +1759,10 @@ class _RuleEvaluation(_BlockFolding):
                     notes.append(f"skip:{leaf.detector}:{leaf.metric}")
             else:
                 metrics.update(leaf.metrics)
-        return tuple(notes), frozenset(metrics)
+                if _leaf_key(leaf) in later:
+                    shared.append(self._plan(leaf))
+        got = self._added[rule.id] = (tuple(notes), frozenset(metrics), shared)
+        return got
 
     def _may(
         self, node: Node, used: list[tuple[_LeafPlan, tuple[np.ndarray, np.ndarray]]]
