@@ -42,14 +42,20 @@ How a run is judged (knowledge.md §4 "How to judge"):
 - One judge, two paths: `push` folds one step; `push_columns` (judge_run's) folds whole columns
   with numpy, makes every closed block's record at once, and lets a detector run only where its
   screen (advisor.detectors.SCREENS, a vectorised test over the metric's records that is False
-  only where the detector surely returns None) passes. On both paths a leaf whose tracks did
-  not change keeps its last result, and a rule whose latest evaluation changed nothing is not
-  evaluated again while the leaves it reached give the same results. Findings, notes and
+  only where the detector surely returns None) passes. Combined through each rule's tree, the
+  screens say at which blocks an inactive rule surely gives the verdict it gave last (NO, or
+  ABSENT for metrics still not logged): it is not evaluated there, and where no rule is, past
+  the warm-up with no finding active, whole spans of blocks are folded at once. An active
+  finding's refresh takes its evidence without the summary (advisor.detectors.BRIEF), and the
+  evidence it keeps is made whole when push_columns returns. On both paths a leaf whose tracks
+  did not change keeps its last result, and a rule whose latest evaluation changed nothing is
+  not evaluated again while the leaves it reached give the same results. Findings, notes and
   missing metrics are identical either way (tests/engine/test_same_judgement.py replays every
-  fixture both ways and audits every detector call a screen skipped).
-- Speed (tests/engine/perf_engine.py; bench/bench_scale.py): a healthy block costs ~0.1-0.2 ms
-  offline whatever the metric count; a block where findings are active costs what their
-  detectors do (~0.5 ms), since their evidence is refreshed at each block.
+  fixture both ways, audits every detector call a screen skipped and every rule evaluation
+  the masks skipped, and compares the fold's state).
+- Speed (tests/engine/perf_engine.py; bench/bench_scale.py): offline, a healthy block costs
+  ~0.03 ms whatever the metric count (most are folded in spans); a block where findings are
+  active costs what their detectors do (~0.4 ms), since they are judged at each block.
 
 False-alarm budget: ~1 % of healthy runs per warning/error symptom; see `advisor.detectors`.
 """
