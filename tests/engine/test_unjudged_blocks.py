@@ -8,6 +8,8 @@ compared too."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
 import pytest
@@ -75,3 +77,40 @@ def test_episodes_fire_clear_and_fire_again() -> None:
     p9 = [f for f in j.findings if f.id == "P9"]
     assert len(p9) == 2 and all(f.cleared_step is not None for f in p9), p9
     assert {"NAN", "P4"} <= {f.id for f in j.findings}
+
+
+def test_brief_evidence_is_the_evidence_without_its_summary() -> None:
+    """Every detector in BRIEF, asked at every block of a run with episodes, gives with
+    `_brief` the evidence it gives without, but for the summary it leaves empty."""
+    from advisor.detectors import BRIEF
+    from advisor.engine import Monitor
+
+    class Asking(Monitor):
+        fired = 0
+
+        def _evaluate(self, end: int, full: bool) -> Any:
+            cache: dict[str, Any] = {}
+            for plan in self._plans.values():
+                if plan.leaf.detector not in BRIEF or plan.per or plan.rounds:
+                    continue
+                for name in plan.names:
+                    s = self._series(name, cache)
+                    if s is None:
+                        continue
+                    whole = plan.fn(s, plan.params)
+                    brief = plan.fn(s, {**plan.params, "_brief": True})
+                    if whole is None:
+                        assert brief is None
+                        continue
+                    assert brief is not None and brief.summary == "" and whole.summary
+                    assert brief.model_dump() == {**whole.model_dump(), "summary": ""}
+                    self.fired += 1
+            return super()._evaluate(end, full)
+
+    mon = Asking(HP)
+    s = _episodes(5000)
+    for i in range(5000):
+        sparse = {"val_reward", "gen_batches"}  # NaN there: not logged at that step
+        mon.push(i + 1, {k: float(v[i]) for k, v in s.items()
+                         if k not in sparse or not np.isnan(v[i])})  # fmt: skip
+    assert mon.fired > 500
