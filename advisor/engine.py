@@ -822,8 +822,8 @@ class _Ahead:
     at: int = -1  # the block being closed
     # (the baselines it was made for, the blocks _fold_span may close)
     foldable: tuple[int, np.ndarray] | None = None
-    # (the state it was made for, the blocks closed without evaluating a rule)
-    unjudged: tuple[tuple[int, ...], np.ndarray] | None = None
+    # (the state it was made for, the blocks closed without evaluating a rule, bit j: block j)
+    unjudged: tuple[tuple[int, ...], int] | None = None
 
 
 class _Context(NamedTuple):
@@ -860,6 +860,15 @@ class _Quiet(NamedTuple):
 
 _Eval = Callable[[_Context, bool], tuple[int, list[Evidence]]]
 
+# _quiet at each block a push_columns call closes, where the leaf's metrics were logged, and
+# the same two as ints (bit j: block j), which the rule masks combine
+_Blocks = tuple[np.ndarray, np.ndarray, int, int]
+
+
+def _bits(a: np.ndarray) -> int:
+    """A boolean array as an int whose bit j is a[j]."""
+    return int.from_bytes(np.packbits(a, bitorder="little").tobytes(), "little")
+
 
 @dataclass(slots=True)
 class _RuleMask:
@@ -869,10 +878,10 @@ class _RuleMask:
 
     stamp: int  # the call
     epoch: int  # the baselines count it holds for
-    used: list[tuple[_LeafPlan, tuple[np.ndarray, np.ndarray]]]  # its leaves' arrays read
-    no: np.ndarray
-    absent: np.ndarray
-    hands: np.ndarray
+    used: list[tuple[_LeafPlan, _Blocks]]  # its leaves' arrays read
+    no: int  # bit j: block j
+    absent: int
+    hands: int
     notes: tuple[str, ...]
     metrics: frozenset[str]
 
@@ -900,9 +909,7 @@ class _LeafPlan:
     inputs: tuple[Any, ...] | None = None  # the versions its latest result was judged on
     # _quiet at every block push_columns closes, and where the leaf's metrics were logged:
     # (the call and baselines count, the baselines of its metrics, the arrays)
-    quiet_blocks: (
-        tuple[tuple[int, int], tuple[Baseline | None, ...], tuple[np.ndarray, np.ndarray]] | None
-    ) = None
+    quiet_blocks: tuple[tuple[int, int], tuple[Baseline | None, ...], _Blocks] | None = None
     # per metric: (the records screened, the baseline they were screened with, the verdicts)
     screened: dict[str, tuple[np.ndarray, Baseline | None, np.ndarray]] = field(
         default_factory=dict
@@ -1657,7 +1664,7 @@ class _RuleEvaluation(_BlockFolding):
         assert self._ahead is not None
         return bool(self._quiet_blocks(plan)[0][self._ahead.at])
 
-    def _quiet_blocks(self, plan: _LeafPlan) -> tuple[np.ndarray, np.ndarray]:
+    def _quiet_blocks(self, plan: _LeafPlan) -> _Blocks:
         """_quiet at every block push_columns closes (from the one being closed on; made once
         per call and set of baselines): at a block, each metric the leaf reads either not
         logged yet, or with its latest record made by this call, logged in the run's latest
@@ -1705,7 +1712,8 @@ class _RuleEvaluation(_BlockFolding):
                     plan.screened[name] = got
                 passed = got[2][np.maximum(i, 0)]
             ok &= ~logged | (asked & ~passed)
-        out = (seen & ok, seen)
+        quiet = seen & ok
+        out = (quiet, seen, _bits(quiet), _bits(seen))
         plan.quiet_blocks = (stamp, tuple(t.baseline for t in plan.reads[: len(plan.names)]), out)
         return out
 
@@ -1721,28 +1729,27 @@ class _RuleEvaluation(_BlockFolding):
             if all(self._quiet_blocks(plan) is out for plan, out in got.used):
                 got.epoch = self._epoch
                 return got
-        used: list[tuple[_LeafPlan, tuple[np.ndarray, np.ndarray]]] = []
+        used: list[tuple[_LeafPlan, _Blocks]] = []
         may_fire, may_no, may_absent = self._may(rule.when, used)
         hands = self._hands_absent(rule, used)
         notes, metrics, _ = self._adds(rule)
-        got = _RuleMask(ah.stamp, self._epoch, used, ~may_fire & ~may_absent,
-                        ~may_fire & ~may_no, hands, notes, metrics)  # fmt: skip
+        every = (1 << ah.n) - 1
+        got = _RuleMask(ah.stamp, self._epoch, used, every & ~(may_fire | may_absent),
+                        every & ~(may_fire | may_no), hands, notes, metrics)  # fmt: skip
         self._rule_masks[rule.id] = got
         return got
 
-    def _hands_absent(
-        self, rule: SymptomRule, used: list[tuple[_LeafPlan, tuple[np.ndarray, np.ndarray]]]
-    ) -> np.ndarray:
+    def _hands_absent(self, rule: SymptomRule, used: list[tuple[_LeafPlan, _Blocks]]) -> int:
         """Where evaluating the rule may hand a rule after it a leaf's ABSENT (none of its
         metrics logged yet): results are shared within a block, and a shared ABSENT does not
         say its metrics missing for the rule that takes it, so skipping this rule there would
         change what that rule says missing."""
         assert self._ahead is not None
-        out = np.zeros(self._ahead.n, dtype=bool)
+        out, every = 0, (1 << self._ahead.n) - 1
         for plan in self._adds(rule)[2]:
             got = self._quiet_blocks(plan)
             used.append((plan, got))
-            out |= ~got[1]
+            out |= every & ~got[3]
         return out
 
     def _adds(self, rule: SymptomRule) -> tuple[tuple[str, ...], frozenset[str], list[_LeafPlan]]:
@@ -1771,15 +1778,15 @@ class _RuleEvaluation(_BlockFolding):
         return got
 
     def _may(
-        self, node: Node, used: list[tuple[_LeafPlan, tuple[np.ndarray, np.ndarray]]]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self, node: Node, used: list[tuple[_LeafPlan, _Blocks]]
+    ) -> tuple[int, int, int]:
         """Where a node of an inactive rule's tree may say FIRE, NO, ABSENT, at each block
-        push_columns closes (from the one being closed on): a leaf NO where its screen is
-        quiet, ABSENT where none of its metrics was logged (or the job's facts decide it);
-        each array holds at least the blocks where the node says it (equal leaves under two
-        branches are taken as if independent); `used`: the leaves' plans and arrays read."""
+        push_columns closes (bit j: block j; from the one being closed on): a leaf NO where
+        its screen is quiet, ABSENT where none of its metrics was logged (or the job's facts
+        decide it); each holds at least the blocks where the node says it (equal leaves under
+        two branches are taken as if independent); `used`: the leaves' plans and arrays read."""
         assert self._ahead is not None
-        n, at = self._ahead.n, self._ahead.at
+        every, at = (1 << self._ahead.n) - 1, self._ahead.at
         if isinstance(node, Leaf):
             pred = self._pred
             if (
@@ -1787,31 +1794,29 @@ class _RuleEvaluation(_BlockFolding):
                 or not all(pred[p] for p in node.only_if)
                 or any(pred[p] for p in node.skip_if)
             ):
-                return np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), np.ones(n, dtype=bool)
+                return 0, 0, every
             plan = self._plan(node)
             got = self._quiet_blocks(plan)
             used.append((plan, got))
-            quiet, seen = got
-            return seen & ~quiet, seen, ~seen
+            quiet, seen = got[2], got[3]
+            return seen & ~quiet, seen, every & ~seen
         if isinstance(node, AllOf):  # NO if one says NO, else ABSENT if one does, else FIRE
-            fire, no = np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
-            not_no, absent = np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
+            fire, no, not_no, absent = every, 0, every, 0
             for kid in node.all:
                 f, o, a = self._may(kid, used)
                 fire, no, not_no, absent = fire & f, no | o, not_no & (f | a), absent | a
-                if not not_no[at:].any():
+                if not not_no >> at:
                     break  # NO at every block left, whatever the others say
             return fire, no, not_no & absent
         if isinstance(node, AnyOf):  # FIRE if one does (inactive: no hold), else NO, else ABSENT
-            fire, no = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-            not_fire, absent = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
+            fire, no, not_fire, absent = 0, 0, every, every
             for alt in node.any:
                 f, o, a = self._may(alt, used)
                 fire, no, not_fire, absent = fire | f, no | o, not_fire & (o | a), absent & a
             return fire, not_fire & no, absent
         assert isinstance(node, NotOf)
         f, o, a = self._may(node.not_, used)
-        return o | a, f, np.zeros(n, dtype=bool)
+        return o | a, f, 0
 
     def _judge_leaf(
         self,
@@ -1947,18 +1952,18 @@ class _Lifecycle(_RuleEvaluation):
             return k  # (first at this block alone: the arrays below are made less often)
         state = (ah.stamp, self._epoch, self._judged, len(self._notes))
         if ah.unjudged is None or ah.unjudged[0] != state:
-            ok = self._foldable().copy()
+            ok = _bits(self._foldable())
             for rule, mask in judged:
                 quiet, said = self._quiets.get(rule.id), self._absent.get(rule.id)
-                skip = np.zeros(ah.n, dtype=bool)
+                skip = 0
                 if quiet is not None and quiet.facts == facts:
                     skip |= mask.no
                 if said is not None and mask.metrics <= said:
                     skip |= mask.absent
                 ok &= skip
             ah.unjudged = (state, ok)
-        stop = np.flatnonzero(~ah.unjudged[1][k:])
-        return k + int(stop[0]) if len(stop) else ah.n
+        judged_at = (((1 << ah.n) - 1) & ~ah.unjudged[1]) >> k  # the blocks from k on
+        return k + (judged_at & -judged_at).bit_length() - 1 if judged_at else ah.n
 
     def _masked(self, rule: SymptomRule, facts: tuple[Any, ...]) -> bool:
         """An inactive rule whose evaluation at the block being closed would change nothing,
@@ -1967,7 +1972,7 @@ class _Lifecycle(_RuleEvaluation):
         assert self._ahead is not None
         mask = self._rule_mask(rule)
         at = self._ahead.at
-        return not mask.hands[at] and self._unchanged(rule, mask, at, facts)
+        return not mask.hands >> at & 1 and self._unchanged(rule, mask, at, facts)
 
     def _unchanged(self, rule: SymptomRule, mask: _RuleMask, at: int, facts: tuple[Any, ...]
                    ) -> bool:  # fmt: skip
@@ -1976,10 +1981,10 @@ class _Lifecycle(_RuleEvaluation):
         missing; and the notes its leaves can add were said."""
         if not all(k in self._notes for k in mask.notes):
             return False
-        if mask.no[at]:
+        if mask.no >> at & 1:
             quiet = self._quiets.get(rule.id)
             return quiet is not None and quiet.facts == facts
-        if mask.absent[at]:
+        if mask.absent >> at & 1:
             said = self._absent.get(rule.id)
             return said is not None and mask.metrics <= said
         return False
