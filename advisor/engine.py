@@ -1127,6 +1127,13 @@ class _BlockFolding:
     def _forward(self, steps: Sequence[int | None]) -> tuple[list[int], list[int]]:
         """The rows push would take (row index, step): a step, and above every step before."""
         last = self._last
+        if len(steps) and None not in steps:  # at once: a step above the running maximum before it
+            at = np.asarray(steps, dtype=np.int64)
+            keep = np.empty(len(at), dtype=bool)
+            keep[0] = last is None or at[0] > last
+            before = np.maximum.accumulate(at)[:-1]
+            keep[1:] = at[1:] > (before if last is None else np.maximum(before, last))
+            return np.flatnonzero(keep).tolist(), at[keep].tolist()
         rows: list[int] = []
         kept: list[int] = []
         for i, step in enumerate(steps):
