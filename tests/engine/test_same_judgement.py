@@ -106,7 +106,7 @@ class _Audited(Monitor):
 
     def _said(self) -> str:
         """What the rule evaluation leaves: findings, misses, missing metrics, notes."""
-        return repr(([f.model_dump() for f in self.findings], list(self._active),
+        return repr(([f.to_dict() for f in self.findings], list(self._active),
                      [self._misses.get(r) for r in self._active], list(self._absent.items()),
                      list(self._notes.items())))  # fmt: skip
 

@@ -103,7 +103,7 @@ def test_brief_evidence_is_the_evidence_without_its_summary() -> None:
                         assert brief is None
                         continue
                     assert brief is not None and brief.summary == "" and whole.summary
-                    assert brief.model_dump() == {**whole.model_dump(), "summary": ""}
+                    assert brief.to_dict() == {**whole.to_dict(), "summary": ""}
                     self.fired += 1
             return super()._evaluate(end, full)
 
