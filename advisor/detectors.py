@@ -66,6 +66,10 @@ DETECTORS: dict[str, Detector] = {}
 # is not logged): the engine reuses a detector's last result while its metrics' block
 # history is unchanged, except for these (tests/engine/test_same_judgement.py checks the set).
 READS_RUN_END = frozenset({"stopped"})
+# Detectors that leave their evidence's summary empty when the params hold `_brief` (every
+# other field as without it): the engine asks so for an active finding's refresh, and builds
+# the summary only of the evidence the finding keeps (Monitor.push_columns).
+BRIEF = frozenset({"shift", "above", "below"})
 
 # 1.4826 turns a median absolute deviation into a normal sigma.
 _MAD_TO_SIGMA = 1.4826
@@ -710,7 +714,9 @@ def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
         s,
         name,
         i,
-        f"{s.metric} block {stat} stayed {word} {_fmt(value)} over steps {_steps(s, i)} "
+        ""
+        if p.get("_brief")
+        else f"{s.metric} block {stat} stayed {word} {_fmt(value)} over steps {_steps(s, i)} "
         f"(median {_fmt(level)}; {_held(mask, m, persist, strong, len(run))}).",
         effect=level,
         excess=_excess(level, value) if above else _excess(value, level or 1e-300),
@@ -864,7 +870,9 @@ def shift(s: Series, p: Params) -> Evidence | None:
         s,
         "shift",
         i,
-        f"{s.metric}{net} {word} from its warm-up level {_fmt(b.median)} to {_fmt(level)} "
+        ""
+        if p.get("_brief")
+        else f"{s.metric}{net} {word} from its warm-up level {_fmt(b.median)} to {_fmt(level)} "
         f"(x{_fmt(ratio)}, {abs(zz):.1f} warm-up sigmas {'above' if up else 'below'} it, a "
         f"robust sigma of {_fmt(b.scale)}) "
         f"over steps {_steps(s, i)}{_extreme(s, i, b.median, level, up)}.",
@@ -2347,6 +2355,42 @@ def _trimmed_rows(rows: np.ndarray) -> np.ndarray:
 _MARGIN = 1e-9  # relative slack of the bounds below: far beyond float rounding (~1e-15)
 
 
+@screen("trend")
+def _trend_screen(c: Column, p: Params) -> np.ndarray:
+    # trend's gates on a window of a fixed number of blocks, all finite: the direction of the
+    # Mann-Kendall sum and the Theil-Sen change in warm-up sigmas, in the detector's operations
+    # (the median of the pairwise slopes is an order statistic: the same value row by row)
+    rows, b, w = c.rows, c.baseline, p.get("window", 8)
+    if b is None:
+        return _never(rows)
+    if isinstance(w, str) or p.get("scale") == "window" or int(w) < 2:
+        return _maybe(rows)
+    w = int(w)
+    index = np.arange(len(rows))
+    n = np.minimum(index + 1, c.window)
+    out = np.minimum(n, w) >= int(p.get("min_blocks", 6))  # fewer means: the detector's None
+    at = np.flatnonzero((n >= w) & (index >= c.ask) & out)
+    if not len(at):
+        return out
+    y = np.lib.stride_tricks.sliding_window_view(rows[:, MEAN], w)[at - w + 1]
+    _, i, j, _ = _pairs(w)
+    with np.errstate(invalid="ignore", over="ignore"):
+        dy = y[:, j] - y[:, i]
+        slopes = dy / (j - i)
+        k = slopes.shape[1] // 2
+        if slopes.shape[1] % 2:
+            slope = np.partition(slopes, k, axis=1)[:, k]
+        else:
+            part = np.partition(slopes, (k - 1, k), axis=1)
+            slope = (part[:, k - 1] + part[:, k]) / 2.0
+        effect = slope * (w - 1) / b.scale
+        rising = np.sign(dy).sum(axis=1) > 0
+        way = rising if str(p.get("direction", "up")) == "up" else ~rising
+        far = np.abs(effect) >= float(p.get("min_effect", 4.0)) * (1 - _MARGIN)
+    out[at] = ~np.isfinite(y).all(axis=1) | (way & far)
+    return out
+
+
 @screen("volatility")
 def _volatility_screen(c: Column, p: Params) -> np.ndarray:
     rows, window, b = c.rows, c.window, c.baseline
@@ -2400,23 +2444,87 @@ def _swing_screen(c: Column, p: Params) -> np.ndarray:
     # swing's gate at the latest window: the residual spread around a line bounds the spread
     # around the quadratic, which must carry the thresholds
     return _by_window(c, int(p.get("k", 3)), int(p.get("window", 32)),
-                      int(p.get("min_blocks", 12)), lambda ends, w: _swing_may(c.rows, ends, w, p))
+                      int(p.get("min_blocks", 12)), lambda ends, w: _swing_may(c.rows, ends, w, p),
+                      lambda ends, ws: _swing_young(c.rows, ends, ws, p))  # fmt: skip
 
 
 def _by_window(
-    c: Column, k: int, w_max: int, min_blocks: int, may: Callable[[np.ndarray, int], np.ndarray]
+    c: Column,
+    k: int,
+    w_max: int,
+    min_blocks: int,
+    may: Callable[[np.ndarray, int], np.ndarray],
+    young: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
     """For detectors judged on the latest `w` = min(w_max, blocks in the window - (k - 1))
     blocks: may(ends, w) at the rows ending windows of each length (below min_blocks the
-    detector does not judge)."""
+    detector does not judge); the lengths that end one row each (a young run's window,
+    growing a block at a time) at once by young(ends, their lengths), when given."""
     n = np.minimum(np.arange(len(c.rows)) + 1, c.window)
     ws = np.minimum(w_max, n - (k - 1))
     ws[: c.ask] = -1
     out = _maybe(c.rows)
     out[c.ask :] = False
-    for w in np.unique(ws[ws >= min_blocks]).tolist():
+    lengths, counts = np.unique(ws[ws >= min_blocks], return_counts=True)
+    if young is not None and (counts == 1).sum() > 2:
+        ends = np.flatnonzero(np.isin(ws, lengths[counts == 1]))
+        out[ends] = young(ends, ws[ends])
+        lengths = lengths[counts > 1]
+    for w in lengths.tolist():
         ends = np.flatnonzero(ws == w)
         out[ends] = may(ends, w)
+    return out
+
+
+def _rows_of(rows: np.ndarray, ends: np.ndarray, ws: np.ndarray, col: int
+             ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Column `col` of the windows of lengths `ws` ending at `ends`, right-aligned in one
+    array (nan before a shorter window's first row), and where each window's rows are."""
+    width = int(ws.max())
+    at = np.arange(width)[None, :]
+    inside = at >= (width - ws)[:, None]
+    idx = np.where(inside, ends[:, None] - width + 1 + at, 0)
+    return np.where(inside, rows[idx, col], np.nan), inside
+
+
+def _row_median(sorted_rows: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """The median of each row's first m values (rows sorted, nan last), as `median` takes it."""
+    r = np.arange(len(m))
+    lo, hi = sorted_rows[r, (m - 1) // 2], sorted_rows[r, m // 2]
+    return np.where(m % 2 == 1, lo, (lo + hi) / 2.0)
+
+
+def _swing_young(rows: np.ndarray, ends: np.ndarray, ws: np.ndarray, p: Params) -> np.ndarray:
+    """_swing_may of windows of several lengths at once (the same bound, its sums taken over
+    each window's rows)."""
+    y, inside = _rows_of(rows, ends, ws, MEAN)
+    cnt, _ = _rows_of(rows, ends, ws, COUNT)
+    sd, _ = _rows_of(rows, ends, ws, SD)
+    out = np.zeros(len(ends), dtype=bool)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        judged = np.flatnonzero(
+            (np.isfinite(y) | ~inside).all(axis=1)
+            & ((cnt >= int(p.get("min_points", 3))) | ~inside).all(axis=1)
+            & (np.isfinite(sd) | ~inside).all(axis=1)
+        )
+        if not len(judged):
+            return out
+        y, cnt, sd, inside, w = y[judged], cnt[judged], sd[judged], inside[judged], ws[judged]
+        wf = w.astype(float)
+        noise = np.maximum(_row_median(np.sort(sd / np.sqrt(cnt), axis=1), w), 1e-12)
+        need = np.maximum(
+            np.maximum(float(p.get("min_ratio", 5.0)) * noise, float(p.get("min_abs", 0.0))),
+            float(p.get("min_rel", 0.2)) * np.abs(_row_median(np.sort(y, axis=1), w)),
+        )
+        t = np.arange(y.shape[1])[None, :] - (y.shape[1] - w)[:, None]
+        tc = np.where(inside, t - (wf[:, None] - 1) / 2.0, 0.0)
+        yz = np.where(inside, y, 0.0)
+        yc = np.where(inside, yz - (yz.sum(axis=1) / wf)[:, None], 0.0)
+        res = yc - ((yc * tc).sum(axis=1) / (tc * tc).sum(axis=1))[:, None] * tc
+        rms = np.sqrt((res * res).sum(axis=1) / wf)
+        bound = rms * (1 + 1e-6) + 1e-6 * np.abs(yz).max(axis=1)
+        quiet = 2.0 * math.sqrt(2.0) * bound < need * (1 - 1e-6)
+    out[judged] = ~quiet
     return out
 
 
@@ -2518,7 +2626,8 @@ def _growth_screen(c: Column, p: Params) -> np.ndarray:
     # growth's gates: the latest level, then the cheap look at the window's ends
     x = _trimmed_rows(c.rows) if p.get("trimmed") else c.rows[:, MEAN]
     return _by_window(c, int(p.get("k", 3)), int(p.get("window", 32)),
-                      int(p.get("min_blocks", 12)), lambda ends, w: _growth_may(x, ends, w, p))
+                      int(p.get("min_blocks", 12)), lambda ends, w: _growth_may(x, ends, w, p),
+                      lambda ends, ws: _growth_young(x, ends, ws, p))  # fmt: skip
 
 
 def _growth_may(x: np.ndarray, ends: np.ndarray, w: int, p: Params) -> np.ndarray:
@@ -2526,6 +2635,20 @@ def _growth_may(x: np.ndarray, ends: np.ndarray, w: int, p: Params) -> np.ndarra
     view = np.lib.stride_tricks.sliding_window_view
     top = np.max(view(x, third)[ends - third + 1], axis=1)
     low = np.min(view(x, third)[ends - w + 1], axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (x[ends] >= float(p.get("min_level", 0.0))) & (
+            top >= float(p.get("min_ratio", 8.0)) * low
+        )
+
+
+def _growth_young(x: np.ndarray, ends: np.ndarray, ws: np.ndarray, p: Params) -> np.ndarray:
+    """_growth_may of windows of several lengths at once (the same maxima and minima)."""
+    y, inside = _rows_of(x[:, None], ends, ws, 0)
+    third = np.maximum(1, ws // 4)[:, None]
+    at = np.arange(y.shape[1])[None, :]
+    first = (y.shape[1] - ws)[:, None]
+    top = np.max(np.where(at >= y.shape[1] - third, y, -np.inf), axis=1)
+    low = np.min(np.where(inside & (at < first + third), y, np.inf), axis=1)
     with np.errstate(invalid="ignore", over="ignore"):
         return (x[ends] >= float(p.get("min_level", 0.0))) & (
             top >= float(p.get("min_ratio", 8.0)) * low

@@ -42,14 +42,20 @@ How a run is judged (knowledge.md §4 "How to judge"):
 - One judge, two paths: `push` folds one step; `push_columns` (judge_run's) folds whole columns
   with numpy, makes every closed block's record at once, and lets a detector run only where its
   screen (advisor.detectors.SCREENS, a vectorised test over the metric's records that is False
-  only where the detector surely returns None) passes. On both paths a leaf whose tracks did
-  not change keeps its last result, and a rule whose latest evaluation changed nothing is not
-  evaluated again while the leaves it reached give the same results. Findings, notes and
+  only where the detector surely returns None) passes. Combined through each rule's tree, the
+  screens say at which blocks an inactive rule surely gives the verdict it gave last (NO, or
+  ABSENT for metrics still not logged): it is not evaluated there, and where no rule is, past
+  the warm-up with no finding active, whole spans of blocks are folded at once. An active
+  finding's refresh takes its evidence without the summary (advisor.detectors.BRIEF), and the
+  evidence it keeps is made whole when push_columns returns. On both paths a leaf whose tracks
+  did not change keeps its last result, and a rule whose latest evaluation changed nothing is
+  not evaluated again while the leaves it reached give the same results. Findings, notes and
   missing metrics are identical either way (tests/engine/test_same_judgement.py replays every
-  fixture both ways and audits every detector call a screen skipped).
-- Speed (tests/engine/perf_engine.py; bench/bench_scale.py): a healthy block costs ~0.1-0.2 ms
-  offline whatever the metric count; a block where findings are active costs what their
-  detectors do (~0.5 ms), since their evidence is refreshed at each block.
+  fixture both ways, audits every detector call a screen skipped and every rule evaluation
+  the masks skipped, and compares the fold's state).
+- Speed (tests/engine/perf_engine.py; bench/bench_scale.py): offline, a healthy block costs
+  ~0.03 ms whatever the metric count (most are folded in spans); a block where findings are
+  active costs what their detectors do (~0.4 ms), since they are judged at each block.
 
 False-alarm budget: ~1 % of healthy runs per warning/error symptom; see `advisor.detectors`.
 """
@@ -58,7 +64,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
@@ -68,6 +74,7 @@ import numpy as np
 from advisor import schema
 from advisor.detectors import (
     AT_COMPANION_PEAK,
+    BRIEF,
     COUNT,
     DETECTORS,
     END,
@@ -669,23 +676,22 @@ def _records(acc: list[np.ndarray], starts: np.ndarray, ends: np.ndarray) -> np.
     return out
 
 
-def _add_wander(t: _Track) -> None:
+def _add_wander(t: _Track, total: int, latest: np.ndarray) -> None:
     """Close a chunk of the long-run wander reference: the robust scale (MAD around a Theil-Sen
     line, or second differences) of the latest WANDER_BLOCKS block means. A 6-block warm-up
     cannot show how far autocorrelated noise wanders over 16 blocks; the run's own history
     can, and the median over chunks converges as the run goes on (detectors.volatility).
     ...and the chunk's typical SPAN-block residual sd: the yardstick a warm-up of ~4 spans
     estimates poorly (heavy-tailed, autocorrelated noise), for volatility's within-span view.
-    push_columns computes every chunk it closes at once (t.wander_ready, by total)."""
-    ready = t.wander_ready.pop(t.total, None) if t.wander_ready else None
-    scale, spans = ready if ready is not None else wander_of(
-        t.buf[max(0, t.nb - WANDER_BLOCKS) : t.nb]
-    )
+    push_columns computes every chunk it closes at once (t.wander_ready, by total). `total`:
+    the track's block count at the chunk's end; `latest`: the window's latest rows then."""
+    ready = t.wander_ready.pop(total, None) if t.wander_ready else None
+    scale, spans = ready if ready is not None else wander_of(latest)
     if scale is not None:
-        t.wander.append((t.total, scale))
+        t.wander.append((total, scale))
         del t.wander[:-WANDER_CHUNKS]
     if spans is not None:
-        t.span_wander.append((t.total, spans))
+        t.span_wander.append((total, spans))
         del t.span_wander[:-WANDER_CHUNKS]
 
 
@@ -802,18 +808,38 @@ class _Track:
     wander_ready: dict[int, tuple[float | None, float | None]] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class _Ahead:
+    """The blocks one push_columns call closes while the screens' records are at hand (0 ..
+    n - 1, in order), as the rule evaluation will see each: per metric with records in the
+    call, the row of its latest record in its column at each block (-1: none yet), and the
+    run's latest logged block end after each block (nan: none yet)."""
+
+    n: int
+    rows: dict[str, np.ndarray]
+    logged_end: np.ndarray
+    stamp: int  # which call: masks made in another are stale
+    at: int = -1  # the block being closed
+    # (the baselines it was made for, the blocks _fold_span may close)
+    foldable: tuple[int, np.ndarray] | None = None
+    # (the state it was made for, the blocks closed without evaluating a rule, bit j: block j)
+    unjudged: tuple[tuple[int, ...], int] | None = None
+
+
 class _Context(NamedTuple):
     """One rule's evaluation at one block: the Monitor judging (given at each call, so that
     the compiled trees hold no reference back to it: no reference cycle, which a run without
     the garbage collector would keep), the block's Series and leaf results (shared by the
     rules), the metrics the rule found missing, and the leaves it reached (with the track
-    versions each result was judged on: None when the job's facts decided it)."""
+    versions each result was judged on: None when the job's facts decided it); whether its
+    leaves may give their evidence without its summary (_RuleEvaluation._judge_leaf)."""
 
     judge: _RuleEvaluation
     series: dict[str, Series | None]
     leaves: dict[tuple[str, ...], tuple[int, list[Evidence]]]
     missing: set[str]
     reached: list[_Reached]
+    brief: bool = False
 
 
 class _Reached(NamedTuple):
@@ -834,6 +860,31 @@ class _Quiet(NamedTuple):
 
 _Eval = Callable[[_Context, bool], tuple[int, list[Evidence]]]
 
+# _quiet at each block a push_columns call closes, where the leaf's metrics were logged, and
+# the same two as ints (bit j: block j), which the rule masks combine
+_Blocks = tuple[np.ndarray, np.ndarray, int, int]
+
+
+def _bits(a: np.ndarray) -> int:
+    """A boolean array as an int whose bit j is a[j]."""
+    return int.from_bytes(np.packbits(a, bitorder="little").tobytes(), "little")
+
+
+@dataclass(slots=True)
+class _RuleMask:
+    """An inactive rule at each block a push_columns call closes (from the one being closed
+    when it was made on): where it surely says NO, where it surely is ABSENT, where evaluating
+    it may hand a later rule an ABSENT; the notes and missing metrics evaluating it can add."""
+
+    stamp: int  # the call
+    epoch: int  # the baselines count it holds for
+    used: list[tuple[_LeafPlan, _Blocks]]  # its leaves' arrays read
+    no: int  # bit j: block j
+    absent: int
+    hands: int
+    notes: tuple[str, ...]
+    metrics: frozenset[str]
+
 
 @dataclass(slots=True)
 class _LeafPlan:
@@ -852,10 +903,13 @@ class _LeafPlan:
     reads: tuple[_Track, ...]
     reads_end: bool
     screen: Any = None  # advisor.detectors.SCREENS' entry, when the detector has one
+    brief: bool = False  # the detector can give its evidence without the summary (BRIEF)
     memo: tuple[Any, ...] | None = None
     memo_keep: tuple[Any, ...] | None = None
     inputs: tuple[Any, ...] | None = None  # the versions its latest result was judged on
-    quiet_at: tuple[int, bool] = (-1, False)  # (block, _quiet's answer at that block)
+    # _quiet at every block push_columns closes, and where the leaf's metrics were logged:
+    # (the call and baselines count, the baselines of its metrics, the arrays)
+    quiet_blocks: tuple[tuple[int, int], tuple[Baseline | None, ...], _Blocks] | None = None
     # per metric: (the records screened, the baseline they were screened with, the verdicts)
     screened: dict[str, tuple[np.ndarray, Baseline | None, np.ndarray]] = field(
         default_factory=dict
@@ -888,6 +942,40 @@ def _leaf_key(leaf: Leaf) -> tuple[str, ...]:
             _LEAF_KEYS.clear()
         got = _LEAF_KEYS[id(leaf)] = (leaf, key)
     return got[1]
+
+
+# id of each compiled rule -> (the rules, _shares' answer for them)
+_SHARES: dict[tuple[int, ...], tuple[list[SymptomRule], tuple[Any, Any]]] = {}
+
+
+def _shares(
+    rules: list[SymptomRule],
+) -> tuple[dict[str, set[tuple[str, ...]]], set[str]]:
+    """Per rule, the keys of the leaves of the rules after it (results they share within a
+    block), and the rules whose evidence can be refreshed brief (_distinct_slots); made once
+    per compiled rule list (read-only)."""
+    key = tuple(id(r) for r in rules)
+    got = _SHARES.get(key)
+    if got is None:
+        later: dict[str, set[tuple[str, ...]]] = {}
+        after: set[tuple[str, ...]] = set()
+        for r in reversed(rules):
+            later[r.id] = set(after)
+            after |= {_leaf_key(leaf) for leaf in _leaves(r.when)}
+        brief = {r.id for r in rules if r.when is not None and _distinct_slots(r)}
+        if len(_SHARES) >= 32:
+            _SHARES.clear()
+        got = _SHARES[key] = (list(rules), (later, brief))
+    return got[1]
+
+
+def _distinct_slots(rule: SymptomRule) -> bool:
+    """No two different leaves of the rule can give evidence of the same detector on the same
+    metric (a finding keeps one evidence per metric and detector; _distinct tells two such
+    apart by their summaries)."""
+    leaves = {_leaf_key(leaf): leaf for leaf in _leaves(rule.when)}.values()
+    slots = [(leaf.detector, m) for leaf in leaves for m in leaf.metrics]
+    return len(slots) == len(set(slots))
 
 
 def _predicates(hp: Mapping[str, Any], kl_strong: float = 1.0) -> dict[str, bool]:
@@ -984,6 +1072,9 @@ class _BlockFolding:
     # before the first row, the metric's peak before the new rows, the first new row), read
     # by the detectors' screens (_RuleEvaluation._quiet)
     _columns: dict[str, tuple[np.ndarray, int, float | None, int]]
+    _ahead: _Ahead | None  # the blocks those records close (None: no screens)
+    _calls: int  # push_columns calls that closed blocks with screens
+    _epoch: int  # baselines set so far: screens made before a new one are stale
 
     def _init_blocks(self) -> None:
         st = self._st
@@ -1011,6 +1102,8 @@ class _BlockFolding:
         self._closed_blocks = 0
         self._logged_end = None
         self._columns = {}
+        self._ahead = None
+        self._calls = self._epoch = 0
 
     @property
     def tracked(self) -> list[str]:
@@ -1034,6 +1127,13 @@ class _BlockFolding:
     def _forward(self, steps: Sequence[int | None]) -> tuple[list[int], list[int]]:
         """The rows push would take (row index, step): a step, and above every step before."""
         last = self._last
+        if len(steps) and None not in steps:  # at once: a step above the running maximum before it
+            at = np.asarray(steps, dtype=np.int64)
+            keep = np.empty(len(at), dtype=bool)
+            keep[0] = last is None or at[0] > last
+            before = np.maximum.accumulate(at)[:-1]
+            keep[1:] = at[1:] > (before if last is None else np.maximum(before, last))
+            return np.flatnonzero(keep).tolist(), at[keep].tolist()
         rows: list[int] = []
         kept: list[int] = []
         for i, step in enumerate(steps):
@@ -1073,7 +1173,7 @@ class _BlockFolding:
             t.total += 1
             t.version += 1
             if t.total % WANDER_BLOCKS == 0:
-                _add_wander(t)
+                _add_wander(t, t.total, t.buf[max(0, t.nb - WANDER_BLOCKS) : t.nb])
             logged = True
             if n:
                 if not math.isfinite(t.first[0]):
@@ -1112,6 +1212,7 @@ class _BlockFolding:
             if self._warm_done and t.baseline is None and len(t.warm) >= 3 - in_warmup:
                 t.baseline = self._baseline(t, end, name)
                 t.version += 1
+                self._epoch += 1
         return end, self._warm_done and not in_warmup and trends
 
     def _keep_at_peak(self, new_peak3: set[int]) -> None:
@@ -1124,6 +1225,98 @@ class _BlockFolding:
             rows = t.buf[: t.nb]
             inside = (rows[:, START] >= c.last3[0][2]) & np.isfinite(rows[:, MEAN])
             c.peak3_ctx[name] = float(np.mean(rows[inside, MEAN])) if inside.any() else math.nan
+
+    def _foldable(self) -> np.ndarray:
+        """The blocks push_columns closes that _fold_span may fold: no metric without a
+        baseline is logged in them (its warm-up would grow), and every block mean in them is
+        finite (the running peaks, troughs and 3-block means are then plain maxima)."""
+        ah = self._ahead
+        assert ah is not None
+        if ah.foldable is not None and ah.foldable[0] == self._epoch:
+            return ah.foldable[1]
+        ok = np.ones(ah.n, dtype=bool)
+        for name, i in ah.rows.items():
+            rows, _, _, new = self._columns[name]
+            logged = i > np.r_[new - 1, i[:-1]]
+            if self._tracks[name].baseline is None:
+                ok &= ~logged
+            else:
+                r = rows[np.maximum(i, 0)]
+                ok &= ~(logged & (r[:, COUNT] != 0) & ~np.isfinite(r[:, MEAN]))
+        ah.foldable = (self._epoch, ok)
+        return ok
+
+    def _fold_span(self, k: int, stop: int) -> None:
+        """_fold_block of push_columns' blocks k .. stop - 1, at once: each track's window,
+        counts, wander chunks, run-wide peaks, trough, first block and best 3-block mean (with
+        its companions' levels) as closing each in turn leaves them. Only where _foldable:
+        past the warm-up, no baseline set, finite means."""
+        ah = self._ahead
+        assert ah is not None and self._warm_done
+        width = len(next(iter(self._tracks.values())).buf)
+        events: dict[str, tuple[int, int]] = {}  # companion -> (block, start) of its best
+        for name, i in ah.rows.items():
+            t = self._tracks[name]
+            t.ready = None
+            rows, offset, _, new = self._columns[name]
+            before, last = (int(i[k - 1]) if k else new - 1), int(i[stop - 1])
+            if last == before:
+                continue  # not logged in these blocks
+            t.seen = True
+            lo = max(0, last + 1 - width)
+            t.nb = last + 1 - lo
+            t.buf[: t.nb] = rows[lo : last + 1]
+            total, t.total = t.total, offset + last + 1
+            t.version += t.total - total
+            for chunk in range(total - total % WANDER_BLOCKS + WANDER_BLOCKS, t.total + 1,
+                               WANDER_BLOCKS):  # fmt: skip
+                h = chunk - offset  # the chunk's last row + 1: the window's latest rows then
+                _add_wander(t, chunk, rows[h - min(WANDER_BLOCKS, width, h) : h])
+            fresh = rows[before + 1 : last + 1]
+            counted = np.flatnonzero(fresh[:, COUNT] != 0)
+            if not len(counted):
+                continue
+            got = fresh[counted]
+            means = got[:, MEAN]
+            if not math.isfinite(t.first[0]):
+                t.first = (float(means[0]), float(got[0, LO]), float(got[0, HI]))
+            top, low = int(np.argmax(means)), int(np.argmin(means))
+            if t.peak is None or means[top] > t.peak:
+                t.peak, t.peak_step = float(means[top]), int(got[top, END])
+            if t.trough is None or means[low] < t.trough:
+                t.trough, t.trough_step = float(means[low]), int(got[low, END])
+            triple = [*t.last3, *zip(means.tolist(), got[:, END].astype(int).tolist(),
+                                     got[:, START].astype(int).tolist(), strict=True)]  # fmt: skip
+            q = np.arange(max(2, len(t.last3)), len(triple))
+            if len(q):
+                x = np.array([m for m, _, _ in triple])
+                m3 = (x[q - 2] + x[q - 1] + x[q]) / 3.0
+                best = int(np.argmax(m3))
+                if t.peak3 is None or m3[best] > t.peak3:
+                    at = int(q[best])
+                    t.peak3, t.peak3_step = float(m3[best]), triple[at - 1][1]
+                    # the block of that triple's last record, and the triple's first step
+                    row = before + 1 + int(counted[at - len(t.last3)])
+                    events[name] = (int(np.searchsorted(i, row)), triple[at - 2][2])
+            t.last3 = triple[-3:]
+        for comp, name in self._at_peak:
+            if comp not in events:
+                continue
+            block, first = events[comp]
+            c, t = self._tracks[comp], self._tracks[name]
+            if name in ah.rows:
+                r = int(ah.rows[name][block])
+                window = self._columns[name][0][max(0, r + 1 - width) : r + 1]
+            else:
+                window = t.buf[: t.nb]
+            if not len(window):
+                continue
+            inside = (window[:, START] >= first) & np.isfinite(window[:, MEAN])
+            c.peak3_ctx[name] = float(np.mean(window[inside, MEAN])) if inside.any() else math.nan
+        end = ah.logged_end[stop - 1]
+        if not math.isnan(end):
+            self._logged_end = int(end)
+        self._closed_blocks += stop - k
 
     def _baseline(self, t: _Track, end: int, name: str = "") -> Baseline:
         arr = np.asarray(t.warm, dtype=float)
@@ -1220,12 +1413,26 @@ class _RuleEvaluation(_BlockFolding):
     # what this job keeps
     _plans: dict[tuple[str, ...], _LeafPlan]  # equal leaves of different rules share one
     _quiets: dict[str, _Quiet]  # rules whose latest evaluation changed nothing
+    _rule_masks: dict[str, _RuleMask]  # per rule, for the blocks push_columns closes
+    _later: dict[str, set[tuple[str, ...]]]  # per rule: the leaf keys of the rules after it
+    _added: dict[str, tuple[tuple[str, ...], frozenset[str], list[_LeafPlan]]]  # _adds
     _trees: dict[str, _Eval]  # each rule's condition tree, compiled once (_tree)
+    _judged: int  # rule trees evaluated so far
+    # the evidence made without its summary at this block, by id: (it, the detector, the
+    # Series, its block records (the Series' are a view of the window) and the params it
+    # was judged on)
+    _briefs: dict[int, tuple[Evidence, Any, Series, np.ndarray, Mapping[str, Any]]]
+    _brief_rules: set[str]  # rules whose active findings are refreshed with such evidence
 
     def _init_trees(self) -> None:
         self._plans = {}
         self._quiets = {}
+        self._rule_masks = {}
+        self._added = {}
+        self._judged = 0
+        self._later, self._brief_rules = _shares(self._rules)
         self._trees = {r.id: self._tree(r.when) for r in self._rules if r.when is not None}
+        self._briefs = {}
 
     def _compile(self) -> list[SymptomRule]:
         """Resolve per-algorithm thresholds once; drop rules their `unless` excludes. The same
@@ -1286,7 +1493,10 @@ class _RuleEvaluation(_BlockFolding):
                 leaf_cache.setdefault(r.key, r.result)
             return None
         missing: set[str] = set()
-        cx = _Context(self, cache, leaf_cache, missing, [])
+        # an active finding's refresh, offline: evidence without summaries (_Lifecycle._refresh)
+        brief = active and self._ahead is not None and rule.id in self._brief_rules
+        cx = _Context(self, cache, leaf_cache, missing, [], brief)
+        self._judged += 1
         state, evidence = self._trees[rule.id](cx, active)
         if active or state == ABSENT or (state == FIRE and evidence):
             self._quiets.pop(rule.id, None)
@@ -1349,11 +1559,13 @@ class _RuleEvaluation(_BlockFolding):
                 # other branches decide, and their absence is still said)
                 return ABSENT, []
             keep = active and has_keep
-            # equal leaves of different rules share a result (kept ones their own)
+            brief = cx.brief and plan.brief
+            # equal leaves of different rules share a result (kept ones, brief ones their own)
             key = plan.key_keep if keep else plan.key
+            key = (*key, "brief") if brief else key
             got = cx.leaves.get(key)
             if got is None:
-                got = cx.leaves[key] = cx.judge._leaf(plan, cx.series, cx.missing, keep)
+                got = cx.leaves[key] = cx.judge._leaf(plan, cx.series, cx.missing, keep, brief)
             cx.reached.append(_Reached(plan, key, got, plan.inputs))
             return got
 
@@ -1384,12 +1596,18 @@ class _RuleEvaluation(_BlockFolding):
             reads=tuple(self._tracks[n] for n in reads if n in self._tracks),
             reads_end=leaf.detector in READS_RUN_END,
             screen=SCREENS.get(leaf.detector),
+            brief=leaf.detector in BRIEF and per is None and rounds is None,
         )
         self._plans[key] = plan
         return plan
 
     def _leaf(
-        self, plan: _LeafPlan, cache: dict[str, Series | None], missing: set[str], keep: bool
+        self,
+        plan: _LeafPlan,
+        cache: dict[str, Series | None],
+        missing: set[str],
+        keep: bool,
+        brief: bool = False,
     ) -> tuple[int, list[Evidence]]:
         leaf, pred = plan.leaf, self._pred
         plan.inputs = None
@@ -1411,7 +1629,9 @@ class _RuleEvaluation(_BlockFolding):
             return memo[1], memo[2]
         if not keep and plan.screen is not None and self._columns and self._quiet(plan):
             return NO, []
-        out = self._judge_leaf(plan, cache, missing, keep)
+        out = self._judge_leaf(plan, cache, missing, keep, brief)
+        if brief and out[1]:
+            return out  # its summary is made only if a finding keeps it: not kept as the memo
         if keep:
             plan.memo_keep = (inputs, *out)
         else:
@@ -1448,42 +1668,174 @@ class _RuleEvaluation(_BlockFolding):
     def _quiet(self, plan: _LeafPlan) -> bool:
         """The leaf's detector surely returns None on every metric it reads that was logged,
         by its screen over the block records push_columns made (at least one was logged)."""
-        stamp = self._closed_blocks
-        if plan.quiet_at[0] == stamp:
-            return plan.quiet_at[1]
-        quiet = self._screened_out(plan)
-        plan.quiet_at = (stamp, quiet)
-        return quiet
+        assert self._ahead is not None
+        return bool(self._quiet_blocks(plan)[0][self._ahead.at])
 
-    def _screened_out(self, plan: _LeafPlan) -> bool:
-        seen = False
-        window = self._st.window_blocks
+    def _quiet_blocks(self, plan: _LeafPlan) -> _Blocks:
+        """_quiet at every block push_columns closes (from the one being closed on; made once
+        per call and set of baselines): at a block, each metric the leaf reads either not
+        logged yet, or with its latest record made by this call, logged in the run's latest
+        block when the detector reads the run's end, and not passed by the screen (no
+        screen: never quiet); and where one of them was logged (else the leaf is ABSENT)."""
+        ah = self._ahead
+        assert ah is not None
+        stamp = (ah.stamp, self._epoch)
+        kept = plan.quiet_blocks
+        if kept is not None and kept[0][0] == ah.stamp:
+            if kept[0][1] == self._epoch:
+                return kept[2]
+            baselines = tuple(t.baseline for t in plan.reads[: len(plan.names)])
+            if all(a is b for a, b in zip(kept[1], baselines, strict=True)):
+                plan.quiet_blocks = (stamp, kept[1], kept[2])  # none of its baselines changed
+                return kept[2]
+        window, j, screen = self._st.window_blocks, ah.at, plan.screen
+        seen = np.zeros(ah.n, dtype=bool)
+        ok = np.full(ah.n, screen is not None)
         for name, t in zip(plan.names, plan.reads, strict=False):  # reads: the names' first
-            if not t.nb:
-                continue
-            seen = True
             column = self._columns.get(name)
             if column is None:
-                return False
-            rows, offset, peak, new = column
-            i = t.total - 1 - offset  # the latest record's row
-            if not new <= i < len(rows):
-                return False
-            if plan.reads_end and t.buf[t.nb - 1, END] != self._logged_end:
-                return False  # not logged in the run's latest block: the detector decides
-            got = plan.screened.get(name)
-            if got is None or got[0] is not rows or got[1] is not t.baseline:
-                companions = plan.per is not None or plan.rounds is not None
-                col = Column(rows, window, t.baseline, peak, new, ask=i, companions=companions)
-                got = (rows, t.baseline, plan.screen(col, plan.params))
-                plan.screened[name] = got
-            if got[2][i]:
-                return False
-        return seen
+                if t.nb:  # logged before, not in this call's blocks: the detector decides
+                    seen[:] = True
+                    ok[:] = False
+                continue
+            rows, _, peak, new = column
+            i = ah.rows[name]
+            logged = i >= 0
+            seen |= logged
+            if screen is None:
+                continue
+            asked = i >= new  # the latest record is one this call made
+            if plan.reads_end:  # and was logged in the run's latest block
+                asked &= rows[np.maximum(i, 0), END] == ah.logged_end
+            passed = np.ones(ah.n, dtype=bool)
+            later = np.flatnonzero(asked[j:])
+            if len(later):
+                got = plan.screened.get(name)
+                if got is None or got[0] is not rows or got[1] is not t.baseline:
+                    companions = plan.per is not None or plan.rounds is not None
+                    ask = int(i[j + later[0]])
+                    col = Column(rows, window, t.baseline, peak, new, ask, companions)
+                    got = (rows, t.baseline, screen(col, plan.params))
+                    plan.screened[name] = got
+                passed = got[2][np.maximum(i, 0)]
+            ok &= ~logged | (asked & ~passed)
+        quiet = seen & ok
+        out = (quiet, seen, _bits(quiet), _bits(seen))
+        plan.quiet_blocks = (stamp, tuple(t.baseline for t in plan.reads[: len(plan.names)]), out)
+        return out
+
+    def _rule_mask(self, rule: SymptomRule) -> _RuleMask:
+        """The rule's _RuleMask for this push_columns call (made again when the screens of
+        its leaves change with a baseline)."""
+        ah = self._ahead
+        assert ah is not None and rule.when is not None
+        got = self._rule_masks.get(rule.id)
+        if got is not None and got.stamp == ah.stamp:
+            if got.epoch == self._epoch:
+                return got
+            if all(self._quiet_blocks(plan) is out for plan, out in got.used):
+                got.epoch = self._epoch
+                return got
+        used: list[tuple[_LeafPlan, _Blocks]] = []
+        may_fire, may_no, may_absent = self._may(rule.when, used)
+        hands = self._hands_absent(rule, used)
+        notes, metrics, _ = self._adds(rule)
+        every = (1 << ah.n) - 1
+        got = _RuleMask(ah.stamp, self._epoch, used, every & ~(may_fire | may_absent),
+                        every & ~(may_fire | may_no), hands, notes, metrics)  # fmt: skip
+        self._rule_masks[rule.id] = got
+        return got
+
+    def _hands_absent(self, rule: SymptomRule, used: list[tuple[_LeafPlan, _Blocks]]) -> int:
+        """Where evaluating the rule may hand a rule after it a leaf's ABSENT (none of its
+        metrics logged yet): results are shared within a block, and a shared ABSENT does not
+        say its metrics missing for the rule that takes it, so skipping this rule there would
+        change what that rule says missing."""
+        assert self._ahead is not None
+        out, every = 0, (1 << self._ahead.n) - 1
+        for plan in self._adds(rule)[2]:
+            got = self._quiet_blocks(plan)
+            used.append((plan, got))
+            out |= every & ~got[3]
+        return out
+
+    def _adds(self, rule: SymptomRule) -> tuple[tuple[str, ...], frozenset[str], list[_LeafPlan]]:
+        """What evaluating the rule can add: the notes of its leaves the job's facts skip,
+        the metrics of the others (said missing when not logged), and those of them a rule
+        after it also reaches (made once: the job's facts do not change while push_columns
+        closes blocks)."""
+        got = self._added.get(rule.id)
+        if got is not None:
+            return got
+        pred, later = self._pred, self._later[rule.id]
+        notes: list[str] = []
+        metrics: set[str] = set()
+        shared: list[_LeafPlan] = []
+        for leaf in _leaves(rule.when):
+            if leaf.while_active or not all(pred[p] for p in leaf.only_if):
+                continue
+            if any(pred[p] for p in leaf.skip_if):
+                if leaf.skip_note:
+                    notes.append(f"skip:{leaf.detector}:{leaf.metric}")
+            else:
+                metrics.update(leaf.metrics)
+                if _leaf_key(leaf) in later:
+                    shared.append(self._plan(leaf))
+        got = self._added[rule.id] = (tuple(notes), frozenset(metrics), shared)
+        return got
+
+    def _may(
+        self, node: Node, used: list[tuple[_LeafPlan, _Blocks]]
+    ) -> tuple[int, int, int]:
+        """Where a node of an inactive rule's tree may say FIRE, NO, ABSENT, at each block
+        push_columns closes (bit j: block j; from the one being closed on): a leaf NO where
+        its screen is quiet, ABSENT where none of its metrics was logged (or the job's facts
+        decide it); each holds at least the blocks where the node says it (equal leaves under
+        two branches are taken as if independent); `used`: the leaves' plans and arrays read."""
+        assert self._ahead is not None
+        every, at = (1 << self._ahead.n) - 1, self._ahead.at
+        if isinstance(node, Leaf):
+            pred = self._pred
+            if (
+                node.while_active
+                or not all(pred[p] for p in node.only_if)
+                or any(pred[p] for p in node.skip_if)
+            ):
+                return 0, 0, every
+            plan = self._plan(node)
+            got = self._quiet_blocks(plan)
+            used.append((plan, got))
+            quiet, seen = got[2], got[3]
+            return seen & ~quiet, seen, every & ~seen
+        if isinstance(node, AllOf):  # NO if one says NO, else ABSENT if one does, else FIRE
+            fire, no, not_no, absent = every, 0, every, 0
+            for kid in node.all:
+                f, o, a = self._may(kid, used)
+                fire, no, not_no, absent = fire & f, no | o, not_no & (f | a), absent | a
+                if not not_no >> at:
+                    break  # NO at every block left, whatever the others say
+            return fire, no, not_no & absent
+        if isinstance(node, AnyOf):  # FIRE if one does (inactive: no hold), else NO, else ABSENT
+            fire, no, not_fire, absent = 0, 0, every, every
+            for alt in node.any:
+                f, o, a = self._may(alt, used)
+                fire, no, not_fire, absent = fire | f, no | o, not_fire & (o | a), absent & a
+            return fire, not_fire & no, absent
+        assert isinstance(node, NotOf)
+        f, o, a = self._may(node.not_, used)
+        return o | a, f, 0
 
     def _judge_leaf(
-        self, plan: _LeafPlan, cache: dict[str, Series | None], missing: set[str], keep: bool
+        self,
+        plan: _LeafPlan,
+        cache: dict[str, Series | None],
+        missing: set[str],
+        keep: bool,
+        brief: bool = False,
     ) -> tuple[int, list[Evidence]]:
+        """The leaf's detector on each of its metrics until one fires. `brief`: the evidence
+        without its summary, which _described makes later from what this one was judged on
+        (the detector in BRIEF, no companion)."""
         per, rounds = plan.per, plan.rounds
         params: Mapping[str, Any] = plan.params_keep if keep else plan.params
         if per is not None:  # a companion series the detector normalises by
@@ -1500,6 +1852,12 @@ class _RuleEvaluation(_BlockFolding):
             if s is None:
                 continue
             seen = True
+            if brief:
+                ev = fn(s, {**params, "_brief": True})
+                if ev is not None:
+                    self._briefs[id(ev)] = (ev, fn, s, s.raw.copy(), params)
+                    return FIRE, [ev]
+                continue
             ev = fn(s, params)
             if ev is not None:
                 return FIRE, [ev]
@@ -1530,6 +1888,10 @@ class _Lifecycle(_RuleEvaluation):
     _evaluations: int  # full evaluations (past the warm-up)
     _closed: bool
     _ended_clearing: set[int]  # findings that cleared only at the last blocks
+    # per finding (by id): the evidence it keeps that was made without its summary, by slot
+    _pending: dict[
+        int, tuple[Finding, dict[tuple[str, str], tuple[Evidence, Any, Series, np.ndarray, Any]]]
+    ]
 
     def _init_findings(self) -> None:
         self.findings = []
@@ -1538,13 +1900,16 @@ class _Lifecycle(_RuleEvaluation):
         self._evaluations = 0
         self._closed = False
         self._ended_clearing = set()
+        self._pending = {}
 
     def _evaluate(self, end: int, full: bool) -> list[Finding]:
         if full:
             self._evaluations += 1
+        self._briefs.clear()  # the last block's: those findings kept are in _pending
         cache: dict[str, Series | None] = {}
         leaf_cache: dict[tuple[str, ...], tuple[int, list[Evidence]]] = {}
         facts = (full, *self._pred.values())
+        screening = self._ahead is not None and bool(self._columns)
         new: list[Finding] = []
         for rule in self._rules:
             if rule.when is None or (rule.warmup and not full):
@@ -1552,6 +1917,8 @@ class _Lifecycle(_RuleEvaluation):
             if rule.id not in self._active and any(x in self._active for x in rule.suppressed_by):
                 continue  # a more severe active symptom explains this one
             active = rule.id in self._active
+            if screening and not active and self._masked(rule, facts):
+                continue  # surely NO by its screens, as at its last evaluation
             verdict = self._verdict(rule, active, facts, cache, leaf_cache)
             if verdict is None:
                 continue  # the same as at its last evaluation, which changed nothing
@@ -1576,6 +1943,58 @@ class _Lifecycle(_RuleEvaluation):
                 if self._misses[rule.id] >= self._st.clear_after:
                     self._active.pop(rule.id).cleared_step = end
         return new
+
+    def _unjudged_until(self, k: int) -> int:
+        """The first of push_columns' blocks from k on at which a rule may need evaluating (or
+        that _fold_span may not fold): at the blocks before it, past the warm-up with no
+        finding active, every rule is one _masked skips (but for the ABSENT it may hand a
+        later rule: none is evaluated there), so closing each would only fold it (and count
+        an evaluation)."""
+        ah = self._ahead
+        if ah is None or not self._warm_done or self._active:
+            return k
+        facts = (True, *self._pred.values())
+        judged = [(r, self._rule_mask(r)) for r in self._rules if r.when is not None]
+        if not all(self._unchanged(r, m, k, facts) for r, m in judged):
+            return k  # (first at this block alone: the arrays below are made less often)
+        state = (ah.stamp, self._epoch, self._judged, len(self._notes))
+        if ah.unjudged is None or ah.unjudged[0] != state:
+            ok = _bits(self._foldable())
+            for rule, mask in judged:
+                quiet, said = self._quiets.get(rule.id), self._absent.get(rule.id)
+                skip = 0
+                if quiet is not None and quiet.facts == facts:
+                    skip |= mask.no
+                if said is not None and mask.metrics <= said:
+                    skip |= mask.absent
+                ok &= skip
+            ah.unjudged = (state, ok)
+        judged_at = (((1 << ah.n) - 1) & ~ah.unjudged[1]) >> k  # the blocks from k on
+        return k + (judged_at & -judged_at).bit_length() - 1 if judged_at else ah.n
+
+    def _masked(self, rule: SymptomRule, facts: tuple[Any, ...]) -> bool:
+        """An inactive rule whose evaluation at the block being closed would change nothing,
+        known from its leaves' screens and which of their metrics were logged (_unchanged),
+        and that hands no later rule an ABSENT: it is not evaluated."""
+        assert self._ahead is not None
+        mask = self._rule_mask(rule)
+        at = self._ahead.at
+        return not mask.hands >> at & 1 and self._unchanged(rule, mask, at, facts)
+
+    def _unchanged(self, rule: SymptomRule, mask: _RuleMask, at: int, facts: tuple[Any, ...]
+                   ) -> bool:  # fmt: skip
+        """At block `at`, the inactive rule surely says NO and its latest evaluation (with
+        these facts) changed nothing, or it surely is ABSENT and its metrics are already said
+        missing; and the notes its leaves can add were said."""
+        if not all(k in self._notes for k in mask.notes):
+            return False
+        if mask.no >> at & 1:
+            quiet = self._quiets.get(rule.id)
+            return quiet is not None and quiet.facts == facts
+        if mask.absent >> at & 1:
+            said = self._absent.get(rule.id)
+            return said is not None and mask.metrics <= said
+        return False
 
     def _onset(self, rule: SymptomRule, evidence: list[Evidence]) -> int:
         # The symptom exists once all its conditions hold: its onset is the latest of theirs.
@@ -1635,19 +2054,40 @@ class _Lifecycle(_RuleEvaluation):
         detector) is shown at its strongest while it held, or over the longest window that
         takes in the first one's, so the report at the end counts every NaN step and the whole
         decline, and a jump seen at the alert stays shown after it passed. The onset and the
-        detection step stay those of the alert."""
+        detection step stay those of the alert. Evidence made without its summary that the
+        finding keeps is made whole when push_columns returns (_describe), or when it is kept
+        no longer the summary is never made."""
         kept = {(e.metric, e.detector): e for e in f.evidence}
         for e in _distinct(evidence):
             old = kept.get((e.metric, e.detector))
             if old is None or _excess_of(e) >= _excess_of(old) or _covers(e, old):
                 kept[(e.metric, e.detector)] = e
         f.evidence = list(kept.values())
+        pending = self._pending.get(id(f))
+        for slot, e in kept.items():
+            brief = self._briefs.get(id(e))
+            if brief is not None and brief[0] is e:
+                pending = pending or self._pending.setdefault(id(f), (f, {}))
+                pending[1][slot] = brief
+            elif pending is not None and slot in pending[1] and pending[1][slot][0] is not e:
+                del pending[1][slot]
         excess = _excess_of(f.evidence[0])  # the first condition, as at the alert
         f.strength = max(f.strength, _strength(excess))
         rule = self._by_id.get(f.id)
         confidence = self._confidence(f.evidence, excess, rule is None or rule.warmup)
         if _RANK[confidence] > _RANK[f.confidence]:
             f.confidence = confidence
+
+    def _describe(self) -> None:
+        """The evidence findings keep that was made without its summary, made whole: its
+        detector again on the Series and params it was judged on (the same evidence, with
+        its summary)."""
+        for f, slots in self._pending.values():
+            for e, fn, series, raw, params in slots.values():
+                whole = fn(replace(series, raw=raw), params)
+                assert whole is not None and whole.window == e.window, "a brief evidence changed"
+                f.evidence = [whole if x is e else x for x in f.evidence]
+        self._pending = {}
 
     def _settle(self) -> None:
         """Episodes of `settles` rules that ended long before the run did become info."""
@@ -1928,19 +2368,28 @@ class Monitor(_Lifecycle):
         # every track's records as the block closes below will leave them (the window's rows
         # before this call, then the records made here), for the detectors' screens
         self._columns = {}
-        for name, (records, _) in made.items():
+        last_j = len(starts) - 1
+        # at each block closed below: each metric's latest row there, the run's latest end
+        at_rows: dict[str, np.ndarray] = {}
+        any_logged = np.zeros(last_j, dtype=bool)
+        for name, (records, at_block) in made.items():
             t = self._tracks[name]
             if len(records):
                 column = np.vstack([t.buf[: t.nb], records])
                 self._columns[name] = (column, t.total - t.nb, t.peak, t.nb)
                 t.wander_ready = _wander_ready(t, records)
-        last_j = len(starts) - 1
-        for j, (b, first, last) in enumerate(
-            zip(blocks[starts].tolist(), firsts.tolist(), lasts.tolist(), strict=True)
-        ):
-            if j:
-                new += self._close_block()
-            self._block, self._block_first = b, first
+                logged = np.asarray(at_block, dtype=np.int64) >= 0
+                any_logged |= logged
+                at_rows[name] = t.nb + np.cumsum(logged) - 1
+        latest = np.maximum.accumulate(np.where(any_logged, np.arange(last_j), -1))
+        before = math.nan if self._logged_end is None else float(self._logged_end)
+        ends_at = np.where(latest >= 0, lasts[:-1][np.maximum(latest, 0)], before)
+        self._calls += 1
+        self._ahead = _Ahead(last_j, at_rows, ends_at, self._calls)
+        numbers, firsts_at, lasts_at = blocks[starts].tolist(), firsts.tolist(), lasts.tolist()
+        j = 0
+        while True:  # open block j, then close it (all but the last)
+            self._block, self._block_first = numbers[j], firsts_at[j]
             for name, acc in accs.items():
                 t = self._tracks[name]
                 if j == last_j:
@@ -1949,8 +2398,20 @@ class Monitor(_Lifecycle):
                     records, at_block = made[name]
                     r = at_block[j]
                     t.ready = records[r].tolist() if r >= 0 else None
-            self._last = last
-        self._columns = {}  # the block left open is judged without screens
+            self._last = lasts_at[j]
+            if j == last_j:
+                break
+            self._ahead.at = j
+            stop = self._unjudged_until(j)
+            if stop - j >= 2:  # blocks at which no rule is evaluated: folded at once
+                self._fold_span(j, stop)
+                self._evaluations += stop - j
+                j = stop
+            else:
+                new += self._close_block()
+                j += 1
+        self._columns, self._ahead = {}, None  # the block left open is judged without screens
+        self._describe()
         return new
 
     def _close_block(self, trends: bool = True) -> list[Finding]:

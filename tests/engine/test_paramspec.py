@@ -16,6 +16,8 @@ from advisor.types import InputError
 
 # Keys the engine passes in, and the companion each stands for.
 INJECTED = {"_per": "per", "_rounds": "rounds", "_rounds_n": "rounds"}
+# Keys the engine passes in that are no companion: how it asks for the evidence.
+ASKED = {"_brief"}
 
 
 def _reads() -> dict[str, dict[str, set[object]]]:
@@ -89,12 +91,18 @@ def test_every_detector_is_declared_and_nothing_else() -> None:
 @pytest.mark.parametrize("name", sorted(detectors.DETECTORS))
 def test_the_spec_declares_exactly_what_the_detector_reads(name: str) -> None:
     reads = READS[name]
-    user_keys = {k for k in reads if k not in INJECTED}
+    user_keys = {k for k in reads if k not in INJECTED and k not in ASKED}
     companions = {INJECTED[k] for k in reads if k in INJECTED}
     declared = set(SPEC.params_of(name))
     assert user_keys - declared == set(), f"{name} reads undeclared {user_keys - declared}"
     assert declared - user_keys == set(), f"{name} declares unread {declared - user_keys}"
     assert set(SPEC.detectors[name].companions) == companions
+
+
+def test_brief_names_every_detector_that_reads_it() -> None:
+    """The engine asks a detector for its evidence without the summary (`_brief`) only when
+    it is in BRIEF: the detectors that read the key are exactly those."""
+    assert {n for n, reads in READS.items() if "_brief" in reads} == detectors.BRIEF
 
 
 @pytest.mark.parametrize("name", sorted(detectors.DETECTORS))

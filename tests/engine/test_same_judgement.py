@@ -20,7 +20,7 @@ import polars as pl
 import pytest
 
 from advisor.config import load_config
-from advisor.engine import NO, Judgement, Monitor, judge_run
+from advisor.engine import ABSENT, NO, Judgement, Monitor, _Context, judge_run
 from advisor.harness import default_real_dir, default_real_labels, discover, livefire_labels
 from advisor.ingest import load_run
 from advisor.types import Run
@@ -57,6 +57,18 @@ def _view(j: Judgement) -> str:
     )
 
 
+def _state(m: Monitor) -> str:
+    """What a Monitor's fold keeps after the run (each metric's window, counts, references,
+    wander chunks, baseline) and its counts of blocks and evaluations, written exactly."""
+    tracks = {
+        name: (t.buf[: t.nb].tolist(), t.nb, t.version, t.seen, t.baseline, t.peak, t.peak_step,
+               t.peak3, t.peak3_step, t.last3, t.peak3_ctx, t.trough, t.trough_step, t.first,
+               t.total, t.warm, t.wander, t.span_wander)
+        for name, t in sorted(m._tracks.items())
+    }  # fmt: skip
+    return repr((tracks, m._logged_end, m._closed_blocks, m._evaluations, m._warm_done))
+
+
 def _setup(run: Run, job: Path | None) -> tuple[dict[str, Any], dict[str, str]]:
     """The hyperparameters and their origins as diagnose hands them to the engine."""
     loaded = load_config(job, (), hints=run.config_hints)
@@ -64,9 +76,39 @@ def _setup(run: Run, job: Path | None) -> tuple[dict[str, Any], dict[str, str]]:
 
 
 class _Audited(Monitor):
-    """A Monitor that also runs every detector its screens skip, and fails if one fires."""
+    """A Monitor that also runs every detector its screens skip, and fails if one fires, and
+    evaluates every rule its screens skip (without screens), and fails where that evaluation
+    would have changed something. It closes each block in turn, and fails where evaluating
+    the rules at a block _unjudged_until would have folded unjudged changes what they say."""
 
     screened = 0  # detectors skipped by a screen (and run here)
+    masked = 0  # rule evaluations skipped by their leaves' screens (and made here)
+    unjudged = 0  # blocks _unjudged_until would have folded at once (closed one by one here)
+    _promised: tuple[int, int, int] = (-1, 0, 0)  # (call, first block, stop)
+
+    def _unjudged_until(self, k: int) -> int:
+        stop = super()._unjudged_until(k)
+        assert self._ahead is not None
+        if stop - k >= 2:
+            call, _, until = self._promised
+            self.unjudged += stop - (max(k, until) if call == self._ahead.stamp else k)
+            self._promised = (self._ahead.stamp, k, stop)
+        return k
+
+    def _evaluate(self, end: int, full: bool) -> Any:
+        call, k, stop = self._promised
+        ahead = self._ahead
+        folded = ahead is not None and ahead.stamp == call and k <= ahead.at < stop
+        before = self._said() if folded else ""
+        new = super()._evaluate(end, full)
+        assert not folded or (not new and self._said() == before), f"block {end} was unjudged"
+        return new
+
+    def _said(self) -> str:
+        """What the rule evaluation leaves: findings, misses, missing metrics, notes."""
+        return repr(([f.to_dict() for f in self.findings], list(self._active),
+                     [self._misses.get(r) for r in self._active], list(self._absent.items()),
+                     list(self._notes.items())))  # fmt: skip
 
     def _quiet(self, plan: Any) -> bool:
         quiet = super()._quiet(plan)
@@ -76,12 +118,29 @@ class _Audited(Monitor):
             self.screened += 1
         return quiet
 
+    def _masked(self, rule: Any, facts: tuple[Any, ...]) -> bool:
+        masked = super()._masked(rule, facts)
+        if masked:
+            columns, self._columns = self._columns, {}  # every leaf judged by its detector
+            cx = _Context(self, {}, {}, set(), [])
+            try:
+                state, _ = self._trees[rule.id](cx, False)
+            finally:
+                self._columns = columns
+            # NO after an evaluation that changed nothing, or ABSENT for metrics said missing
+            quiet = state == NO and rule.id in self._quiets
+            said = state == ABSENT and cx.missing <= self._absent.get(rule.id, {""})
+            assert quiet or said, f"{rule.id} skipped by its screens where it says {state}"
+            self.masked += 1
+        return masked
+
 
 def _replays(
     run: Run, hp: dict[str, Any], origin: dict[str, str], seed: int
-) -> tuple[list[str], int]:
-    """judge_run's judgement, then the same run pushed step by step, then in chunks (and how
-    many detector calls the chunked replay's screens skipped)."""
+) -> tuple[list[str], tuple[int, int, int]]:
+    """judge_run's judgement, then the same run pushed step by step, then in chunks (audited,
+    then not: with blocks folded at once), and how many detector calls, rule evaluations and
+    blocks the audited replay checked."""
     frame = run.frame
     merged = {**(run.config_hints or {}), **{k: v for k, v in hp.items() if v is not None}}
     steps = frame["step"].to_list() if "step" in frame.columns and frame.height else []
@@ -101,17 +160,20 @@ def _replays(
     one.close(run.ending)
     out.append(_view(one.judgement()))
 
-    chunked = _Audited(merged, origin=origin, expected_steps=expected)
     columns = {
         c: (col.to_numpy(), col.is_not_null().to_numpy()) for c, col in zip(cols, data, strict=True)
     }
     cuts = np.sort(np.random.default_rng(seed).integers(0, len(steps) + 1, 6)).tolist()
-    for a, b in zip([0, *cuts], [*cuts, len(steps)], strict=True):
-        part = {c: (v[a:b], m[a:b]) for c, (v, m) in columns.items()}
-        chunked.push_columns(steps[a:b], part)
-    chunked.close(run.ending)
-    out.append(_view(chunked.judgement()))
-    return out, chunked.screened
+    audited = _Audited(merged, origin=origin, expected_steps=expected)
+    for chunked in (audited, monitor()):
+        for a, b in zip([0, *cuts], [*cuts, len(steps)], strict=True):
+            part = {c: (v[a:b], m[a:b]) for c, (v, m) in columns.items()}
+            chunked.push_columns(steps[a:b], part)
+        chunked.close(run.ending)
+        out.append(_view(chunked.judgement()))
+        # the fold's state too (push_columns folds the blocks no rule is judged at at once)
+        assert _state(chunked) == _state(one), "push_columns folds otherwise than push"
+    return out, (audited.screened, audited.masked, audited.unjudged)
 
 
 FIXTURES = _fixtures()
@@ -123,9 +185,9 @@ FIXTURES = _fixtures()
 def test_every_fixture_judged_alike_three_ways(name: str, metrics: Path, job: Path | None) -> None:
     run = load_run(metrics)
     hp, origin = _setup(run, job)
-    (batch, online, chunked), _ = _replays(run, hp, origin, seed=len(name))
+    (batch, online, *chunked), _ = _replays(run, hp, origin, seed=len(name))
     assert online == batch, f"{name}: push step by step differs from judge_run"
-    assert chunked == batch, f"{name}: push_columns in chunks differs from judge_run"
+    assert chunked == [batch, batch], f"{name}: push_columns in chunks differs from judge_run"
 
 
 def _generator() -> Any:
@@ -152,10 +214,10 @@ def test_generated_runs_judged_alike_three_ways(
     label = json.loads((d / "label.json").read_text(encoding="utf-8"))
     run = load_run(d / label["metrics_file"])
     hp, origin = _setup(run, d / "job.yaml")
-    (batch, online, chunked), screened = _replays(run, hp, origin, seed=seed)
+    (batch, online, *chunked), (screened, masked, _) = _replays(run, hp, origin, seed)
     assert online == batch, f"{d.name}: push step by step differs from judge_run"
-    assert chunked == batch, f"{d.name}: push_columns in chunks differs from judge_run"
-    assert screened > 100, "the screens' audit is not vacuous"
+    assert chunked == [batch, batch], f"{d.name}: push_columns in chunks differs from judge_run"
+    assert screened > 50 and masked > 20, "the audit is not vacuous"
 
 
 
