@@ -2238,6 +2238,11 @@ class Column:
     new: int  # the first row made by this call (rows before: the window's past)
     ask: int = 0  # the first row whose verdict is asked (rows before may be left True)
     companions: bool = False  # the leaf divides the metric by its companions (per, rounds)
+    offset: int = 0  # blocks of the metric closed before rows[0] (Series.blocks_total - rows)
+    # the run-wide best 3-block mean before rows[new] (Series.peak3), and the means of the
+    # counted blocks before rows[new] that a 3-block mean ending in the new rows takes in
+    peak3: float | None = None
+    last3: tuple[float, ...] = ()
 
 
 Screen = Callable[[Column, Params], np.ndarray]
@@ -2571,25 +2576,95 @@ def _peaks(c: Column) -> np.ndarray | None:
 
 @screen("drop_from_peak")
 def _drop_from_peak_screen(c: Column, p: Params) -> np.ndarray:
-    # drop_from_peak's gate against the raw peak, with the latest level taken no higher than
-    # the detector takes it (the least of the last `smooth` means, less a margin: their mean
-    # and the latest alone are at least that): a fall short of every threshold stays short
+    # drop_from_peak's gates at the latest block, with the latest level taken no higher than
+    # the detector takes it (the mean of the last `smooth` means; the latest alone too where a
+    # strong block may carry the fall) and the peak no lower: the fall from the raw peak, from
+    # the smoothed one (no higher than the run's best 3-block mean: every 3-block mean a window
+    # shows is one of the run's), and the persistence's latest block: a fall of min_z sigmas
+    # (warm-up ones, or the window's, which are at least 1 % of its median level) and the
+    # best's selection excess on top. Sums and means taken in another order than the
+    # detector's differ by rounding: `slack` (_MARGIN of the largest level) covers it.
     rows, b = c.rows, c.baseline
+    if b is None:
+        return _never(rows)
     peak = _peaks(c)
     smooth = int(p.get("smooth", 1))
-    if b is None or peak is None or smooth < 1:
+    if peak is None or smooth < 1:
         return _maybe(rows)
     x = rows[:, MEAN]
-    last = np.min(_trailing(x, smooth), axis=1) if smooth > 1 else x
-    with np.errstate(invalid="ignore", over="ignore"):
+    index = np.arange(len(rows))
+    n = np.minimum(index + 1, c.window)  # the window's blocks (len(s))
+    strong = float(p.get("strong", 0.0)) > 1.0
+    rel, frac = float(p.get("min_rel", 0.0)), float(p.get("min_frac", 0.0))
+    min_abs, rise = float(p.get("min_abs", 0.0)), p.get("rel_to") == "rise"
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        size = np.fmax.accumulate(np.abs(np.where(np.isfinite(x), x, np.nan)))
+        size = np.fmax(size, abs(c.peak) if c.peak is not None else 0.0)
+        slack = _MARGIN * np.where(np.isfinite(size), size, 0.0)
+        mean = np.mean(_trailing(x, smooth), axis=1) if smooth > 1 else x
+        none = np.isnan(mean) | (n < smooth)  # the detector's None: a nan mean, too few blocks
+        last = (np.minimum(mean, x) if strong else mean) - slack
         last = last - _MARGIN * np.abs(last)
+        # the raw peak's gate, as the detector takes it
         rough = peak - last
-        rel = float(p.get("min_rel", 0.0))
-        base = np.maximum(peak - b.start, b.scale) if p.get("rel_to") == "rise" else np.abs(peak)
-        need = np.maximum(rel * base, float(p.get("min_frac", 0.0)) * np.abs(peak))
-        quiet = (rough < float(p.get("min_abs", 0.0))) | (rough < need)
+        base = np.maximum(peak - b.start, b.scale) if rise else np.abs(peak)
+        need = np.maximum(rel * base, frac * np.abs(peak))
+        quiet = none | (rough < min_abs) | (rough < need)
+        # the smoothed peak's, its threshold at no more than the detector's (the peak is at
+        # least the latest smoothed level)
+        top = peak + slack
+        if smooth == 3:
+            top = np.fmin(top, _peak3s(c) + slack)
+        gap = top - last
+        quiet |= gap < min_abs
+        if rel >= 0 and frac >= 0:
+            low = np.maximum(last - b.start, b.scale) if rise else np.maximum(last, 0.0)
+            quiet |= gap < np.maximum(rel * low, frac * np.maximum(last, 0.0))
+    # the latest block's fall against min_z sigmas and the selection excess
+    at = np.flatnonzero(~quiet & (index >= c.ask))
+    if len(at) and float(p.get("min_z", 5.0)) > 0:
+        if p.get("scale") == "window":
+            y, _ = _rows_of(rows, at, n[at], MEAN)
+            finite = np.isfinite(y)
+            m = finite.sum(axis=1)
+            level = _row_median(np.sort(np.where(finite, y, np.nan), axis=1), np.maximum(m, 1))
+            level = np.where(m > 0, level, 0.0)
+            sigma = np.maximum(0.01 * np.abs(level), 1e-12)  # _window_scale's floor
+        else:
+            m, sigma = np.isfinite(_rows_of(rows, at, n[at], MEAN)[0]).sum(axis=1), b.scale
+        need = float(p.get("min_z", 5.0)) * sigma
+        if p.get("peak_bias"):
+            logged = np.maximum(m, c.offset + at + 1) if p.get("bias_run") else m
+            count = np.maximum(2, logged // smooth)
+            need = need + sigma / math.sqrt(smooth) * np.sqrt(2.0 * np.log(count))
+        with np.errstate(invalid="ignore"):
+            quiet[at] |= gap[at] < need * (1 - _MARGIN)
     out = ~quiet
     out[: c.new] = True
+    return out
+
+
+def _peak3s(c: Column) -> np.ndarray:
+    """Series.peak3 at each row from c.new on, as the engine keeps it (the best mean of 3
+    consecutive counted blocks so far; -inf before the first), inf where that may not be a
+    plain running maximum (a mean that is not finite, or a best before that is not)."""
+    out = np.full(len(c.rows), np.inf)
+    new = c.rows[c.new :]
+    counted = np.flatnonzero(new[:, COUNT] != 0)
+    means = np.r_[np.asarray(c.last3, dtype=float), new[counted, MEAN]]
+    if (c.peak3 is not None and not math.isfinite(c.peak3)) or not np.isfinite(means).all():
+        return out
+    prior = -math.inf if c.peak3 is None else c.peak3
+    best = np.full(len(means), prior)
+    if not len(means):
+        out[c.new :] = prior
+        return out
+    q = np.arange(2, len(means))  # the triples' last blocks (those before are in c.peak3)
+    best[q] = (means[q - 2] + means[q - 1] + means[q]) / 3.0
+    best = np.fmax.accumulate(np.fmax(best, prior))
+    # each new row: the best after its latest counted block (before the first: the prior)
+    last = np.searchsorted(counted, np.arange(len(new)), side="right") - 1 + len(c.last3)
+    out[c.new :] = np.where(last >= 0, best[np.maximum(last, 0)], prior)
     return out
 
 
@@ -2660,3 +2735,117 @@ def _stopped_screen(c: Column, p: Params) -> np.ndarray:
     # a metric logged in the run's latest block has not stopped (READS_RUN_END: the engine
     # asks only there)
     return np.zeros(len(c.rows), dtype=bool)
+
+
+@screen("no_rise")
+def _no_rise_screen(c: Column, p: Params) -> np.ndarray:
+    # no_rise's gate: the run-wide peak more than max_rise warm-up sigmas above the start, in
+    # the detector's operations (the peak only grows: once past, it stays past)
+    rows, b = c.rows, c.baseline
+    if b is None:
+        return _never(rows)
+    peak = _peaks(c)
+    if peak is None:
+        return _maybe(rows)
+    start = min(b.start, b.first) if math.isfinite(b.first) else b.start
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = ~((peak - start) / b.scale > float(p.get("max_rise", 3.0)))
+    out[: c.new] = True
+    return out
+
+
+@screen("peak_below")
+def _peak_below_screen(c: Column, p: Params) -> np.ndarray:
+    # peak_below's gate: the run-wide peak positive and no higher than `value` (it only grows:
+    # once past, it stays past)
+    peak = _peaks(c)
+    if peak is None:
+        return _maybe(c.rows)
+    with np.errstate(invalid="ignore"):
+        out = (peak > 0) & (peak <= float(p["value"]))
+    out[: c.new] = True
+    return out
+
+
+@screen("steady")
+def _steady_screen(c: Column, p: Params) -> np.ndarray:
+    # steady's gates: the latest block within x max_ratio of the warm-up level both ways, and
+    # so k of the window's last m blocks past the warm-up (the detector's _persistent), in the
+    # detector's operations
+    rows, b = c.rows, c.baseline
+    k, m = _k_m(p)
+    if b is None or not b.median > 0:
+        return _never(rows)
+    if m < 1:
+        return _maybe(rows)
+    r_max = float(p.get("max_ratio", 1.5))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ratio = rows[:, MEAN] / b.median
+        held = (ratio <= r_max) & (ratio >= 1.0 / r_max) & (rows[:, START] > b.end_step)
+    index = np.arange(len(rows))
+    n = np.minimum(index + 1, c.window)  # the window's blocks
+    total = np.r_[0, np.cumsum(held)]
+    count = total[index + 1] - total[index + 1 - np.minimum(m, n)]
+    return held & (count >= np.minimum(k, n))
+
+
+@screen("plateau")
+def _plateau_screen(c: Column, p: Params) -> np.ndarray:
+    # plateau's gates: not before min_steps while the window holds the whole run; then over a
+    # window of a fixed number of blocks, fewer than min_blocks finite means, and where all are
+    # finite the Mann-Kendall rise (no ties: its exact p) and the Theil-Sen change in warm-up
+    # sigmas, in the detector's operations; the rise since the start (max_rise)
+    rows, b = c.rows, c.baseline
+    if b is None:
+        return _never(rows)
+    index = np.arange(len(rows))
+    n = np.minimum(index + 1, c.window)  # the window's blocks
+    whole = c.offset + index + 1 <= n  # Series.blocks_total <= len(s)
+    with np.errstate(invalid="ignore"):
+        span = rows[:, END] - rows[index + 1 - n, START] + 1
+        quiet = whole & (span < p.get("min_steps", 0))
+    if "max_rise" in p:
+        peak = _peaks(c)
+        if peak is not None:  # -inf: no peak yet, or a peak of -inf (the detector decides)
+            level = np.where(peak == -np.inf, np.nan, peak)
+            with np.errstate(invalid="ignore", over="ignore"):
+                quiet |= (level - b.start) / b.scale > float(p["max_rise"])
+    w = p.get("window", 8)
+    if isinstance(w, str) or int(w) < 1:
+        out = ~quiet
+        out[: c.new] = True
+        return out
+    width = np.minimum(n, int(w))  # the tested blocks (_window)
+    finite = np.r_[0, np.cumsum(np.isfinite(rows[:, MEAN]))]
+    logged = finite[index + 1] - finite[index + 1 - width]
+    quiet |= logged < int(p.get("min_blocks", 6))
+    until_rise, max_p = bool(p.get("until_rise")), float(p.get("max_p", 0.05))
+    max_effect = float(p.get("max_effect", 3.0))
+    asked = ~quiet & (logged == width) & (width >= 2) & (index >= c.ask)
+    for wv in np.unique(width[asked]).tolist():
+        at = np.flatnonzero(asked & (width == wv))
+        y = np.lib.stride_tricks.sliding_window_view(rows[:, MEAN], wv)[at - wv + 1]
+        _, i, j, _ = _pairs(wv)
+        with np.errstate(invalid="ignore", over="ignore"):
+            dy = y[:, j] - y[:, i]
+            slopes = dy / (j - i)
+            h = slopes.shape[1] // 2
+            if slopes.shape[1] % 2:
+                slope = np.partition(slopes, h, axis=1)[:, h]
+            else:
+                part = np.partition(slopes, (h - 1, h), axis=1)
+                slope = (part[:, h - 1] + part[:, h]) / 2.0
+            effect = slope * (wv - 1) / b.scale
+            done = np.zeros(len(at), dtype=bool)
+            if not until_rise and max_effect >= 0:
+                done |= np.abs(effect) > max_effect * (1 + _MARGIN)
+            if wv <= 33:  # _trend_stats' exact p where no two means tie: a significant rise
+                tot = wv * (wv - 1) // 2
+                dis = (dy < 0).sum(axis=1)
+                pval = np.minimum(1.0, 2.0 * _inversion_cdf(wv)[np.minimum(dis, tot - dis)])
+                rising = np.sign(dy).sum(axis=1) > 0
+                done |= ~(dy == 0).any(axis=1) & rising & (pval <= max_p)
+        quiet[at] = done
+    out = ~quiet
+    out[: c.new] = True
+    return out

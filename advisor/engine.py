@@ -1069,9 +1069,10 @@ class _BlockFolding:
     _closed_blocks: int
     _logged_end: int | None  # end of the latest block any metric was logged in
     # push_columns' block records per metric while it closes blocks: (rows, the record count
-    # before the first row, the metric's peak before the new rows, the first new row), read
-    # by the detectors' screens (_RuleEvaluation._quiet)
-    _columns: dict[str, tuple[np.ndarray, int, float | None, int]]
+    # before the first row, the metric's peak before the new rows, the first new row, its best
+    # 3-block mean before them and the means of its last counted blocks then), read by the
+    # detectors' screens (_RuleEvaluation._quiet)
+    _columns: dict[str, tuple[np.ndarray, int, float | None, int, float | None, tuple[float, ...]]]
     _ahead: _Ahead | None  # the blocks those records close (None: no screens)
     _calls: int  # push_columns calls that closed blocks with screens
     _epoch: int  # baselines set so far: screens made before a new one are stale
@@ -1236,7 +1237,7 @@ class _BlockFolding:
             return ah.foldable[1]
         ok = np.ones(ah.n, dtype=bool)
         for name, i in ah.rows.items():
-            rows, _, _, new = self._columns[name]
+            rows, _, _, new, *_ = self._columns[name]
             logged = i > np.r_[new - 1, i[:-1]]
             if self._tracks[name].baseline is None:
                 ok &= ~logged
@@ -1258,7 +1259,7 @@ class _BlockFolding:
         for name, i in ah.rows.items():
             t = self._tracks[name]
             t.ready = None
-            rows, offset, _, new = self._columns[name]
+            rows, offset, _, new, *_ = self._columns[name]
             before, last = (int(i[k - 1]) if k else new - 1), int(i[stop - 1])
             if last == before:
                 continue  # not logged in these blocks
@@ -1698,7 +1699,7 @@ class _RuleEvaluation(_BlockFolding):
                     seen[:] = True
                     ok[:] = False
                 continue
-            rows, _, peak, new = column
+            rows, offset, peak, new, peak3, last3 = column
             i = ah.rows[name]
             logged = i >= 0
             seen |= logged
@@ -1714,7 +1715,8 @@ class _RuleEvaluation(_BlockFolding):
                 if got is None or got[0] is not rows or got[1] is not t.baseline:
                     companions = plan.per is not None or plan.rounds is not None
                     ask = int(i[j + later[0]])
-                    col = Column(rows, window, t.baseline, peak, new, ask, companions)
+                    col = Column(rows, window, t.baseline, peak, new, ask, companions, offset,
+                                 peak3, last3)  # fmt: skip
                     got = (rows, t.baseline, screen(col, plan.params))
                     plan.screened[name] = got
                 passed = got[2][np.maximum(i, 0)]
@@ -2376,7 +2378,8 @@ class Monitor(_Lifecycle):
             t = self._tracks[name]
             if len(records):
                 column = np.vstack([t.buf[: t.nb], records])
-                self._columns[name] = (column, t.total - t.nb, t.peak, t.nb)
+                last3 = tuple(m for m, _, _ in t.last3[-2:])
+                self._columns[name] = (column, t.total - t.nb, t.peak, t.nb, t.peak3, last3)
                 t.wander_ready = _wander_ready(t, records)
                 logged = np.asarray(at_block, dtype=np.int64) >= 0
                 any_logged |= logged
