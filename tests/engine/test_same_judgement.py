@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +79,16 @@ def _setup(run: Run, job: Path | None) -> tuple[dict[str, Any], dict[str, str]]:
 class _Audited(Monitor):
     """A Monitor that also runs every detector its screens skip, and fails if one fires, and
     evaluates every rule its screens skip (without screens), and fails where that evaluation
-    would have changed something. It closes each block in turn, and fails where evaluating
-    the rules at a block _unjudged_until would have folded unjudged changes what they say."""
+    would have changed something; there, every leaf the rule's mask took as quiet is judged by
+    its detector too. It closes each block in turn, and fails where evaluating the rules at a
+    block _unjudged_until would have folded unjudged changes what they say."""
 
-    screened = 0  # detectors skipped by a screen (and run here)
+    screened = 0  # screen verdicts audited: detectors a screen skipped, or a mask took quiet
+    by_detector: Counter[str]  # the same, per detector
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.by_detector = Counter()
     masked = 0  # rule evaluations skipped by their leaves' screens (and made here)
     unjudged = 0  # blocks _unjudged_until would have folded at once (closed one by one here)
     _promised: tuple[int, int, int] = (-1, 0, 0)  # (call, first block, stop)
@@ -113,10 +120,15 @@ class _Audited(Monitor):
     def _quiet(self, plan: Any) -> bool:
         quiet = super()._quiet(plan)
         if quiet:
-            state, evidence = self._judge_leaf(plan, {}, set(), False)
-            assert state == NO and not evidence, f"screen of {plan.leaf.detector} let a fire by"
-            self.screened += 1
+            self._audit(plan)
         return quiet
+
+    def _audit(self, plan: Any) -> None:
+        """The leaf's detector on every metric it reads, where its screen said None."""
+        state, evidence = self._judge_leaf(plan, {}, set(), False)
+        assert state == NO and not evidence, f"screen of {plan.leaf.detector} let a fire by"
+        self.screened += 1
+        self.by_detector[plan.leaf.detector] += 1
 
     def _masked(self, rule: Any, facts: tuple[Any, ...]) -> bool:
         masked = super()._masked(rule, facts)
@@ -132,15 +144,24 @@ class _Audited(Monitor):
             said = state == ABSENT and cx.missing <= self._absent.get(rule.id, {""})
             assert quiet or said, f"{rule.id} skipped by its screens where it says {state}"
             self.masked += 1
+            assert self._ahead is not None
+            for plan, blocks in self._rule_mask(rule).used:
+                if blocks[0][self._ahead.at]:  # taken as quiet at this block
+                    self._audit(plan)
         return masked
 
 
 def _replays(
-    run: Run, hp: dict[str, Any], origin: dict[str, str], seed: int
+    run: Run,
+    hp: dict[str, Any],
+    origin: dict[str, str],
+    seed: int,
+    by_detector: Counter[str] | None = None,
 ) -> tuple[list[str], tuple[int, int, int]]:
     """judge_run's judgement, then the same run pushed step by step, then in chunks (audited,
-    then not: with blocks folded at once), and how many detector calls, rule evaluations and
-    blocks the audited replay checked."""
+    then not: with blocks folded at once), and how many screen verdicts, rule evaluations and
+    blocks the audited replay checked (the screen verdicts per detector added to
+    `by_detector`)."""
     frame = run.frame
     merged = {**(run.config_hints or {}), **{k: v for k, v in hp.items() if v is not None}}
     steps = frame["step"].to_list() if "step" in frame.columns and frame.height else []
@@ -173,6 +194,8 @@ def _replays(
         out.append(_view(chunked.judgement()))
         # the fold's state too (push_columns folds the blocks no rule is judged at at once)
         assert _state(chunked) == _state(one), "push_columns folds otherwise than push"
+    if by_detector is not None:
+        by_detector.update(audited.by_detector)
     return out, (audited.screened, audited.masked, audited.unjudged)
 
 
