@@ -66,6 +66,10 @@ DETECTORS: dict[str, Detector] = {}
 # is not logged): the engine reuses a detector's last result while its metrics' block
 # history is unchanged, except for these (tests/engine/test_same_judgement.py checks the set).
 READS_RUN_END = frozenset({"stopped"})
+# Detectors that read `Series.wander` or `Series.span_wander` (the run's long-run wander): the
+# engine keeps those chunks only for the metrics such a leaf judges (tests/engine/
+# test_same_judgement.py checks the set).
+READS_WANDER = frozenset({"volatility"})
 # Detectors that leave their evidence's summary empty when the params hold `_brief` (every
 # other field as without it): the engine asks so for an active finding's refresh, and builds
 # the summary only of the evidence the finding keeps (Monitor.push_columns).

@@ -84,6 +84,7 @@ from advisor.detectors import (
     MEAN,
     NONFINITE,
     READS_RUN_END,
+    READS_WANDER,
     RECORD_WIDTH,
     SCREENS,
     SD,
@@ -806,6 +807,7 @@ class _Track:
     span_wander: list[tuple[int, float]] = field(default_factory=list)  # chunks, bounded
     # the wander chunks push_columns computed at once, by the block count that closes each
     wander_ready: dict[int, tuple[float | None, float | None]] = field(default_factory=dict)
+    wanders: bool = False  # a detector reads its wander (READS_WANDER): the chunks are kept
 
 
 @dataclass(slots=True)
@@ -944,6 +946,38 @@ def _leaf_key(leaf: Leaf) -> tuple[str, ...]:
     return got[1]
 
 
+# id of each compiled rule -> (the rules, _layout's answer for them)
+_LAYOUTS: dict[tuple[int, ...], tuple[list[SymptomRule], tuple[Any, Any, Any]]] = {}
+
+
+def _layout(
+    rules: list[SymptomRule],
+) -> tuple[tuple[str, ...], list[tuple[str, str]], frozenset[str]]:
+    """The metrics the rules read (companions too), the (companion, metric) pairs whose level
+    is kept at the companion's best 3-block mean (AT_COMPANION_PEAK), and the metrics whose
+    long-run wander a detector reads (READS_WANDER); made once per compiled rule list."""
+    key = tuple(id(r) for r in rules)
+    got = _LAYOUTS.get(key)
+    if got is None:
+        leaves = [leaf for r in rules for leaf in _leaves(r.when)]
+        metrics = {m for leaf in leaves for m in leaf.metrics}
+        metrics |= {c for leaf in leaves for c in (leaf.per, leaf.rounds) if c is not None}
+        at_peak = sorted(
+            {
+                (leaf.per, m)
+                for leaf in leaves
+                if leaf.detector in AT_COMPANION_PEAK and leaf.per is not None
+                for m in leaf.metrics
+            }
+        )
+        wanders = frozenset(m for leaf in leaves if leaf.detector in READS_WANDER
+                            for m in leaf.metrics)  # fmt: skip
+        if len(_LAYOUTS) >= 32:
+            _LAYOUTS.clear()
+        got = _LAYOUTS[key] = (list(rules), (tuple(metrics), at_peak, wanders))
+    return got[1]
+
+
 # id of each compiled rule -> (the rules, _shares' answer for them)
 _SHARES: dict[tuple[int, ...], tuple[list[SymptomRule], tuple[Any, Any]]] = {}
 
@@ -1079,24 +1113,11 @@ class _BlockFolding:
 
     def _init_blocks(self) -> None:
         st = self._st
-        metrics = {m for r in self._rules for leaf in _leaves(r.when) for m in leaf.metrics}
-        metrics |= {
-            companion
-            for r in self._rules
-            for leaf in _leaves(r.when)
-            for companion in (leaf.per, leaf.rounds)
-            if companion is not None
+        metrics, self._at_peak, wanders = _layout(self._rules)
+        self._tracks = {
+            m: _Track(buf=np.empty((st.window_blocks, RECORD_WIDTH)), wanders=m in wanders)
+            for m in metrics
         }
-        self._tracks = {m: _Track(buf=np.empty((st.window_blocks, RECORD_WIDTH))) for m in metrics}
-        self._at_peak = sorted(
-            {
-                (leaf.per, m)
-                for r in self._rules
-                for leaf in _leaves(r.when)
-                if leaf.detector in AT_COMPANION_PEAK and leaf.per is not None
-                for m in leaf.metrics
-            }
-        )
         self._first = self._last = None
         self._block, self._block_first = -1, None
         self._warm_done = False
@@ -1173,7 +1194,7 @@ class _BlockFolding:
                 t.buf[-1] = row
             t.total += 1
             t.version += 1
-            if t.total % WANDER_BLOCKS == 0:
+            if t.wanders and t.total % WANDER_BLOCKS == 0:
                 _add_wander(t, t.total, t.buf[max(0, t.nb - WANDER_BLOCKS) : t.nb])
             logged = True
             if n:
@@ -1269,8 +1290,8 @@ class _BlockFolding:
             t.buf[: t.nb] = rows[lo : last + 1]
             total, t.total = t.total, offset + last + 1
             t.version += t.total - total
-            for chunk in range(total - total % WANDER_BLOCKS + WANDER_BLOCKS, t.total + 1,
-                               WANDER_BLOCKS):  # fmt: skip
+            first_chunk = total - total % WANDER_BLOCKS + WANDER_BLOCKS
+            for chunk in range(first_chunk, t.total + 1, WANDER_BLOCKS) if t.wanders else ():
                 h = chunk - offset  # the chunk's last row + 1: the window's latest rows then
                 _add_wander(t, chunk, rows[h - min(WANDER_BLOCKS, width, h) : h])
             fresh = rows[before + 1 : last + 1]
@@ -2380,7 +2401,8 @@ class Monitor(_Lifecycle):
                 column = np.vstack([t.buf[: t.nb], records])
                 last3 = tuple(m for m, _, _ in t.last3[-2:])
                 self._columns[name] = (column, t.total - t.nb, t.peak, t.nb, t.peak3, last3)
-                t.wander_ready = _wander_ready(t, records)
+                if t.wanders:
+                    t.wander_ready = _wander_ready(t, records)
                 logged = np.asarray(at_block, dtype=np.int64) >= 0
                 any_logged |= logged
                 at_rows[name] = t.nb + np.cumsum(logged) - 1

@@ -262,3 +262,34 @@ def test_reads_run_end_names_every_detector_that_reads_it() -> None:
         if isinstance(node, ast.Attribute) and node.attr == "run_end"
     }
     assert readers == {d.DETECTORS[name].__name__ for name in d.READS_RUN_END}
+
+
+def test_reads_wander_names_every_detector_that_reads_it() -> None:
+    """The engine keeps a metric's long-run wander chunks only where a leaf of a detector in
+    READS_WANDER judges it: every detector that reads Series.wander or Series.span_wander,
+    itself or through a helper, must be one of them."""
+    import ast
+    import inspect
+
+    import advisor.detectors as d
+
+    tree = ast.parse(inspect.getsource(d))
+    functions = [fn for fn in tree.body if isinstance(fn, ast.FunctionDef)]
+    calls = {
+        fn.name: {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call)
+                  and isinstance(n.func, ast.Name)}
+        for fn in functions
+    }  # fmt: skip
+    readers = {
+        fn.name
+        for fn in functions
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Attribute) and node.attr in ("wander", "span_wander")
+    }
+    while True:  # a function calling a reader reads it too
+        more = {name for name, called in calls.items() if called & readers} - readers
+        if not more:
+            break
+        readers |= more
+    detectors = {fn.__name__ for fn in d.DETECTORS.values()}
+    assert readers & detectors == {d.DETECTORS[name].__name__ for name in d.READS_WANDER}
