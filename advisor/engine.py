@@ -1073,6 +1073,95 @@ def _num(x: Any) -> float | None:
 _COMPILED: dict[tuple[Any, ...], tuple[SymptomRulebook, list[SymptomRule], dict[str, str]]] = {}
 
 
+# id of each compiled rule -> (the rules, their condition trees compiled by _tree)
+_TREES: dict[tuple[int, ...], tuple[list[SymptomRule], dict[str, Any]]] = {}
+
+
+def _trees_of(rules: list[SymptomRule]) -> dict[str, _Eval]:
+    """Each rule's condition tree compiled (_tree), once per compiled rule list: the
+    evaluators read the Monitor judging from their context, never from what they close over."""
+    key = tuple(id(r) for r in rules)
+    got = _TREES.get(key)
+    if got is None:
+        if len(_TREES) >= 32:
+            _TREES.clear()
+        trees = {r.id: _tree(r.when) for r in rules if r.when is not None}
+        got = _TREES[key] = (list(rules), trees)
+    return got[1]
+
+
+def _tree(node: Node) -> _Eval:
+    """The evaluator of a condition tree: (state, evidence) from (block context, whether
+    the rule's finding is active). A leaf whose metric was never logged is ABSENT."""
+    if isinstance(node, Leaf):
+        return _leaf_eval(node)
+    if isinstance(node, AllOf):
+        kids = [_tree(n) for n in node.all]
+
+        def all_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
+            ev: list[Evidence] = []
+            absent = False
+            for kid in kids:
+                state, e = kid(cx, active)
+                if state == NO:
+                    return NO, []
+                absent |= state == ABSENT
+                ev += e
+            return (ABSENT, []) if absent else (FIRE, ev)
+
+        return all_of
+    if isinstance(node, AnyOf):
+        alts, hold = [_tree(n) for n in node.any], node.hold
+
+        def any_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
+            states, ev = [], []
+            for alt in alts:  # all branches: every alternative that holds is evidence
+                state, e = alt(cx, active)
+                states.append(state)
+                ev += e
+            if FIRE in states or (active and hold):
+                return FIRE, ev
+            return (NO, []) if NO in states else (ABSENT, [])
+
+        return any_of
+    assert isinstance(node, NotOf)  # uses are expanded when the rulebook loads
+    inner = _tree(node.not_)
+
+    def not_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
+        state, _ = inner(cx._replace(missing=set()), active)
+        # "not X" where X cannot be judged does not block: absence is not evidence either
+        # way.
+        return (NO, []) if state == FIRE else (FIRE, [])
+
+    return not_of
+
+
+def _leaf_eval(leaf: Leaf) -> _Eval:
+    """A leaf's evaluator: its plan is the judging Monitor's (_RuleEvaluation._plan)."""
+    name = _leaf_key(leaf)
+    while_active, has_keep = leaf.while_active, bool(leaf.keep)
+
+    def leaf_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
+        if while_active and not active:
+            # not applicable: neither evidence nor a missing metric (under an `any`, the
+            # other branches decide, and their absence is still said)
+            return ABSENT, []
+        judge = cx.judge
+        plan = judge._plans.get(name) or judge._plan(leaf)
+        keep = active and has_keep
+        brief = cx.brief and plan.brief
+        # equal leaves of different rules share a result (kept ones, brief ones their own)
+        key = plan.key_keep if keep else plan.key
+        key = (*key, "brief") if brief else key
+        got = cx.leaves.get(key)
+        if got is None:
+            got = cx.leaves[key] = judge._leaf(plan, cx.series, cx.missing, keep, brief)
+        cx.reached.append(_Reached(plan, key, got, plan.inputs))
+        return got
+
+    return leaf_of
+
+
 class _BlockFolding:
     """Folding steps into blocks (the first of Monitor's jobs): each tracked metric's open-block
     accumulators, its bounded window of block records, its run-wide references (peaks,
@@ -1438,7 +1527,7 @@ class _RuleEvaluation(_BlockFolding):
     _rule_masks: dict[str, _RuleMask]  # per rule, for the blocks push_columns closes
     _later: dict[str, set[tuple[str, ...]]]  # per rule: the leaf keys of the rules after it
     _added: dict[str, tuple[tuple[str, ...], frozenset[str], list[_LeafPlan]]]  # _adds
-    _trees: dict[str, _Eval]  # each rule's condition tree, compiled once (_tree)
+    _trees: dict[str, _Eval]  # each rule's condition tree (_trees_of: shared, read-only)
     _judged: int  # rule trees evaluated so far
     # the evidence made without its summary at this block, by id: (it, the detector, the
     # Series, its block records (the Series' are a view of the window) and the params it
@@ -1453,7 +1542,7 @@ class _RuleEvaluation(_BlockFolding):
         self._added = {}
         self._judged = 0
         self._later, self._brief_rules = _shares(self._rules)
-        self._trees = {r.id: self._tree(r.when) for r in self._rules if r.when is not None}
+        self._trees = _trees_of(self._rules)
         self._briefs = {}
 
     def _compile(self) -> list[SymptomRule]:
@@ -1525,73 +1614,6 @@ class _RuleEvaluation(_BlockFolding):
         else:
             self._quiets[rule.id] = _Quiet(facts, cx.reached)
         return state, evidence, missing
-
-    def _tree(self, node: Node) -> _Eval:
-        """The evaluator of a condition tree: (state, evidence) from (block context, whether
-        the rule's finding is active). A leaf whose metric was never logged is ABSENT."""
-        if isinstance(node, Leaf):
-            return self._leaf_eval(node)
-        if isinstance(node, AllOf):
-            kids = [self._tree(n) for n in node.all]
-
-            def all_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
-                ev: list[Evidence] = []
-                absent = False
-                for kid in kids:
-                    state, e = kid(cx, active)
-                    if state == NO:
-                        return NO, []
-                    absent |= state == ABSENT
-                    ev += e
-                return (ABSENT, []) if absent else (FIRE, ev)
-
-            return all_of
-        if isinstance(node, AnyOf):
-            alts, hold = [self._tree(n) for n in node.any], node.hold
-
-            def any_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
-                states, ev = [], []
-                for alt in alts:  # all branches: every alternative that holds is evidence
-                    state, e = alt(cx, active)
-                    states.append(state)
-                    ev += e
-                if FIRE in states or (active and hold):
-                    return FIRE, ev
-                return (NO, []) if NO in states else (ABSENT, [])
-
-            return any_of
-        assert isinstance(node, NotOf)  # uses are expanded when the rulebook loads
-        inner = self._tree(node.not_)
-
-        def not_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
-            state, _ = inner(cx._replace(missing=set()), active)
-            # "not X" where X cannot be judged does not block: absence is not evidence either
-            # way.
-            return (NO, []) if state == FIRE else (FIRE, [])
-
-        return not_of
-
-    def _leaf_eval(self, leaf: Leaf) -> _Eval:
-        plan = self._plan(leaf)
-        while_active, has_keep = leaf.while_active, bool(leaf.keep)
-
-        def leaf_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
-            if while_active and not active:
-                # not applicable: neither evidence nor a missing metric (under an `any`, the
-                # other branches decide, and their absence is still said)
-                return ABSENT, []
-            keep = active and has_keep
-            brief = cx.brief and plan.brief
-            # equal leaves of different rules share a result (kept ones, brief ones their own)
-            key = plan.key_keep if keep else plan.key
-            key = (*key, "brief") if brief else key
-            got = cx.leaves.get(key)
-            if got is None:
-                got = cx.leaves[key] = cx.judge._leaf(plan, cx.series, cx.missing, keep, brief)
-            cx.reached.append(_Reached(plan, key, got, plan.inputs))
-            return got
-
-        return leaf_of
 
     def _plan(self, leaf: Leaf) -> _LeafPlan:
         """What a leaf needs at each evaluation, resolved once (shared by equal leaves)."""

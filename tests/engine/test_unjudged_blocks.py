@@ -83,14 +83,15 @@ def test_brief_evidence_is_the_evidence_without_its_summary() -> None:
     """Every detector in BRIEF, asked at every block of a run with episodes, gives with
     `_brief` the evidence it gives without, but for the summary it leaves empty."""
     from advisor.detectors import BRIEF
-    from advisor.engine import Monitor
+    from advisor.engine import Monitor, _leaves
 
     class Asking(Monitor):
         fired = 0
 
         def _evaluate(self, end: int, full: bool) -> Any:
             cache: dict[str, Any] = {}
-            for plan in self._plans.values():
+            plans = {id(p): p for r in self._rules for p in map(self._plan, _leaves(r.when))}
+            for plan in plans.values():
                 if plan.leaf.detector not in BRIEF or plan.per or plan.rounds:
                     continue
                 for name in plan.names:
