@@ -826,6 +826,9 @@ class _Ahead:
     foldable: tuple[int, np.ndarray] | None = None
     # (the state it was made for, the blocks closed without evaluating a rule, bit j: block j)
     unjudged: tuple[tuple[int, ...], int] | None = None
+    # per metric: (its rows, the blocks it is logged at, those its latest record there is one
+    # of this call's; bit j: block j), made when a screen first asks
+    logged: dict[str, tuple[np.ndarray, int, int]] = field(default_factory=dict)
 
 
 class _Context(NamedTuple):
@@ -862,9 +865,9 @@ class _Quiet(NamedTuple):
 
 _Eval = Callable[[_Context, bool], tuple[int, list[Evidence]]]
 
-# _quiet at each block a push_columns call closes, where the leaf's metrics were logged, and
-# the same two as ints (bit j: block j), which the rule masks combine
-_Blocks = tuple[np.ndarray, np.ndarray, int, int]
+# _quiet at each block a push_columns call closes and where the leaf's metrics were logged,
+# as ints (bit j: block j), which the rule masks combine
+_Blocks = tuple[int, int]
 
 
 def _bits(a: np.ndarray) -> int:
@@ -912,8 +915,9 @@ class _LeafPlan:
     # _quiet at every block push_columns closes, and where the leaf's metrics were logged:
     # (the call and baselines count, the baselines of its metrics, the arrays)
     quiet_blocks: tuple[tuple[int, int], tuple[Baseline | None, ...], _Blocks] | None = None
-    # per metric: (the records screened, the baseline they were screened with, the verdicts)
-    screened: dict[str, tuple[np.ndarray, Baseline | None, np.ndarray]] = field(
+    # per metric: (the records screened, the baseline they were screened with, the verdicts,
+    # and the verdicts at the blocks push_columns closes, bit j: block j)
+    screened: dict[str, tuple[np.ndarray, Baseline | None, np.ndarray, int]] = field(
         default_factory=dict
     )
 
@@ -1713,7 +1717,7 @@ class _RuleEvaluation(_BlockFolding):
         """The leaf's detector surely returns None on every metric it reads that was logged,
         by its screen over the block records push_columns made (at least one was logged)."""
         assert self._ahead is not None
-        return bool(self._quiet_blocks(plan)[0][self._ahead.at])
+        return bool(self._quiet_blocks(plan)[0] >> self._ahead.at & 1)
 
     def _quiet_blocks(self, plan: _LeafPlan) -> _Blocks:
         """_quiet at every block push_columns closes (from the one being closed on; made once
@@ -1733,41 +1737,49 @@ class _RuleEvaluation(_BlockFolding):
                 plan.quiet_blocks = (stamp, kept[1], kept[2])  # none of its baselines changed
                 return kept[2]
         window, j, screen = self._st.window_blocks, ah.at, plan.screen
-        seen = np.zeros(ah.n, dtype=bool)
-        ok = np.full(ah.n, screen is not None)
+        every = (1 << ah.n) - 1
+        seen, ok = 0, every if screen is not None else 0
         for name, t in zip(plan.names, plan.reads, strict=False):  # reads: the names' first
             column = self._columns.get(name)
             if column is None:
                 if t.nb:  # logged before, not in this call's blocks: the detector decides
-                    seen[:] = True
-                    ok[:] = False
+                    seen, ok = every, 0
                 continue
             rows, offset, peak, new, peak3, last3 = column
-            i = ah.rows[name]
-            logged = i >= 0
+            i, logged, asked = self._logged_bits(name, new)
             seen |= logged
             if screen is None:
                 continue
-            asked = i >= new  # the latest record is one this call made
             if plan.reads_end:  # and was logged in the run's latest block
-                asked &= rows[np.maximum(i, 0), END] == ah.logged_end
-            passed = np.ones(ah.n, dtype=bool)
-            later = np.flatnonzero(asked[j:])
-            if len(later):
+                asked &= _bits(rows[np.maximum(i, 0), END] == ah.logged_end)
+            passed = every
+            later = asked >> j
+            if later:
                 got = plan.screened.get(name)
                 if got is None or got[0] is not rows or got[1] is not t.baseline:
                     companions = plan.per is not None or plan.rounds is not None
-                    ask = int(i[j + later[0]])
+                    ask = int(i[j + (later & -later).bit_length() - 1])
                     col = Column(rows, window, t.baseline, peak, new, ask, companions, offset,
                                  peak3, last3)  # fmt: skip
-                    got = (rows, t.baseline, screen(col, plan.params))
+                    verdicts = screen(col, plan.params)
+                    got = (rows, t.baseline, verdicts, _bits(verdicts[np.maximum(i, 0)]))
                     plan.screened[name] = got
-                passed = got[2][np.maximum(i, 0)]
-            ok &= ~logged | (asked & ~passed)
-        quiet = seen & ok
-        out = (quiet, seen, _bits(quiet), _bits(seen))
+                passed = got[3]
+            ok &= (every & ~logged) | (asked & ~passed)
+        out = (seen & ok, seen)
         plan.quiet_blocks = (stamp, tuple(t.baseline for t in plan.reads[: len(plan.names)]), out)
         return out
+
+    def _logged_bits(self, name: str, new: int) -> tuple[np.ndarray, int, int]:
+        """The metric's rows at each block push_columns closes (-1: none yet), where it was
+        logged, and where its latest record is one this call made (`new`: its first row)."""
+        ah = self._ahead
+        assert ah is not None
+        got = ah.logged.get(name)
+        if got is None:
+            i = ah.rows[name]
+            got = ah.logged[name] = (i, _bits(i >= 0), _bits(i >= new))
+        return got
 
     def _rule_mask(self, rule: SymptomRule) -> _RuleMask:
         """The rule's _RuleMask for this push_columns call (made again when the screens of
@@ -1801,7 +1813,7 @@ class _RuleEvaluation(_BlockFolding):
         for plan in self._adds(rule)[2]:
             got = self._quiet_blocks(plan)
             used.append((plan, got))
-            out |= every & ~got[3]
+            out |= every & ~got[1]
         return out
 
     def _adds(self, rule: SymptomRule) -> tuple[tuple[str, ...], frozenset[str], list[_LeafPlan]]:
@@ -1850,7 +1862,7 @@ class _RuleEvaluation(_BlockFolding):
             plan = self._plan(node)
             got = self._quiet_blocks(plan)
             used.append((plan, got))
-            quiet, seen = got[2], got[3]
+            quiet, seen = got
             return seen & ~quiet, seen, every & ~seen
         if isinstance(node, AllOf):  # NO if one says NO, else ABSENT if one does, else FIRE
             fire, no, not_no, absent = every, 0, every, 0

@@ -146,7 +146,7 @@ class _Audited(Monitor):
             self.masked += 1
             assert self._ahead is not None
             for plan, blocks in self._rule_mask(rule).used:
-                if blocks[0][self._ahead.at]:  # taken as quiet at this block
+                if blocks[0] >> self._ahead.at & 1:  # taken as quiet at this block
                     self._audit(plan)
         return masked
 
