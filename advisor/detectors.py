@@ -2251,6 +2251,10 @@ class Column:
 
 Screen = Callable[[Column, Params], np.ndarray]
 SCREENS: dict[str, Screen] = {}
+# The screens that do not read Column.baseline: their verdicts stand when a baseline is set
+# (tests/engine/test_same_judgement.py checks the set).
+BASELESS = frozenset({"nonfinite", "above", "below", "jump", "swing", "collapse", "constant",
+                      "near_zero", "growth", "stopped", "peak_below"})  # fmt: skip
 
 
 def screen(name: str) -> Callable[[Screen], Screen]:

@@ -74,6 +74,7 @@ import numpy as np
 from advisor import schema
 from advisor.detectors import (
     AT_COMPANION_PEAK,
+    BASELESS,
     BRIEF,
     COUNT,
     DETECTORS,
@@ -908,6 +909,7 @@ class _LeafPlan:
     reads: tuple[_Track, ...]
     reads_end: bool
     screen: Any = None  # advisor.detectors.SCREENS' entry, when the detector has one
+    baseless: bool = False  # that screen reads no baseline (advisor.detectors.BASELESS)
     brief: bool = False  # the detector can give its evidence without the summary (BRIEF)
     memo: tuple[Any, ...] | None = None
     memo_keep: tuple[Any, ...] | None = None
@@ -1644,6 +1646,7 @@ class _RuleEvaluation(_BlockFolding):
             reads=tuple(self._tracks[n] for n in reads if n in self._tracks),
             reads_end=leaf.detector in READS_RUN_END,
             screen=SCREENS.get(leaf.detector),
+            baseless=leaf.detector in BASELESS,
             brief=leaf.detector in BRIEF and per is None and rounds is None,
         )
         self._plans[key] = plan
@@ -1732,6 +1735,9 @@ class _RuleEvaluation(_BlockFolding):
         if kept is not None and kept[0][0] == ah.stamp:
             if kept[0][1] == self._epoch:
                 return kept[2]
+            if plan.baseless:  # its screen reads no baseline: nothing it read changed
+                plan.quiet_blocks = (stamp, kept[1], kept[2])
+                return kept[2]
             baselines = tuple(t.baseline for t in plan.reads[: len(plan.names)])
             if all(a is b for a, b in zip(kept[1], baselines, strict=True)):
                 plan.quiet_blocks = (stamp, kept[1], kept[2])  # none of its baselines changed
@@ -1756,7 +1762,8 @@ class _RuleEvaluation(_BlockFolding):
             later = asked >> j
             if later:
                 got = plan.screened.get(name)
-                if got is None or got[0] is not rows or got[1] is not t.baseline:
+                if (got is None or got[0] is not rows
+                        or (not plan.baseless and got[1] is not t.baseline)):  # fmt: skip
                     companions = plan.per is not None or plan.rounds is not None
                     ask = int(i[j + (later & -later).bit_length() - 1])
                     col = Column(rows, window, t.baseline, peak, new, ask, companions, offset,

@@ -293,3 +293,33 @@ def test_reads_wander_names_every_detector_that_reads_it() -> None:
         readers |= more
     detectors = {fn.__name__ for fn in d.DETECTORS.values()}
     assert readers & detectors == {d.DETECTORS[name].__name__ for name in d.READS_WANDER}
+
+
+def test_baseless_names_every_screen_that_reads_no_baseline() -> None:
+    """A screen in BASELESS keeps its verdicts when a baseline is set: it must read no
+    Column.baseline, itself or through a helper; and every screen that reads none is listed."""
+    import ast
+    import inspect
+
+    import advisor.detectors as d
+
+    tree = ast.parse(inspect.getsource(d))
+    functions = [fn for fn in tree.body if isinstance(fn, ast.FunctionDef)]
+    calls = {
+        fn.name: {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call)
+                  and isinstance(n.func, ast.Name)}
+        for fn in functions
+    }  # fmt: skip
+    readers = {
+        fn.name
+        for fn in functions
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Attribute) and node.attr == "baseline"
+    }
+    while True:  # a function calling a reader reads it too
+        more = {name for name, called in calls.items() if called & readers} - readers
+        if not more:
+            break
+        readers |= more
+    baseless = {name for name, fn in d.SCREENS.items() if fn.__name__ not in readers}
+    assert baseless == d.BASELESS
