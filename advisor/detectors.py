@@ -2223,7 +2223,7 @@ def swing(s: Series, p: Params) -> Evidence | None:
 # A screen answers, for a whole column of block records at once, where a detector might fire:
 # `screen(c, p)[i]` is False only where the detector surely returns None on the Series whose
 # window is c.rows[max(0, i - c.window + 1) : i + 1] (for rows from c.new on), with the
-# leaf's parameters `p` (companions not given). Each repeats the detector's first gate,
+# leaf's parameters `p` (companions not given). Each repeats the detector's first gates,
 # vectorised: the same operations in the same order where the gate compares exact values, a
 # bound with a margin far beyond rounding where it does not. The engine's offline path
 # (Monitor.push_columns) calls a detector only where its screen passes; the same-judgement
