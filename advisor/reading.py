@@ -2,8 +2,8 @@
 
 polars' reader (Rust) releases the GIL, so in a fresh process the read runs alongside the
 imports a diagnosis needs next anyway instead of before them: `rl-advisor diagnose` starts it
-before it imports the API (the job's and the rulebooks' pydantic models, ~150 ms) and the
-engine (numpy, ~75 ms); `api.diagnose` before the engine. polars itself is imported on the
+before it imports the API (the job's schema, the rulebooks from their cache) and the
+engine (numpy, ~45 ms); `api.diagnose` before the engine. polars itself is imported on the
 caller's thread first: its import holds the GIL, and the read can only start once it is done.
 
 This module imports only what reading imports (advisor.ingest, advisor.types: no pydantic).

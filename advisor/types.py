@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # polars is imported lazily at run time; keep `import advisor
 SCHEMA_VERSION = 1
 
 # One setting's value: a job's hyperparameter, a rule's or a detector's parameter. A number, a
-# flag or a choice (its string). The rulebooks' pydantic models keep each value's own type
+# flag or a choice (its string). pydantic, checking a rulebook, keeps each value's own type
 # whatever the order; this order is the one their exported JSON schemas list.
 Scalar = float | int | bool | str
 

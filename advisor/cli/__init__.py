@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["diagnose"]:
-        # The collector stays off while the types' pydantic models are built, as it does for
+        # The collector stays off while the command's modules are imported, as it does for
         # the command's own work (diagnose_core._without_cyclic_gc); on again after, for a
         # caller's process that goes on.
         was_on = gc.isenabled()
