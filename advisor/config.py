@@ -700,7 +700,8 @@ class _Walker(_Pass):
         super().__init__(label, lines)
         self.layout = layout
         self.hp: dict[str, Any] = {}
-        self.seen_hp: set[str] = set()  # given, even if invalid (then reported, not "missing")
+        # given, even if invalid (then reported, not "missing"), in the file's order
+        self.seen_hp: dict[str, None] = {}
         self.out: dict[str, Any] = {"datasets": [], "functions": [], "resources": {}}
         hp_at = {"yaml": "training.hyper_parameters.", "keyword": "hyper_parameters.", "flat": ""}
         self.hp_prefix = hp_at.get(layout, "")
@@ -874,7 +875,7 @@ class _Walker(_Pass):
 
     def hp_value(self, key: str, raw: Any, path: str, line: int | None) -> None:
         value = self.value(path, raw, self.book.hyper_parameters[key], line, param=key)
-        self.seen_hp.add(key)
+        self.seen_hp[key] = None
         if line:
             self.lines[key] = line
         if value is not None:

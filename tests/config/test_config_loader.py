@@ -233,3 +233,19 @@ def test_function_type_enum_constant_is_accepted(tmp_path: Path) -> None:
                     "  - {entity_id: rw-1}\n")  # fmt: skip
     loaded = load_config(path)
     assert [f.type for f in loaded.config.functions] == ["rollout", "reward"]
+
+
+def test_invalid_values_are_listed_in_the_files_order(tmp_path: Path) -> None:
+    """The note on values replaced by defaults is the same text on every run (file order)."""
+    base = read_yaml(BASES / "9b.yaml")
+    hp = base["training"]["hyper_parameters"]
+    spoilt = {"n_rollouts", "learning_rate", "eval_steps", "kl_loss_coef", "batch_size"}
+    for key in spoilt & hp.keys():
+        hp[key] = "not-a-number"
+    path = write_yaml(base, tmp_path / "job.yaml")
+    written = read_yaml(path)["training"]["hyper_parameters"]
+    keys = [k for k in written if k in spoilt]  # as the file lists them
+    notes = [n for n in load_config(path).notes if n.startswith("invalid values")]
+    assert len(notes) == 1 and len(keys) >= 3
+    order = [notes[0].index(f"{k}=") for k in keys]
+    assert order == sorted(order), notes[0]
