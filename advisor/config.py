@@ -232,6 +232,17 @@ class LoadedConfig:
 
 
 @cache
+@cache
+def _function_fields() -> dict[str, FieldSpec]:
+    """A function's own fields beside its runtime, as a job file and `--set` check them."""
+    return {
+        "name": _spec("str"),
+        "entity_id": _spec("str"),
+        "timeout": _spec("float", 1),
+        "weight": _spec("float", 0),
+    }
+
+
 def _spec(
     kind: Literal["int", "float", "choice", "str"],
     low: float | None = None,
@@ -908,12 +919,7 @@ class _Walker(_Pass):
             return
         fn: dict[str, Any] = {}
         self.lines[path] = line or 0
-        specs = {
-            "name": _spec("str"),
-            "entity_id": _spec("str"),
-            "timeout": _spec("float", 1),
-            "weight": _spec("float", 0),
-        }
+        specs = _function_fields()
         for key, sub in m.items():
             key, sub_line = str(key), _line(m, key)
             full = f"{path}.{key}"
@@ -1121,12 +1127,8 @@ def _apply_function_set(walker: _Walker, key: str, value: Any) -> None:
         if clean is not None:
             fns[i].setdefault("runtime", {})[rest[1]] = clean
         return
-    if rest[0] in ("timeout", "weight", "name", "entity_id") and len(rest) == 1:
-        spec = (
-            _spec("str")
-            if rest[0] in ("name", "entity_id")
-            else _spec("float", 0)
-        )
+    spec = _function_fields().get(rest[0])
+    if spec is not None and len(rest) == 1:
         clean = walker.value(f"--set {key}", value, spec, None)
         if clean is not None:
             fns[i][rest[0]] = clean

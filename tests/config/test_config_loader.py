@@ -249,3 +249,15 @@ def test_invalid_values_are_listed_in_the_files_order(tmp_path: Path) -> None:
     assert len(notes) == 1 and len(keys) >= 3
     order = [notes[0].index(f"{k}=") for k in keys]
     assert order == sorted(order), notes[0]
+
+
+@pytest.mark.parametrize("value", ["0", "0.5"])
+def test_a_function_field_set_from_the_command_line_is_checked_as_in_the_file(
+    tmp_path: Path, value: str
+) -> None:
+    job = read_yaml(JOBS / "guide_config.yaml")
+    job["functions"][0]["timeout"] = float(value)
+    in_file = load_config(write_yaml(job, tmp_path / "job.yaml"))
+    by_set = load_config(JOBS / "guide_config.yaml", sets=[f"functions.0.timeout={value}"])
+    for loaded in (in_file, by_set):
+        assert [f.id for f in loaded.findings if "timeout" in f.message] == ["C003"]
