@@ -2368,6 +2368,27 @@ def _trimmed_rows(rows: np.ndarray) -> np.ndarray:
 _MARGIN = 1e-9  # relative slack of the bounds below: far beyond float rounding (~1e-15)
 
 
+def _window_slopes(
+    rows: np.ndarray, at: np.ndarray, w: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The windows of `w` block means ending at the rows `at`: the means, their pairwise
+    differences (later minus earlier) and the Theil-Sen slope (the median of the pairwise
+    slopes), in the trend statistics' operations (an order statistic: the same value row by
+    row as the detector's)."""
+    y = np.lib.stride_tricks.sliding_window_view(rows[:, MEAN], w)[at - w + 1]
+    _, i, j, _ = _pairs(w)
+    with np.errstate(invalid="ignore", over="ignore"):
+        dy = y[:, j] - y[:, i]
+        slopes = dy / (j - i)
+        k = slopes.shape[1] // 2
+        if slopes.shape[1] % 2:
+            slope = np.partition(slopes, k, axis=1)[:, k]
+        else:
+            part = np.partition(slopes, (k - 1, k), axis=1)
+            slope = (part[:, k - 1] + part[:, k]) / 2.0
+    return y, dy, slope
+
+
 @screen("trend")
 def _trend_screen(c: Column, p: Params) -> np.ndarray:
     # trend's gates on a window of a fixed number of blocks, all finite: the direction of the
@@ -2385,17 +2406,8 @@ def _trend_screen(c: Column, p: Params) -> np.ndarray:
     at = np.flatnonzero((n >= w) & (index >= c.ask) & out)
     if not len(at):
         return out
-    y = np.lib.stride_tricks.sliding_window_view(rows[:, MEAN], w)[at - w + 1]
-    _, i, j, _ = _pairs(w)
+    y, dy, slope = _window_slopes(rows, at, w)
     with np.errstate(invalid="ignore", over="ignore"):
-        dy = y[:, j] - y[:, i]
-        slopes = dy / (j - i)
-        k = slopes.shape[1] // 2
-        if slopes.shape[1] % 2:
-            slope = np.partition(slopes, k, axis=1)[:, k]
-        else:
-            part = np.partition(slopes, (k - 1, k), axis=1)
-            slope = (part[:, k - 1] + part[:, k]) / 2.0
         effect = slope * (w - 1) / b.scale
         rising = np.sign(dy).sum(axis=1) > 0
         way = rising if str(p.get("direction", "up")) == "up" else ~rising
@@ -2832,17 +2844,8 @@ def _plateau_screen(c: Column, p: Params) -> np.ndarray:
     asked = ~quiet & (logged == width) & (width >= 2) & (index >= c.ask)
     for wv in np.unique(width[asked]).tolist():
         at = np.flatnonzero(asked & (width == wv))
-        y = np.lib.stride_tricks.sliding_window_view(rows[:, MEAN], wv)[at - wv + 1]
-        _, i, j, _ = _pairs(wv)
+        _, dy, slope = _window_slopes(rows, at, wv)
         with np.errstate(invalid="ignore", over="ignore"):
-            dy = y[:, j] - y[:, i]
-            slopes = dy / (j - i)
-            h = slopes.shape[1] // 2
-            if slopes.shape[1] % 2:
-                slope = np.partition(slopes, h, axis=1)[:, h]
-            else:
-                part = np.partition(slopes, (h - 1, h), axis=1)
-                slope = (part[:, h - 1] + part[:, h]) / 2.0
             effect = slope * (wv - 1) / b.scale
             done = np.zeros(len(at), dtype=bool)
             if not until_rise and max_effect >= 0:
