@@ -264,10 +264,9 @@ def test_reads_run_end_names_every_detector_that_reads_it() -> None:
     assert readers == {d.DETECTORS[name].__name__ for name in d.READS_RUN_END}
 
 
-def test_reads_wander_names_every_detector_that_reads_it() -> None:
-    """The engine keeps a metric's long-run wander chunks only where a leaf of a detector in
-    READS_WANDER judges it: every detector that reads Series.wander or Series.span_wander,
-    itself or through a helper, must be one of them."""
+def _functions_reading(*attrs: str) -> set[str]:
+    """The top-level functions of advisor.detectors that read one of `attrs` (an attribute
+    name), themselves or through a helper they call."""
     import ast
     import inspect
 
@@ -284,13 +283,22 @@ def test_reads_wander_names_every_detector_that_reads_it() -> None:
         fn.name
         for fn in functions
         for node in ast.walk(fn)
-        if isinstance(node, ast.Attribute) and node.attr in ("wander", "span_wander")
+        if isinstance(node, ast.Attribute) and node.attr in attrs
     }
     while True:  # a function calling a reader reads it too
         more = {name for name, called in calls.items() if called & readers} - readers
         if not more:
-            break
+            return readers
         readers |= more
+
+
+def test_reads_wander_names_every_detector_that_reads_it() -> None:
+    """The engine keeps a metric's long-run wander chunks only where a leaf of a detector in
+    READS_WANDER judges it: every detector that reads Series.wander or Series.span_wander,
+    itself or through a helper, must be one of them."""
+    import advisor.detectors as d
+
+    readers = _functions_reading("wander", "span_wander")
     detectors = {fn.__name__ for fn in d.DETECTORS.values()}
     assert readers & detectors == {d.DETECTORS[name].__name__ for name in d.READS_WANDER}
 
@@ -298,28 +306,8 @@ def test_reads_wander_names_every_detector_that_reads_it() -> None:
 def test_baseless_names_every_screen_that_reads_no_baseline() -> None:
     """A screen in BASELESS keeps its verdicts when a baseline is set: it must read no
     Column.baseline, itself or through a helper; and every screen that reads none is listed."""
-    import ast
-    import inspect
-
     import advisor.detectors as d
 
-    tree = ast.parse(inspect.getsource(d))
-    functions = [fn for fn in tree.body if isinstance(fn, ast.FunctionDef)]
-    calls = {
-        fn.name: {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call)
-                  and isinstance(n.func, ast.Name)}
-        for fn in functions
-    }  # fmt: skip
-    readers = {
-        fn.name
-        for fn in functions
-        for node in ast.walk(fn)
-        if isinstance(node, ast.Attribute) and node.attr == "baseline"
-    }
-    while True:  # a function calling a reader reads it too
-        more = {name for name, called in calls.items() if called & readers} - readers
-        if not more:
-            break
-        readers |= more
+    readers = _functions_reading("baseline")
     baseless = {name for name, fn in d.SCREENS.items() if fn.__name__ not in readers}
     assert baseless == d.BASELESS
