@@ -60,14 +60,21 @@ class Job:
     reads `judged_hp` / `judged_origin`: the same values but for the hints that only the
     advice may start from (`advice_hints`: TRL's beta 0 read from a log without KL, see
     `frame.trl_without_kl`), which it sees as their platform defaults. `run` is the run with
-    every hint it gave, as the report shows it. `framework_assumed`: the values the run's
-    framework had by its own defaults (dialect.framework_assumed) where nothing else gave them."""
+    every hint it gave, as the report shows it. `run_framework`: the framework the run's log
+    comes from (dialect.framework_of_run). `framework_assumed`: the values that framework had by
+    its own defaults (dialect.framework_assumed) where nothing else gave them."""
 
     loaded: LoadedConfig
     run: Run
     advice_hints: Mapping[str, Any]
     judged_hp: Mapping[str, Any]
     judged_origin: Mapping[str, str]
+    run_framework: str
+
+    @property
+    def framework(self) -> str:
+        """The dialect the advice speaks: the job file's (file_framework), else the run's."""
+        return file_framework(self.loaded) or self.run_framework
 
     @property
     def hp(self) -> dict[str, Any]:
@@ -105,7 +112,7 @@ def resolve_job(
             judged_hp[key] = specs[key].default
             judged_origin[key] = "default"
     shown = dataclasses.replace(run, config_hints=hints) if advice else run
-    return Job(loaded, shown, advice, judged_hp, judged_origin)
+    return Job(loaded, shown, advice, judged_hp, judged_origin, framework)
 
 
 # The jobs loaded during one batch (diagnose_many), by arguments: the runs of a batch share
@@ -248,7 +255,7 @@ def diagnose_reading(
         training_samples=training_samples,
         silenced=silenced,
         caps=scale_caps(job.loaded),
-        framework=file_framework(job.loaded),
+        framework=job.framework,
         framework_facts=job.loaded.facts,
         framework_assumed=job.framework_assumed,
     )

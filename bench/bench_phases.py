@@ -53,7 +53,7 @@ judgement = engine.judge_run(run, job.judged_hp, origin=job.judged_origin); lap(
 found = api.config_findings_of(job.loaded); lap("config rules")
 d = api.assemble(job.run, job.hp, judgement, config_findings=found, origin=job.origin,
                  config_given=config is not None, caps=api.scale_caps(job.loaded),
-                 framework=api.file_framework(job.loaded), framework_facts=job.loaded.facts)
+                 framework=job.framework, framework_facts=job.loaded.facts)
 d = api.with_file_diff(d, config); lap("remedy, advice, Diagnosis")
 import tempfile
 with tempfile.TemporaryDirectory() as tmp:
