@@ -180,9 +180,9 @@ def dumps(data: Any, indent: int | None = 2) -> str:
     contract may compare against (tests/test_result_types.py checks the two agree)."""
     out: list[str] = []
     if indent is None:
-        _write_flat(data, out)
+        _write(data, out, "", "", ":")
     else:
-        _write(data, out, "\n", " " * indent)
+        _write(data, out, "\n", " " * indent, ": ")
     return "".join(out)
 
 
@@ -224,7 +224,9 @@ def _key(key: Any) -> str:
     return f'"{text}"'
 
 
-def _write(value: Any, out: list[str], nl: str, step: str) -> None:
+def _write(value: Any, out: list[str], nl: str, step: str, colon: str) -> None:
+    """`value` as JSON text onto `out`: each item on a line of its own, indented by `step` a
+    level (`nl` the line break and the current indent; both empty: all on one line)."""
     text = _scalar(value)
     if text is not None:
         out.append(text)
@@ -237,8 +239,8 @@ def _write(value: Any, out: list[str], nl: str, step: str) -> None:
         for k, v in value.items():
             out.append(sep)
             out.append(_key(k))
-            out.append(": ")
-            _write(v, out, inner, step)
+            out.append(colon)
+            _write(v, out, inner, step, colon)
             sep = "," + inner
         out.append(nl + "}")
     elif isinstance(value, list | tuple):
@@ -249,32 +251,11 @@ def _write(value: Any, out: list[str], nl: str, step: str) -> None:
         sep = "[" + inner
         for v in value:
             out.append(sep)
-            _write(v, out, inner, step)
+            _write(v, out, inner, step, colon)
             sep = "," + inner
         out.append(nl + "]")
     else:
-        _write(_plain(value), out, nl, step)
-
-
-def _write_flat(value: Any, out: list[str]) -> None:
-    text = _scalar(value)
-    if text is not None:
-        out.append(text)
-    elif isinstance(value, dict):
-        out.append("{")
-        for i, (k, v) in enumerate(value.items()):
-            out.append(f",{_key(k)}:" if i else f"{_key(k)}:")
-            _write_flat(v, out)
-        out.append("}")
-    elif isinstance(value, list | tuple):
-        out.append("[")
-        for i, v in enumerate(value):
-            if i:
-                out.append(",")
-            _write_flat(v, out)
-        out.append("]")
-    else:
-        _write_flat(_plain(value), out)
+        _write(_plain(value), out, nl, step, colon)
 
 
 
