@@ -21,7 +21,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
-from advisor import __version__, lazy
+from advisor import lazy
+from advisor._version import __version__
 from advisor.config import LoadedConfig, load_config, write_patched
 from advisor.dialect import Speaker, framework_assumed, framework_of_run
 from advisor.ingest.frame import trl_without_kl

@@ -22,7 +22,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from advisor import __version__, schema
+from advisor import schema
+from advisor._version import __version__
 from advisor.resources import load_validated, read_yaml_data, rulebook_dir
 from advisor.schema import STRICT, After, Plain
 from advisor.types import ConfigFinding, Diagnosis, InputError, Severity
