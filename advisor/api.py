@@ -49,7 +49,9 @@ _ALWAYS_DRAWN = ("reward_mean", "val_reward")
 
 def _rules() -> Any:
     """The symptom rulebook (cached per file by the engine, so a batch worker reads it once)."""
-    return lazy.engine.load_symptom_rules()
+    from advisor.engine import load_symptom_rules
+
+    return load_symptom_rules()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -240,11 +242,11 @@ def diagnose_reading(
     """`diagnose` of a run whose read has started (advisor.reading): the engine is imported
     while it reads. The command starts the read before it imports this module."""
     silenced = _silenced(ignore)
-    lazy.engine  # noqa: B018  (imported alongside the read)
+    from advisor import engine  # imported alongside the read
     run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
-    judgement = lazy.engine.judge_run(run, job.judged_hp, origin=job.judged_origin)
+    judgement = engine.judge_run(run, job.judged_hp, origin=job.judged_origin)
     diagnosis = assemble(
         job.run,
         job.hp,
@@ -350,12 +352,14 @@ def assemble(
 
     Split from `diagnose` so the online Advisor can build the same object from its Monitor.
     """
+    from advisor import remedy
+
     silenced = set(silenced)
     findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
     framework = framework or framework_of_run(run.format, run.frame.columns, run.config_hints)
     speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin or {})
     facts = run_facts(run)
-    planned = lazy.remedy.plan(
+    planned = remedy.plan(
         findings,
         hp,
         rules if rules is not None else _rules(),
@@ -369,7 +373,7 @@ def assemble(
     save_hp, save_notes = _save_settings(hp, origin or {})
     # Only a run that completed saved at its last step; a crash or a cut log did not (or may not).
     completed = info.ending is not None and info.ending.kind == "completed"
-    checkpoint = lazy.remedy.checkpoint_advice(
+    checkpoint = remedy.checkpoint_advice(
         _points(run, "val_reward"), save_hp, info.last_step, training_samples, completed
     )
     if checkpoint is None or "best_step" not in checkpoint:
