@@ -28,8 +28,17 @@ from advisor.dialect import Speaker, framework_assumed, framework_of_run
 from advisor.ingest.frame import trl_without_kl
 from advisor.reading import Reading
 from advisor.runfacts import concrete_fallback, run_facts
-from advisor.static import check, rulebook, scale_caps, validate_job
-from advisor.types import Diagnosis, Finding, InputError, Run
+from advisor.static import (
+    check,
+    compare_previous,
+    compare_profile,
+    fmt,
+    model_scale,
+    rulebook,
+    scale_caps,
+    sort_findings,
+)
+from advisor.types import Diagnosis, Finding, InputError, Run, Severity
 
 # Hyperparameters whose value changes a conclusion, and what it changes (for the assumptions).
 _WEIGHS_ON = {
@@ -193,6 +202,42 @@ def _silenced(ignore: Sequence[str]) -> set[str]:
     return ids
 
 
+def validate_job(
+    path: Path | None,
+    sets: Sequence[str] = (),
+    training_samples: int | None = None,
+    profile: str | None = None,
+    hints: Mapping[str, object] | None = None,
+    previous: Path | None = None,
+) -> tuple[LoadedConfig, Diagnosis]:
+    """Load, check and wrap as a Diagnosis (run null, findings empty): the one verdict on a job
+    config, what `rl-advisor validate` prints and `advisor.validate` returns. Status "issues"
+    when a finding is a warning or an error, else "healthy"."""
+    loaded = load_config(path, sets, hints=hints, training_samples=training_samples)
+    found = loaded.findings + check(loaded)
+    notes = list(loaded.notes)
+    model = loaded.config.model
+    kind, params_b, active_b = model_scale(model)
+    if model and kind != "unknown" and model.strip().lower() not in rulebook().models:
+        size = f"{fmt(params_b)}B" if params_b else "size unknown"
+        active = f", {fmt(active_b)}B active" if active_b else ""
+        notes.append(f"model {model} read from its name as {kind} ({size}{active}): a heuristic")
+    if profile:
+        found += compare_profile(loaded, profile)
+    if previous is not None:
+        found += compare_previous(loaded, load_config(previous))
+    found = sort_findings(found)
+    worst = max((f.severity.rank for f in found), default=-1)
+    diag = Diagnosis(
+        tool={"name": "rl-advisor", "version": __version__},
+        status="issues" if worst >= Severity.warning.rank else "healthy",
+        config_findings=found,
+        hyper_parameters=dict(loaded.hyper_parameters),
+        assumptions=notes,
+    )
+    return loaded, diag
+
+
 def validate(
     config: Path | str | None,
     sets: Sequence[str] = (),
@@ -202,7 +247,7 @@ def validate(
     previous: Path | str | None = None,
 ) -> Diagnosis:
     """The static checks of a job file alone: the diagnose object with `run` None, and the
-    verdict `rl-advisor validate` gives (`advisor.static.validate_job`, its one home)."""
+    verdict `rl-advisor validate` gives (`validate_job`, its one home)."""
     _, diagnosis = validate_job(
         Path(config) if config is not None else None,
         sets,
