@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from advisor.book.paramspec import meanings, summary
 from advisor.cli import OutputFormat, app
-from advisor.paramspec import meanings, summary
 from advisor.report.escape import Md, prose
 from advisor.report.templating import render
 from advisor.static import rulebook
