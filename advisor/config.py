@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, cast
 
 from advisor import lazy
 from advisor.dialect import (
@@ -1349,6 +1349,7 @@ def load_config(
             walker.walk({k: v for k, v in facts.items() if k in book.hyper_parameters})
             lines.update(_framework_lines(doc, framework))
         else:
+            doc = _one_platform_job(doc, source)
             layout = detect_layout(doc)
             walker = _Walker(str(source), lines, layout)
             walker.walk(doc)
@@ -1396,6 +1397,24 @@ def load_config(
         facts=facts,
         defaults_taken=taken,
     )
+
+
+def _one_platform_job(doc: Mapping[str, Any], source: Path) -> Mapping[str, Any]:
+    """The job of a platform listing (`dashscope rl list -o json`: {jobs: [...], ...}) that
+    holds one; a listing of several is refused (which one is meant cannot be guessed)."""
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, list) or "job_id" in doc:
+        return doc
+    found = [j for j in jobs if isinstance(j, Mapping) and "job_id" in j]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        ids = ", ".join(str(j["job_id"]) for j in found[:3]) + (", ..." if len(found) > 3 else "")
+        raise InputError(
+            f"{source}:{_line(doc, 'jobs') or 1}: a listing of {len(found)} platform jobs "
+            f"({ids}); expected one job: save one, e.g. `jq '.jobs[0]' {source.name}`"
+        )
+    return doc
 
 
 def _framework_file(doc: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
@@ -1819,10 +1838,122 @@ def patched_text(source: Path | None, changes: Mapping[str, Any]) -> str:
         doc = read_document(source)
         text = _strip_assignment(source.read_text(encoding="utf-8"))
         is_json = text.lstrip().startswith("{")
-        _apply_changes(doc, clean, detect_layout(doc), source)
+        job = _one_platform_job(doc, source)
+        _apply_changes(job, clean, detect_layout(job), source)
         if not hasattr(doc, "ca"):  # read from Python source: written as the YAML keyword form
             doc, text, is_json = _plain(doc), None, False
     return _dump(doc, text, is_json)
+
+
+# ---------------------------------------------------------------------------------------------
+# Converting a job to the SDK's layout.
+
+
+def sdk_layout_text(source: Path) -> tuple[str, list[str]]:
+    """(the job of `source` as the SDK's job file, notes on what has no place in it).
+
+    A file in the guide's layout is edited where it stands, comments and order kept: job_name
+    becomes name, model a mapping {name}, mode training.type, workspace_dir each function's
+    fcmodel.zipdir. Other layouts (run() keywords, a hyperparameter dict, a platform job) are
+    written from the job read. Numbers are written as YAML 1.1 reads them (1.0e-06).
+    """
+    source = Path(source)
+    doc = read_document(source)
+    framework = framework_of_document(doc)
+    if framework is not None:
+        raise InputError(f"{source}: a {framework} config, not a platform job; nothing to convert")
+    layout = detect_layout(doc)
+    notes: list[str] = []
+    if layout == "sdk":
+        notes.append(f"{source.name} is in the SDK's layout already: copied, numbers respelt")
+    elif layout == "yaml" and hasattr(doc, "ca"):
+        _guide_to_sdk(doc, notes)
+    else:
+        doc = _job_to_sdk(load_config(source), notes)
+    _respell_numbers(doc)
+    text = None if not hasattr(doc, "ca") else _strip_assignment(source.read_text("utf-8"))
+    return _dump(doc, text, False), notes
+
+
+def _rename(m: Any, old: str, new: str, value: Any) -> None:
+    """Key `old` of the ruamel mapping `m` becomes `new` (holding `value`), in its place."""
+    pos = list(m).index(old)
+    comment = m.ca.items.pop(old, None)
+    del m[old]
+    m.insert(pos, new, value)
+    if comment:
+        m.ca.items[new] = comment
+
+
+def _guide_to_sdk(doc: Any, notes: list[str]) -> None:
+    mapping = type(doc)
+    if "job_name" in doc:
+        _rename(doc, "job_name", "name", doc["job_name"])
+    if "model" in doc and not isinstance(doc["model"], Mapping):
+        _rename(doc, "model", "model", mapping([("name", doc["model"])]))
+    if "mode" in doc:
+        training = doc.get("training")
+        if not isinstance(training, Mapping):
+            doc["training"] = training = mapping()
+        training.insert(0, "type", doc["mode"])
+        doc.ca.items.pop("mode", None)
+        del doc["mode"]
+    if "workspace_dir" in doc:
+        for fn in doc.get("functions") or ():
+            fc: Any = fn.get("fcmodel") if isinstance(fn, Mapping) else None
+            if isinstance(fc, Mapping) and "zipdir" not in fc:
+                cast(Any, fc).insert(0, "zipdir", doc["workspace_dir"])  # a ruamel mapping
+        doc.ca.items.pop("workspace_dir", None)
+        del doc["workspace_dir"]
+    if "tuned_model_name" in doc:
+        notes.append(
+            f"tuned_model_name {doc['tuned_model_name']} left out: the SDK's job file has no "
+            "such field"
+        )
+        doc.ca.items.pop("tuned_model_name", None)
+        del doc["tuned_model_name"]
+
+
+def _job_to_sdk(loaded: LoadedConfig, notes: list[str]) -> dict[str, Any]:
+    cfg = loaded.config.to_dict()
+    out: dict[str, Any] = {}
+    if "job_name" in cfg:
+        out["name"] = cfg["job_name"]
+    if "model" in cfg:
+        out["model"] = {"name": cfg["model"]}
+    if "teacher_model" in cfg:
+        out["teacher_model"] = cfg["teacher_model"]
+    functions = cfg.get("functions") or []
+    for fn in functions:
+        if "workspace_dir" in cfg and "fcmodel" in fn:
+            fn["fcmodel"] = {"zipdir": cfg["workspace_dir"], **fn["fcmodel"]}
+    if functions:
+        out["functions"] = functions
+    if cfg.get("datasets"):
+        out["datasets"] = cfg["datasets"]
+    training: dict[str, Any] = {"type": cfg["mode"]} if "mode" in cfg else {}
+    given = {k: v for k, v in loaded.hyper_parameters.items() if loaded.origin.get(k) == "file"}
+    if given:
+        training["hyper_parameters"] = given
+    if cfg.get("resources"):
+        training["resources"] = cfg["resources"]
+    if training:
+        out["training"] = training
+    if "tuned_model_name" in cfg:
+        notes.append(f"tuned_model_name {cfg['tuned_model_name']} left out: the SDK's job file "
+                     "has no such field")  # fmt: skip
+    return out
+
+
+def _respell_numbers(node: Any) -> None:
+    """Floats the file spelt in exponent form become plain floats, written as 1.0e-06."""
+    items = node.items() if isinstance(node, Mapping) else enumerate(node) if isinstance(
+        node, list) else ()  # fmt: skip
+    for key, value in list(items):
+        if isinstance(value, float) and getattr(value, "_exp", None):
+            node[key] = float(value)
+        elif isinstance(value, Mapping | list):
+            _respell_numbers(value)
 
 
 def _scalar(value: Any) -> Any:
