@@ -59,6 +59,7 @@ _YAML_TOP = (
     "job_name",
     "workspace_dir",
     "model",
+    "teacher_model",
     "mode",
     "tuned_model_name",
     "datasets",
@@ -69,6 +70,7 @@ _KEYWORD_TOP = (
     "job_name",
     "workspace_dir",
     "model",
+    "teacher_model",
     "mode",
     "tuned_model_name",
     "functions",
@@ -546,16 +548,14 @@ def detect_layout(doc: Mapping[str, Any]) -> Layout:
     if "job_id" in keys and keys & {"status", "hyper_parameters", "training_type", "base_model"}:
         return "platform"
     training = doc.get("training")
-    if (
-        (isinstance(doc.get("model"), Mapping) and "name" in doc["model"])
-        or keys & {"teacher_model", "observability"}
+    model = doc.get("model")
+    guide = bool(keys & set(_GUIDE_ONLY)) or isinstance(model, str)
+    signs = (
+        keys & {"teacher_model", "observability"}
         or (isinstance(training, Mapping) and "type" in training)
-        or (
-            "name" in keys
-            and keys & {"training", "functions", "datasets"}
-            and not keys & set(_GUIDE_ONLY)
-        )
-    ):
+        or ("name" in keys and keys & {"training", "functions", "datasets"})
+    )
+    if (isinstance(model, Mapping) and "name" in model) or (signs and not guide):
         return "sdk"
     if "training" in keys or keys & {"datasets", "mode", "workspace_dir"}:
         return "yaml"
@@ -1276,7 +1276,7 @@ def _set_target(key: str) -> tuple[str, str]:
             return "resources", name
         if name in _EXTRAS:
             return "extra", name
-        if name in ("model", "job_name", "tuned_model_name", "workspace_dir"):
+        if name in ("model", "teacher_model", "job_name", "tuned_model_name", "workspace_dir"):
             return "top", name
     if len(parts) >= 3 and parts[0] == "functions" and parts[1].isdigit():
         return "function", key
