@@ -27,7 +27,13 @@ from advisor.reading import Reading
 from advisor.report import render
 from advisor.report.markdown import verdict
 from advisor.resources import destination, write_all
-from advisor.types import Diagnosis, InputError, Severity, without_surrogates
+from advisor.types import (
+    Diagnosis,
+    InputError,
+    Severity,
+    no_metric_read,
+    without_surrogates,
+)
 
 _FAIL_RANK = {FailOn.error: 2, FailOn.warning: 1, FailOn.info: 0}
 
@@ -249,6 +255,8 @@ def execute(
         d = lazy.api.diagnose_reading(
             reading, config, sets or (), previous, training_samples, ignore=ignore or ()
         )
+        if (unjudged := no_metric_read(d.run)) is not None:
+            raise InputError(unjudged)
         # Everything is computed before anything is written: a failure leaves nothing behind.
         text, items = staged_report(
             d, format.value, stem, out_dir, "--plots-dir" if plots_dir else "--output"

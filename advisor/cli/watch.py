@@ -27,7 +27,7 @@ from advisor.cli.diagnose import _check_outputs, exit_code, staged_report, write
 from advisor.ingest import is_regular, load_run
 from advisor.integrations.follow import Sidecar, resolve_log
 from advisor.online import Advisor
-from advisor.types import Finding, InputError
+from advisor.types import Finding, InputError, no_metric_read
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 # What an alert's action may do online (contract: only safe actions are applied automatically).
@@ -172,6 +172,8 @@ def watch(
 
         load_run(path)
     d = adv.diagnosis()
+    if (unjudged := no_metric_read(d.run)) is not None:
+        raise InputError(unjudged)
     out_dir = (
         dests["--output"].parent if output is not None and format == OutputFormat.markdown else None
     )
