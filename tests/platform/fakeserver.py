@@ -18,6 +18,8 @@ SCENARIO maps a job id to:
   grow:       optional: lines visible per job GET (a RUNNING job's log grows as it is polled)
   logs_as:    "list" (default, as documented) or "string" (the lines joined by newlines)
   error:      optional [http status, code, message]: every request about the job answers so
+  fail_first: optional [http status, n]: the first n requests about the job answer so
+  retry_after optional: the Retry-After header (seconds) sent with an error
   delay:      optional seconds to wait before answering (a timeout)
 Every request is appended to `requests.jsonl` beside SCENARIO (path, query, Authorization
 present or not), so a test can check the paging and that a key was sent.
@@ -42,7 +44,8 @@ class _State:
     def __init__(self, scenario: Path) -> None:
         self.jobs: dict[str, Any] = json.loads(scenario.read_text(encoding="utf-8"))
         self.log = scenario.with_name("requests.jsonl")
-        self.polls: dict[str, int] = {}
+        self.polls: dict[str, int] = {}  # job GETs answered, by job
+        self.asked: dict[str, int] = {}  # requests about each job
         self.lock = threading.Lock()
 
     def lines(self, job_id: str) -> list[str]:
@@ -59,9 +62,11 @@ def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
 
-        def _send(self, status: int, body: dict[str, Any]) -> None:
+        def _send(self, status: int, body: dict[str, Any], retry_after: Any = None) -> None:
             data = json.dumps(body).encode("utf-8")
             self.send_response(status)
+            if retry_after is not None:
+                self.send_header("Retry-After", str(retry_after))
             self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -91,9 +96,15 @@ def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
                 return
             if spec.get("delay"):
                 time.sleep(float(spec["delay"]))
-            if spec.get("error"):
-                status, code, message = spec["error"]
-                self._send(status, {"request_id": rid, "code": code, "message": message})
+            with state.lock:
+                asked = state.asked[job_id] = state.asked.get(job_id, 0) + 1
+            error = spec.get("error")
+            if spec.get("fail_first") and asked <= spec["fail_first"][1]:
+                error = [spec["fail_first"][0], "ServiceUnavailable", "try again"]
+            if error:
+                status, code, message = error
+                body = {"request_id": rid, "code": code, "message": message}
+                self._send(status, body, spec.get("retry_after"))
                 return
             if parts[1:] == []:
                 with state.lock:
