@@ -98,6 +98,7 @@ class _State:
     warnings: list[str] = field(default_factory=list)
     ending: EndingScanner = field(default_factory=EndingScanner)
     bad_bytes_line: int | None = None
+    nul_line: int | None = None  # the first line with a NUL byte (replaced)
     truncated: int = 0
     # a big log's payloads are read part by part (`_flush_verl`): the frames of those done
     verl_frames: list[Any] = field(default_factory=list)
@@ -273,13 +274,20 @@ def _add_plain(st: _State, steps: list[int], payloads: list[str], lines: list[in
 
 
 def _decode(data: Any, lineno: int, state: _State | None) -> str:
-    """bytes or a memoryview -> str, bad UTF-8 replaced (the first such line noted)."""
+    """bytes or a memoryview -> str, bad UTF-8 and NUL bytes replaced (U+FFFD; the first line
+    of each noted): a stray NUL must not end a line's text nor split a key."""
     try:
-        return str(data, "utf-8")
+        text = str(data, "utf-8")
     except UnicodeDecodeError as err:
         if state is not None and state.bad_bytes_line is None:
             state.bad_bytes_line = lineno + bytes(data[: err.start]).count(b"\n") + 1
-        return str(data, "utf-8", errors="replace")
+        text = str(data, "utf-8", errors="replace")
+    at = text.find("\x00")
+    if at >= 0:
+        if state is not None and state.nul_line is None:
+            state.nul_line = lineno + text.count("\n", 0, at) + 1
+        text = text.replace("\x00", "\ufffd")
+    return text
 
 
 def read_console(path: Path, source: str) -> Run:
@@ -305,6 +313,8 @@ def read_console(path: Path, source: str) -> Run:
         st.warnings.append(
             f"{source}:{st.bad_bytes_line}: bytes that are not UTF-8 were replaced (U+FFFD)"
         )
+    if st.nul_line is not None:
+        st.warnings.append(f"{source}:{st.nul_line}: NUL bytes were replaced (U+FFFD)")
     if st.truncated:
         st.warnings.append(f"{source}: dropped {st.truncated} truncated metric line(s)")
     if st.verl_texts or st.verl_frames:

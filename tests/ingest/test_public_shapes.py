@@ -1,0 +1,58 @@
+"""Shapes public full curves come in (issue 27), each on a small file written in that shape.
+
+The files public runs were measured on live beside the labelled sets (shared/real_runs/full);
+these copies keep their layout, not their bytes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.ingest import load_run, mostly_text
+from advisor.types import InputError
+
+
+def _verl_steps(n: int, start: int = 1) -> bytes:
+    return b"".join(
+        b"(TaskRunner pid=7) step:%d - actor/entropy:0.%d - critic/score/mean:0.%d - "
+        b"actor/grad_norm:0.5 - response_length/mean:%d.0\n" % (s, 9 - s % 9, s % 9, 100 + s)
+        for s in range(start, start + n)
+    )
+
+
+def test_stray_nul_bytes_in_a_console_log_are_replaced_and_reported(tmp_path: Path) -> None:
+    # a verl console log whose device line ends in two NUL bytes (as an NPU driver prints it)
+    p = tmp_path / "train.log"
+    p.write_bytes(b"(WorkerDict pid=9) device: Ascend910B\x00\x00\n" + _verl_steps(30))
+    run = load_run(p)
+    assert run.frame["step"].to_list() == list(range(1, 31))
+    assert any(f"{p}:1: NUL bytes were replaced" in w for w in run.warnings)
+    assert p.read_bytes().count(b"\x00") == 2  # the input is never changed
+
+
+def test_nul_inside_a_step_line_costs_that_value_only(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    lines = _verl_steps(20).split(b"\n")
+    lines[4] = lines[4].replace(b"response_length/mean:105.0", b"response_length/mean:10\x005.0")
+    p.write_bytes(b"\n".join(lines))
+    run = load_run(p)
+    assert run.steps == 20 and any("NUL bytes" in w for w in run.warnings)
+
+
+def test_invalid_utf8_in_a_text_log_is_replaced_and_reported(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    p.write_bytes(b"loading \xc3\x28 shards \xff\n" + _verl_steps(12))
+    run = load_run(p)
+    assert run.steps == 12
+    assert any("not UTF-8 were replaced" in w for w in run.warnings)
+
+
+def test_binary_files_are_still_refused(tmp_path: Path) -> None:
+    p = tmp_path / "model.bin"
+    p.write_bytes(bytes(range(256)) * 64)
+    with pytest.raises(InputError, match="binary"):
+        load_run(p)
+    assert not mostly_text(b"\x00" * 10 + b"abc" * 10)
+    assert mostly_text(b"abc def\n" * 200 + b"\x00\x00")
