@@ -56,3 +56,51 @@ def test_binary_files_are_still_refused(tmp_path: Path) -> None:
         load_run(p)
     assert not mostly_text(b"\x00" * 10 + b"abc" * 10)
     assert mostly_text(b"abc def\n" * 200 + b"\x00\x00")
+
+
+# A table of the user's own, as TRL / Unsloth users paste one into an issue: the keys one space
+# apart, TRL's names shortened, rows left out with `...`.
+_ELIDED_TABLE = """\
+Training with max_completion_length=512:
+
+Step loss grad_norm reward_mean clipped_ratio mean_length
+1 0.0123 0.45 0.12 0.97 511.2
+2 0.0101 0.41 0.10 0.98 511.6
+...
+10 0.0087 0.39 0.11 0.99 512.0
+"""
+
+
+def test_whitespace_table_with_elided_rows_reads_every_row_shown(tmp_path: Path) -> None:
+    p = tmp_path / "issue.txt"
+    p.write_text(_ELIDED_TABLE)
+    run = load_run(p)
+    assert run.frame["step"].to_list() == [1, 2, 10]
+    assert run.frame["truncation_rate"].to_list() == [0.97, 0.98, 0.99]
+    assert run.frame["response_length"].to_list()[-1] == 512.0
+    assert run.frame["reward_mean"].to_list() == [0.12, 0.10, 0.11]
+    assert any("left out ('...') after step 2" in w for w in run.warnings)
+    assert "completions/clipped_ratio" in run.frame.columns  # the user's dialect: TRL's key
+
+
+def test_markdown_table_with_an_elided_row(tmp_path: Path) -> None:
+    p = tmp_path / "issue.md"
+    p.write_text(
+        "| Step | Training Loss | reward | reward_std | completion_length | kl |\n"
+        "|---|---|---|---|---|---|\n"
+        "| 1 | 0.000000 | 0.100000 | 0.200000 | 300.000000 | 0.000000 |\n"
+        "| 2 | 0.000000 | 0.150000 | 0.210000 | 310.000000 | 0.000100 |\n"
+        "| ... | ... | ... | ... | ... | ... |\n"
+        "| 250 | 0.001000 | 0.900000 | 0.300000 | 180.000000 | 0.030000 |\n"
+    )
+    run = load_run(p)
+    assert run.frame["step"].to_list() == [1, 2, 250]
+    assert run.frame["kl_ref"].to_list()[-1] == pytest.approx(0.03)
+    assert any("left out" in w for w in run.warnings)
+
+
+def test_a_table_without_elision_says_nothing_of_it(tmp_path: Path) -> None:
+    p = tmp_path / "t.txt"
+    p.write_text("Step loss reward_mean\n1 0.1 0.2\n2 0.1 0.3\n3 0.1 0.4\n")
+    run = load_run(p)
+    assert run.steps == 3 and not any("left out" in w for w in run.warnings)
