@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import mmap
 import re
 from collections.abc import Iterator, Sequence
@@ -923,7 +924,7 @@ def _finish_dicts(st: _State) -> Run:
     elif any(r["_kind"] == "swift" for r in rows):
         fmt = "swift-console"
         _number_swift_rows(rows, st, hints)
-    elif any(r["_step"] is None for r in rows):
+    elif any(r["_step"] is None for r in rows) and not _ppo_trainer_steps(st, rows, hints):
         _derive_trl_steps(st, rows, hints)
     _add_bar_rates(st, rows)
     df = pl.from_dicts(_merge_parts(rows), infer_schema_length=None)
@@ -1075,6 +1076,34 @@ def _rising_runs(marks: list[int], restarts: int = 3) -> bool:
     return drops <= restarts
 
 
+# keys only TRL's PPOTrainer (and RLOOTrainer) logs: a policy and a value model, GAE advantages
+_PPO_TRAINER_KEYS = frozenset({"objective/rlhf_reward", "objective/scores", "loss/value_avg"})
+
+
+def _ppo_trainer_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, Any]) -> bool:
+    """TRL's PPOTrainer prints its dicts without a step but with `episode`, the samples trained
+    on so far (batch_size per update): the update number is episode / batch_size, the batch
+    size the largest whole divisor of every episode count. Its advantages are GAE's (a value
+    model), which the hints say. False when the dicts are not PPOTrainer's."""
+    if not any(_PPO_TRAINER_KEYS & r.keys() for r in rows):
+        return False
+    hints.setdefault("adv_estimator", "gae")
+    episodes = [r.get("episode") for r in rows]
+    if not all(isinstance(e, int | float) and e > 0 and float(e).is_integer() for e in episodes):
+        return False
+    counts = [int(e) for e in episodes]  # type: ignore[arg-type]
+    if any(b <= a for a, b in pairwise(counts)):
+        return False  # not one run's rising count (two runs, a resume): numbered otherwise
+    batch = math.gcd(*counts)
+    for r, n in zip(rows, counts, strict=True):
+        r["_step"] = n // batch
+    st.warnings.append(
+        f"{st.source}: TRL PPOTrainer's dicts print no step: each is numbered by its episode "
+        f"count / {batch} (the samples per update, the largest divisor of every count)"
+    )
+    return True
+
+
 def _derive_trl_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, Any]) -> None:
     """TRL prints its log dicts without the step: step = k x logging_steps, k = train entry no.
 
@@ -1117,6 +1146,9 @@ def _derive_trl_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, A
         every, how = total // n, f"{n} entries over the {total} steps of the progress bar"
     if every is None:
         every, how = 1, "nothing: no progress bar or logging_steps found, assumed every step"
+        epochs = [r.get("epoch") for r in train]
+        if n > 1 and all(isinstance(e, int | float) for e in epochs):
+            how += f"; the lines count epochs {epochs[0]}-{epochs[-1]}, numbered 1-{n} in order"
     hints.setdefault("logging_steps", every)
     if total:
         hints.setdefault("max_steps", total)

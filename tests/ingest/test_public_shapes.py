@@ -104,3 +104,45 @@ def test_a_table_without_elision_says_nothing_of_it(tmp_path: Path) -> None:
     p.write_text("Step loss reward_mean\n1 0.1 0.2\n2 0.1 0.3\n3 0.1 0.4\n")
     run = load_run(p)
     assert run.steps == 3 and not any("left out" in w for w in run.warnings)
+
+
+def _ppo_dict(i: int, episode: int) -> str:
+    # TRL PPOTrainer's console dict: no step, `episode` counts the samples trained on so far
+    kl, ent, rlhf, score = 6 + 0.1 * i, 114 - i, 2 + 0.1 * i, 2.3 + 0.1 * i
+    tok, epoch = 1.11 - 0.01 * i, 0.01 * i
+    return (
+        f"{{'eps': 1, 'objective/kl': {kl:.2f}, 'objective/entropy': {ent:.1f}, "
+        f"'objective/non_score_reward': -0.34, 'objective/rlhf_reward': {rlhf:.2f}, "
+        f"'objective/scores': {score:.2f}, 'policy/approxkl_avg': 0.0027, "
+        "'policy/clipfrac_avg': 0.009, 'loss/policy_avg': -0.003, 'loss/value_avg': 0.34, "
+        f"'val/clipfrac_avg': 0.004, 'policy/entropy_avg': {tok:.3f}, 'val/ratio': 0.96, "
+        f"'val/ratio_var': 5.6e-05, 'val/num_eos_tokens': 0, 'lr': 9.2e-06, "
+        f"'episode': {episode}, 'epoch': {epoch:.2f}}}"
+    )
+
+
+def test_trl_ppo_trainer_vocabulary_and_steps_from_episodes(tmp_path: Path) -> None:
+    p = tmp_path / "ppo.log"
+    p.write_text("\n".join(_ppo_dict(i, 96 + 16 * i) for i in range(6)) + "\n")
+    run = load_run(p)
+    assert run.frame["step"].to_list() == [6, 7, 8, 9, 10, 11]  # episode / 16
+    f = run.frame
+    assert f["reward_mean"][0] == pytest.approx(2.0)  # objective/rlhf_reward
+    assert f["entropy"][0] == pytest.approx(1.11)  # per token, not objective/entropy (114)
+    assert f["kl_ref"][0] == pytest.approx(6.0)
+    assert f["ppo_kl"][0] == pytest.approx(0.0027)
+    assert f["pg_clipfrac"][0] == pytest.approx(0.009)
+    assert f["vf_loss"][0] == pytest.approx(0.34) and f["loss"][0] == pytest.approx(-0.003)
+    assert run.config_hints["adv_estimator"] == "gae"
+    assert any("episode count / 16" in w for w in run.warnings)
+
+
+def test_epoch_only_dicts_say_they_count_epochs(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    p.write_text(
+        "".join(f"{{'loss': 0.{i}, 'grad_norm': 0.5, 'reward': 0.{i}, 'epoch': {i / 4:.2f}}}\n"
+                for i in range(1, 5))
+    )
+    run = load_run(p)
+    assert run.steps == 4
+    assert any("count epochs 0.25-1.0, numbered 1-4" in w for w in run.warnings)
