@@ -332,6 +332,9 @@ def read_console(path: Path, source: str) -> Run:
         return _finish_spaced(st)
     if st.dict_rows:
         return _finish_dicts(st)
+    ending = st.ending.result(0)
+    if ending is not None and ending.kind != "completed" and _log_line(ending.message or ""):
+        return _ending_only(st, ending)
     score, near, pairs, known = st.near
     where = (
         f"; line {near} is the nearest: {pairs} key/value pair(s), {known} of them metric names"
@@ -342,6 +345,37 @@ def read_console(path: Path, source: str) -> Run:
         f"{source}:{near if score >= 2 else 1}: expected training metrics (verl 'step:N - "
         "key:value' lines, TRL {'loss': ...} dicts, 'metrics_tag:' lines, 'key: value' pairs "
         f"3 spaces apart ...), found none{where}"
+    )
+
+
+# how a log states its end, not how prose tells of one: an exception line, the shell's
+# `Killed`, a logger's or a launcher's line (a timestamp, a `[rank0]:`-like tag, `ERROR`)
+_LOG_ENDING = re.compile(
+    r"^(?:[\w.]+(?:Error|Exception|Interrupt|Exit|Full|Killed)\b"
+    r"|(?:\S+: line \d+: +\d+ )?Killed\b|\[|\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|[EWF]\d{4} "
+    r"|(?:ERROR|FATAL|CRITICAL|RuntimeError)\b|Out of memory: Killed process)"
+)
+
+
+def _log_line(message: str) -> bool:
+    return bool(_LOG_ENDING.match(message.strip()))
+
+
+def _ending_only(st: _State, ending: RunEnding) -> Run:
+    """A log with no metric line that shows how the run ended (an issue excerpt of the OOM
+    traceback, the tail of a killed job): a run of no steps whose ending is reported."""
+    pl = lazy.polars
+
+    note = (
+        f"{st.source}: no metric line, only how the run ended ({ending.kind}, line "
+        f"{ending.line}); nothing of its training can be judged"
+    )
+    return Run(
+        frame=pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}),
+        source=st.source,
+        format="console-ending",
+        ending=ending,
+        warnings=[*st.warnings, note],
     )
 
 

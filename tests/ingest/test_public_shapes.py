@@ -146,3 +146,68 @@ def test_epoch_only_dicts_say_they_count_epochs(tmp_path: Path) -> None:
     run = load_run(p)
     assert run.steps == 4
     assert any("count epochs 0.25-1.0, numbered 1-4" in w for w in run.warnings)
+
+
+_OOM_EXCERPT = """\
+I get this after a few minutes:
+
+Traceback (most recent call last):
+  File "train.py", line 10, in <module>
+    trainer.train()
+  File "/x/trl/trainer/grpo_trainer.py", line 900, in _generate
+    out = model.generate(**inputs)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total \
+capacity of 79.15 GiB of which 1.02 GiB is free.
+"""
+
+
+def test_an_ending_without_any_metric_line_is_a_run_of_no_steps(tmp_path: Path) -> None:
+    p = tmp_path / "issue.txt"
+    p.write_text(_OOM_EXCERPT)
+    run = load_run(p)
+    assert run.steps == 0 and run.ending is not None and run.ending.kind == "oom"
+    assert run.ending.line == 8 and "OutOfMemoryError" in (run.ending.message or "")
+    assert any("no metric line, only how the run ended (oom" in w for w in run.warnings)
+
+
+@pytest.mark.parametrize(
+    ("tail", "kind"),
+    [
+        ("/bin/bash: line 1:  4242 Killed                  python train.py\n", "killed"),
+        ("Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n"
+         "ValueError: call_one requires exactly 1 actor, but mesh has 8\n", "traceback"),
+    ],
+)
+def test_other_endings_without_metrics(tmp_path: Path, tail: str, kind: str) -> None:
+    p = tmp_path / "tail.log"
+    p.write_text("loading model...\n" + tail)
+    run = load_run(p)
+    assert run.steps == 0 and run.ending is not None and run.ending.kind == kind
+
+
+def test_the_cli_reports_the_ending_instead_of_refusing(tmp_path: Path) -> None:
+    from advisor.cli import main
+
+    p = tmp_path / "issue.txt"
+    p.write_text(_OOM_EXCERPT)
+    out = tmp_path / "report.json"
+    assert main(["diagnose", str(p), "--format", "json", "--output", str(out)]) == 1
+    import json
+
+    data = json.loads(out.read_text())
+    assert data["run"]["ending"]["kind"] == "oom" and data["run"]["steps"] == 0
+    assert [f["id"] for f in data["findings"]] == ["OOM"]
+    nothing = tmp_path / "chat.txt"
+    nothing.write_text("hello\nno metrics and no ending here\n")
+    assert main(["diagnose", str(nothing)]) == 2
+
+
+def test_prose_that_tells_of_a_crash_is_no_ending(tmp_path: Path) -> None:
+    p = tmp_path / "SOURCE.md"
+    p.write_text(
+        "# a run\n\n- The log then ends in a crash at the checkpoint save: `OSError: No space "
+        "left on device`. This is an infrastructure failure.\n- The run ran out of memory "
+        "once, the author says.\n"
+    )
+    with pytest.raises(InputError, match="expected training metrics"):
+        load_run(p)
