@@ -185,6 +185,8 @@ def framework_assumed(framework: str, hints: Mapping[str, Any]) -> dict[str, Any
     (token-level importance sampling without Clip-Higher: GRPO), not the platform's GSPO."""
     if framework != "trl" or "algorithm" in hints:
         return {}
+    if hints.get("adv_estimator") not in (None, "grpo"):
+        return {}  # PPOTrainer (GAE, a value model): not a group-relative run at all
     defaults = dialects().frameworks["trl"].defaults
     algorithm = trl_algorithm({**defaults, **{k: hints[k] for k in _TRL_OWN if k in hints}})
     return {"algorithm": algorithm} if algorithm else {}

@@ -2048,8 +2048,9 @@ class Monitor(_Lifecycle):
                     metric="run",
                     detector="ending",
                     window=(step or 0, step or 0),
-                    statistic={"kind": ending.kind, "line": ending.line, "onset_step": step},
-                    summary=f"The run ended with {ending.kind} at step {step}"
+                    statistic={"kind": ending.kind, "line": ending.line, "onset_step": step or 0},
+                    summary=f"The run ended with {ending.kind} "
+                    + (f"at step {step}" if step is not None else "before any metric line")
                     + (f" (log line {ending.line})" if ending.line else "")
                     + (f": {ending.message.strip()[:160]}" if ending.message else "."),
                 )
