@@ -455,7 +455,7 @@ def _cells(df: Any) -> int:
 
 def _jsonl_python(path: Path, source: str) -> tuple[Any, list[str], str]:
     # the console reader (its patterns, ~10 ms to import) only when polars refused the file
-    from advisor.ingest.console import iter_lines
+    from advisor.ingest.lines import iter_lines
 
     pl = lazy.polars
 
