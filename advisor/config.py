@@ -42,7 +42,7 @@ from advisor.dialect import (
     trl_hints,
     verl_facts,
 )
-from advisor.ingest import json_depth
+from advisor.ingest.depth import json_depth
 from advisor.ingest.hints import verl_hints
 from advisor.pyconfig import read_python_job
 from advisor.resources import write_text_atomic

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor import lazy
-from advisor.ingest import MAX_JSON_DEPTH, _check_depth, _too_deep, json_depth
 from advisor.ingest import hints as hint_map
+from advisor.ingest.depth import MAX_JSON_DEPTH, _check_depth, _too_deep, json_depth
 from advisor.ingest.frame import build_run, flatten_keys
 from advisor.types import InputError, Run, RunEnding
 
