@@ -235,7 +235,7 @@ def watch_job(
     then the full report, judged with the job's own settings unless --config names its file.
     A FAILED job exits 1 at least."""
     from advisor import platform
-    from advisor.static import rulebook
+    from advisor.book.config import rulebook
 
     client = platform.Platform(timeout)
     job = client.job(job_id)
