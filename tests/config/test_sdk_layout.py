@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from advisor.cli import main
 from advisor.config import load_config, sdk_layout_text, write_patched
-from advisor.static import validate_job
+from advisor.api import validate_job
 
 sdk = pytest.importorskip("dashscope.finetune.reinforcement.common.model")
 types = pytest.importorskip("dashscope.finetune.reinforcement.common.model_types")
