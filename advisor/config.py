@@ -42,7 +42,7 @@ from advisor.dialect import (
     trl_hints,
     verl_facts,
 )
-from advisor.ingest import json_depth
+from advisor.ingest.depth import json_depth
 from advisor.ingest.hints import verl_hints
 from advisor.pyconfig import read_python_job
 from advisor.resources import write_text_atomic
@@ -280,6 +280,8 @@ class LoadedConfig:
     # the `defaults` of load_config that stood (no file, hint or --set gave the value): the
     # run's framework's own defaults, assumptions as the platform's are
     defaults_taken: dict[str, Scalar] = field(default_factory=dict)
+    # the job file as read once (None without one): the diff and the patched copy start from it
+    file: JobFile | None = None
 
     def line_of(self, params: Sequence[str]) -> int | None:
         """The file line of the first param that has one."""
@@ -353,8 +355,25 @@ def _joined_surrogates(obj: Any) -> Any:
     return obj
 
 
+@dataclass(frozen=True)
+class JobFile:
+    """A job file read and parsed once, handed on to what loads, diffs and patches it: `raw` as
+    read (the diff's old side), `text` as parsed (a Python file's `job =` stripped) and the
+    parsed `document`, which is never changed (a patch is applied to a copy)."""
+
+    path: Path
+    raw: str
+    text: str
+    document: Any
+
+
 def read_document(path: Path) -> Any:
     """Parse a YAML or JSON job file (ruamel, YAML 1.2: `1e-6` is a float) keeping line info."""
+    return read_job_file(path).document
+
+
+def read_job_file(path: Path) -> JobFile:
+    """`read_document`, with the text it read (see JobFile)."""
 
     if not path.exists():
         raise InputError(f"{path}: no such file")
@@ -376,14 +395,15 @@ def read_document(path: Path) -> Any:
         _check_nesting(path, text)  # before json.loads, which recurses once per level
         _json_error(path, text, always=True)  # a .json file must be JSON, not any YAML
     if path.suffix.lower() == ".py" and (pydoc := _python_job(text)) is not None:
-        return pydoc
+        return JobFile(path, text, text, pydoc)
     source_text, text = text, _strip_assignment(text)
     _check_nesting(path, text)
     try:
         doc = _yaml().load(text)
     except lazy.yaml.error.MarkedYAMLError as err:
         if (pydoc := _python_job(source_text)) is not None:
-            return pydoc  # client.run(...) written in Python, as the guide shows it
+            # client.run(...) written in Python, as the guide shows it
+            return JobFile(path, source_text, text, pydoc)
         _json_error(path, text)  # a JSON file: JSON's own message is more precise
         mark = err.problem_mark or err.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -403,7 +423,7 @@ def read_document(path: Path) -> Any:
         raise InputError(f"{path}:1: empty file, expected a mapping of job config keys")
     if not isinstance(doc, Mapping):
         raise InputError(f"{path}:1: expected a mapping of job config keys, got a {_kind(doc)}")
-    return doc
+    return JobFile(path, source_text, text, doc)
 
 
 # A job file is a few levels deep; YAML nested past this (by indentation or brackets) is
@@ -1339,8 +1359,10 @@ def load_config(
     walker = _Walker(str(source or "<none>"), lines, "none")
     framework: str | None = None
     facts: dict[str, Any] = {}
+    job_file: JobFile | None = None
     if source is not None:
-        doc = read_document(source)
+        job_file = read_job_file(source)
+        doc = job_file.document
         framework, facts = _framework_file(doc)
         if framework is not None:
             # a TRL or verl file: its values in the guide's names, read as a flat job; the
@@ -1357,7 +1379,7 @@ def load_config(
             if layout == "yaml":
                 _guide_layout(walker, source, doc)
             if layout in ("yaml", "sdk"):  # the layouts `dashscope rl run -c` is given
-                _yaml11_strings(walker, source)
+                _yaml11_strings(walker, job_file)
     origin: dict[str, Origin] = {k: "file" for k in walker.hp}
     extras: dict[str, Any] = {}
     _layer_hints(walker, hints or {}, origin, source is not None, extras)
@@ -1396,6 +1418,7 @@ def load_config(
         framework=framework,
         facts=facts,
         defaults_taken=taken,
+        file=job_file,
     )
 
 
@@ -1537,13 +1560,13 @@ def yaml11_number(value: float) -> str:
     return f"{mantissa}e{exponent}"
 
 
-def _yaml11_strings(walker: _Walker, source: Path) -> None:
-    """C009 where the file has a number the SDK's YAML 1.1 loader reads as a string."""
-    if source.suffix.lower() == ".py":
+def _yaml11_strings(walker: _Walker, job_file: JobFile) -> None:
+    """C009 where the file has a number the SDK's YAML 1.1 loader reads as a string (its
+    scalars as written: the text as read, composed again)."""
+    if job_file.path.suffix.lower() == ".py":
         return
     try:
-        text = _strip_assignment(source.read_text(encoding="utf-8"))
-        root = _yaml().compose(text)
+        root = _yaml().compose(job_file.text)
     except Exception:  # read once already; a document composed differently is not judged
         return
 
@@ -1814,7 +1837,9 @@ def _count_lines(path: Path) -> int:
 # Writing a patched job file.
 
 
-def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -> None:
+def write_patched(
+    source: Path | JobFile | None, changes: Mapping[str, Any], dest: Path
+) -> None:
     """Write `source` with `changes` applied to `dest`, keeping comments, order and layout.
 
     Keys of `changes` are hyperparameter names (placed where the file keeps its
@@ -1822,21 +1847,26 @@ def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -
     dest == source; writes atomically (a temp file renamed into place).
     """
     dest = Path(dest)
-    if source is not None and Path(source).resolve() == dest.resolve():
+    path = source.path if isinstance(source, JobFile) else source
+    if path is not None and Path(path).resolve() == dest.resolve():
         raise InputError(f"{dest}: the patched config must not overwrite its source")
     write_text_atomic(dest, patched_text(source, changes))
 
 
-def patched_text(source: Path | None, changes: Mapping[str, Any]) -> str:
-    """The text `write_patched` writes: `source` with `changes` applied (nothing written)."""
+def patched_text(source: Path | JobFile | None, changes: Mapping[str, Any]) -> str:
+    """The text `write_patched` writes: `source` with `changes` applied (nothing written). A
+    JobFile is patched without reading or parsing the file again."""
     clean = {str(k): _plain(_scalar(v)) for k, v in changes.items()}
     if source is None:
         doc: Any = {"training": {"hyper_parameters": dict(clean)}}
         text, is_json = None, False
     else:
-        source = Path(source)
-        doc = read_document(source)
-        text = _strip_assignment(source.read_text(encoding="utf-8"))
+        if isinstance(source, JobFile):
+            read, doc = source, copy.deepcopy(source.document)
+        else:
+            read = read_job_file(Path(source))
+            doc = read.document
+        source, text = read.path, read.text
         is_json = text.lstrip().startswith("{")
         job = _one_platform_job(doc, source)
         _apply_changes(job, clean, detect_layout(job), source)

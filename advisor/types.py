@@ -1,7 +1,7 @@
 """The core types every stage shares: reader -> Run -> detectors -> Finding -> Patch -> Diagnosis.
 
 The result types (Evidence ... Diagnosis) are also the JSON contract (`--format json`,
-schema_version 1 of `shared/spec/contract.md`): field names are the contract's names (`from_`
+schema_version 1 of `docs/contract.md`): field names are the contract's names (`from_`
 is `from`); extend, never rename.
 """
 

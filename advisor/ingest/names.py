@@ -1,6 +1,6 @@
 """Framework metric keys -> the canonical vocabulary of contract.md.
 
-One table for every framework of `shared/spec/metrics.md` (verl, TRL, OpenRLHF, ROLL, slime,
+One table for every framework of `docs/metrics.md` (verl, TRL, OpenRLHF, ROLL, slime,
 NeMo-RL, AReaL). Each canonical name lists its raw keys best first: when a run logs several
 (verl's critic/rewards/mean and critic/score/mean), the first present wins. Validation keys that
 carry a dataset name (val-core/<ds>/reward/mean@N ...) are matched by pattern and averaged.
