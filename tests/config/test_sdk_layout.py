@@ -502,3 +502,15 @@ def test_a_listing_of_several_jobs_is_one_line_exit_2(
     code = main(["validate", str(path)])
     _, err = capsys.readouterr()
     assert code == 2 and "2 platform jobs" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("path", sorted(JOBS.glob("sdk_*.yaml")), ids=lambda p: p.name)
+def test_the_shipped_sdk_samples_load_in_the_sdk(path: Path) -> None:
+    sdk.TuningModel.load_from_yaml(str(path))
+    loaded, diag = validate_job(path)
+    assert loaded.layout == "sdk"
+    assert not {"C001", "C002", "C003", "C004", "C008", "C009"} & {
+        f.id for f in diag.config_findings
+    }
+    twin = JOBS / path.name.removeprefix("sdk_")
+    assert _ids(path) == _ids(twin, drop=("C008", "C009"))
