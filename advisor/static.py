@@ -22,16 +22,15 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from advisor import __version__, schema
+from advisor import schema
 from advisor.resources import load_validated, read_yaml_data, rulebook_dir
 from advisor.schema import STRICT, After, Plain
-from advisor.types import ConfigFinding, Diagnosis, InputError, Severity
+from advisor.types import ConfigFinding, InputError, Severity
 
 if TYPE_CHECKING:
     from pydantic import Field
 
     from advisor.config import LoadedConfig
-    from advisor.types import Diagnosis
 
 # ---------------------------------------------------------------------------------------------
 # Rulebook schema (plain dataclasses that pydantic checks on a cache miss, extra="forbid":
@@ -962,40 +961,3 @@ def compare_previous(loaded: LoadedConfig, previous: LoadedConfig) -> list[Confi
     )
     return [rule.finding(changed, message, line=loaded.line_of(changed))]
 
-
-def validate_job(
-    path: Path | None,
-    sets: Sequence[str] = (),
-    training_samples: int | None = None,
-    profile: str | None = None,
-    hints: Mapping[str, object] | None = None,
-    previous: Path | None = None,
-) -> tuple[LoadedConfig, Diagnosis]:
-    """Load, check and wrap as a Diagnosis (run null, findings empty): the one verdict on a job
-    config, what `rl-advisor validate` prints and `advisor.validate` returns. Status "issues"
-    when a finding is a warning or an error, else "healthy"."""
-    from advisor.config import load_config  # a cycle: config imports this module
-
-    loaded = load_config(path, sets, hints=hints, training_samples=training_samples)
-    found = loaded.findings + check(loaded)
-    notes = list(loaded.notes)
-    model = loaded.config.model
-    kind, params_b, active_b = model_scale(model)
-    if model and kind != "unknown" and model.strip().lower() not in rulebook().models:
-        size = f"{fmt(params_b)}B" if params_b else "size unknown"
-        active = f", {fmt(active_b)}B active" if active_b else ""
-        notes.append(f"model {model} read from its name as {kind} ({size}{active}): a heuristic")
-    if profile:
-        found += compare_profile(loaded, profile)
-    if previous is not None:
-        found += compare_previous(loaded, load_config(previous))
-    found = sort_findings(found)
-    worst = max((f.severity.rank for f in found), default=-1)
-    diag = Diagnosis(
-        tool={"name": "rl-advisor", "version": __version__},
-        status="issues" if worst >= Severity.warning.rank else "healthy",
-        config_findings=found,
-        hyper_parameters=dict(loaded.hyper_parameters),
-        assumptions=notes,
-    )
-    return loaded, diag

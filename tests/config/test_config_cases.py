@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from config_helpers import BASES, load_cases, merge, read_yaml, write_yaml
 
-from advisor.static import LoadCheck, rulebook, validate_job
+from advisor.api import validate_job
+from advisor.static import LoadCheck, rulebook
 
 CASES = load_cases()
 

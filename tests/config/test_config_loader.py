@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from config_helpers import BASES, JOBS, read_yaml, write_yaml
 
+from advisor.api import validate_job
 from advisor.config import load_config, parse_set
-from advisor.static import validate_job
 from advisor.types import InputError, Severity
 
 GUIDE_EXAMPLES = [

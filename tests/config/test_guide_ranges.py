@@ -13,7 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.static import profiles, validate_job
+from advisor.api import validate_job
+from advisor.static import profiles
 
 PROFILES = profiles().profiles
 RUNTIME = {"cpu": 2, "memory_size": 4096, "disk_size": 512, "concurrency": 30, "capacity": 30,
