@@ -22,7 +22,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from advisor import lazy
 from advisor.cli import Exit, FailOn, OutputFormat
 from advisor.reading import Reading
 from advisor.report import render
@@ -257,7 +256,9 @@ def execute(
         # the read starts before the API's import (pydantic, the rulebooks' models), which it
         # overlaps (advisor.reading); this module imports neither
         reading = Reading(metrics)
-        d = lazy.api.diagnose_reading(
+        from advisor.api import diagnose_reading, file_changes
+
+        d = diagnose_reading(
             reading, config, sets or (), previous, training_samples, ignore=ignore or ()
         )
         if names:
@@ -278,7 +279,7 @@ def execute(
         )
     if patched_config is not None:
         # Written even when nothing changes, so a CI step can always resubmit PATH.
-        changes = lazy.api.file_changes(d.patch)
+        changes = file_changes(d.patch)
         items.append(("--patched-config", dests["--patched-config"], _patched(config, changes)))
     if output is not None:
         items.append(("--output", dests["--output"], text.encode("utf-8")))
@@ -320,8 +321,10 @@ def _renamed(d: Diagnosis, names: dict[str, str]) -> Diagnosis:
 
 
 def _patched(config: Path | None, changes: dict[str, object]) -> bytes:
+    from advisor.config import patched_text
+
     try:
-        return without_surrogates(lazy.config.patched_text(config, changes)).encode("utf-8")
+        return without_surrogates(patched_text(config, changes)).encode("utf-8")
     except InputError:
         raise
     except Exception as err:  # a job shape the patcher cannot place the change in

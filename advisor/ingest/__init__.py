@@ -255,7 +255,7 @@ def detect_format(path: Path, head: bytes) -> str:
         return "tensorboard"
     if head.startswith((b"\x1f\x8b", b"PK\x03\x04", b"\x28\xb5\x2f\xfd", b"BZh")):
         raise InputError(f"{path}: a compressed file (gzip/zip/zstd/bz2); decompress it first")
-    if b"\x00" in head:
+    if b"\x00" in head and not mostly_text(head):
         raise InputError(f"{path}:1: expected a text metrics file, found binary data")
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
     if re.match(r"\{\s*'", text):  # a Python dict printed (transformers' PrinterCallback), not JSON
@@ -274,6 +274,16 @@ def detect_format(path: Path, head: bytes) -> str:
     if path.suffix.lower() in (".csv", ".tsv") or _looks_csv(first_line):
         return "csv"
     return "console"
+
+
+def mostly_text(head: bytes) -> bool:
+    """A text file by any reasonable share: at most 1 % NUL bytes, and what is left decodes as
+    UTF-8 with at most 5 % replaced. A console log with a stray NUL from a device line is text;
+    an event file, a pickle or a checkpoint is not."""
+    if not head or head.count(b"\x00") > len(head) // 100:
+        return False
+    text = head.replace(b"\x00", b"").decode("utf-8", errors="replace")
+    return text.count("\ufffd") <= len(text) // 20
 
 
 def _notebook_table(line: str) -> bool:
