@@ -23,6 +23,8 @@ Formats (`Run.format`), detected from the first bytes, the name only breaking ti
 - `csv` / `wandb-csv` (run history, `_step`) / `wandb-chart-csv` (`<run> - <metric>` columns),
   `parquet`, `mlflow` (a file-store run folder or a SQL store's SQLite file), `trackio` (its
   SQLite project file), `tensorboard` (event files, decoded here).
+The managed platform's log envelopes (`dashscope rl logs JOB -o json` and the like) are
+unwrapped first and the log inside read (advisor.ingest.envelope).
 Folders: a TRL output dir's own or newest checkpoint trainer_state.json, event files, MLflow
 runs, then files by kind (JSONL, Parquet, CSV, JSON, text logs), four levels down at most.
 """
