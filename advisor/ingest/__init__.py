@@ -362,7 +362,7 @@ def _load_file(p: Path) -> Run:
     return _console(p, source)
 
 
-def _unwrapped(p: Path, text: str, what: str) -> Run:
+def _unwrapped(p: Path, text: str, what: str, notes: list[str]) -> Run:
     """The run in `text`, the log a platform envelope in file `p` held (ingest.envelope): read
     from a private copy as a file of its own (its format detected afresh), named as `p`."""
     with tempfile.TemporaryDirectory(prefix="rl-advisor-") as tmp:
@@ -372,8 +372,8 @@ def _unwrapped(p: Path, text: str, what: str) -> Run:
             run = _load_file(copy)
         except InputError as err:
             raise InputError(str(err).replace(str(copy), f"{p} ({what})")) from None
-    note = f"{p.name}: read {what}"
-    return dataclasses.replace(run, source=str(p), warnings=[*run.warnings, note])
+    said = [f"{p.name}: read {what}", *(f"{p.name}: {n}" for n in notes)]
+    return dataclasses.replace(run, source=str(p), warnings=[*run.warnings, *said])
 
 
 def _load_utf16(p: Path) -> Run:

@@ -124,3 +124,21 @@ def test_an_empty_envelope_is_refused_in_one_line(tmp_path: Path) -> None:
         p.write_text(json.dumps(body), encoding="utf-8")
         out = advisor_cli(dict(os.environ), "diagnose", str(p))
         assert out.returncode == 2 and says in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_one_page_of_a_longer_log_is_said(tmp_path: Path) -> None:
+    lines = (CORPUS / RUNS[0] / "train.log").read_text(encoding="utf-8").splitlines()
+    lines = (lines * 3)[:1000]
+    for body, says in (
+        ({"job_id": "ft-9", "logs": lines}, "holds 1000 lines, one page of the platform's log"),
+        ({"output": {"total": 1302, "logs": lines}}, "holds 1000 of the log's 1302 lines"),
+    ):
+        p = tmp_path / "logs.json"
+        p.write_text(json.dumps(body), encoding="utf-8")
+        out = advisor_cli(dict(os.environ), "diagnose", str(p), "--format", "json")
+        warnings = json.loads(out.stdout)["run"]["warnings"]
+        assert any(says in w and "rl-advisor diagnose --job" in w for w in warnings), warnings
+    whole = {"job_id": "ft-9", "logs": lines[:999]}
+    p.write_text(json.dumps(whole), encoding="utf-8")
+    out = advisor_cli(dict(os.environ), "diagnose", str(p), "--format", "json")
+    assert not any("one page" in w for w in json.loads(out.stdout)["run"]["warnings"])
