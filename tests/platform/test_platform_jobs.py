@@ -131,8 +131,9 @@ def test_the_key_is_never_shown(platform_server, tmp_path, tmpdir_env):
             (),
         ),
         ({"delay": 2.0}, "did not answer the job within 0.3 s (3 tries)", ("--timeout", "0.3")),
+        ({"html": True}, "the platform's answer for the job is not JSON", ()),
     ],
-    ids=["401", "403", "404", "429", "500", "timeout"],
+    ids=["401", "403", "404", "429", "500", "timeout", "html"],
 )
 @pytest.mark.parametrize("command", ["diagnose", "watch"])
 def test_platform_errors_are_one_line_exit_2(
