@@ -190,6 +190,11 @@ def test_failed_canceled_and_pending_jobs(platform_server, tmp_path):
     assert failed.stderr == "rl-advisor: job ft-failed FAILED on the platform: worker lost\n"
     never = advisor_cli(env, "diagnose", "--job", "ft-failed", "--fail-on", "never")
     assert never.returncode == 0
+    watched = advisor_cli(env, "watch", "--job", "ft-failed", "--format", "json")
+    assert watched.returncode == 1 and json.loads(watched.stdout)["findings"] == []
+    assert watched.stderr.endswith(
+        "rl-advisor: job ft-failed FAILED on the platform: worker lost\n"
+    )
     canceled = advisor_cli(env, "diagnose", "--job", "ft-canceled", "--format", "json")
     assert canceled.returncode == 0 and "was CANCELED on the platform" in canceled.stderr
     for job_id, says in (("ft-early", "FAILED before its log held a line (bad dataset)"),
