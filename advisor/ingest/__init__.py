@@ -23,6 +23,8 @@ Formats (`Run.format`), detected from the first bytes, the name only breaking ti
 - `csv` / `wandb-csv` (run history, `_step`) / `wandb-chart-csv` (`<run> - <metric>` columns),
   `parquet`, `mlflow` (a file-store run folder or a SQL store's SQLite file), `trackio` (its
   SQLite project file), `tensorboard` (event files, decoded here).
+The managed platform's log envelopes (`dashscope rl logs JOB -o json` and the like) are
+unwrapped first and the log inside read (advisor.ingest.envelope).
 Folders: a TRL output dir's own or newest checkpoint trainer_state.json, event files, MLflow
 runs, then files by kind (JSONL, Parquet, CSV, JSON, text logs), four levels down at most.
 """
@@ -243,7 +245,7 @@ def _load_file(p: Path) -> Run:
     return _console(p, source)
 
 
-def _unwrapped(p: Path, text: str, what: str) -> Run:
+def _unwrapped(p: Path, text: str, what: str, notes: list[str]) -> Run:
     """The run in `text`, the log a platform envelope in file `p` held (ingest.envelope): read
     from a private copy as a file of its own (its format detected afresh), named as `p`."""
     with tempfile.TemporaryDirectory(prefix="rl-advisor-") as tmp:
@@ -253,8 +255,8 @@ def _unwrapped(p: Path, text: str, what: str) -> Run:
             run = _load_file(copy)
         except InputError as err:
             raise InputError(str(err).replace(str(copy), f"{p} ({what})")) from None
-    note = f"{p.name}: read {what}"
-    return dataclasses.replace(run, source=str(p), warnings=[*run.warnings, note])
+    said = [f"{p.name}: read {what}", *(f"{p.name}: {n}" for n in notes)]
+    return dataclasses.replace(run, source=str(p), warnings=[*run.warnings, *said])
 
 
 def _load_utf16(p: Path) -> Run:
