@@ -233,6 +233,8 @@ def detect_format(path: Path, head: bytes) -> str:
     first_line = text.split("\n", 1)[0]
     if _notebook_table(first_line):  # a notebook's metrics table copied as tab-separated text
         return "console"
+    if _pasted_table(first_line) and path.suffix.lower() not in (".csv", ".tsv"):
+        return "console"  # a table pasted into a text file: the table reader (elided rows)
     if path.suffix.lower() in (".csv", ".tsv") or _looks_csv(first_line):
         return "csv"
     return "console"
@@ -252,6 +254,12 @@ def _notebook_table(line: str) -> bool:
     """The head of transformers' notebook table (`Step`, then "Training Loss") in any form
     but comma-separated: the console reader reads those (its titles are no metric keys)."""
     return line.startswith(("Step", "Epoch")) and "Training Loss" in line and "," not in line
+
+
+def _pasted_table(line: str) -> bool:
+    """`Step` (or `Epoch`) and the keys, tab- or space-separated: a table pasted as text."""
+    words = line.split()
+    return len(words) >= 2 and words[0] in ("Step", "Epoch") and "," not in line
 
 
 def _looks_csv(line: str) -> bool:

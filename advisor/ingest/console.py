@@ -301,6 +301,14 @@ def read_console(path: Path, source: str) -> Run:
         )
         for lineno, line, last in _unwrapped(iter_lines(path, st), width):
             _line(st, lineno, line, last)
+    elif (joiner := _rejoiner(path)) is not None:
+        for lineno, line, last in joiner.lines(iter_lines(path, st)):
+            _line(st, lineno, line, last)
+        if joiner.joined:
+            st.warnings.append(
+                f"{source}:{joiner.first_line}: {joiner.joined} metric record(s) broken over "
+                "several lines (a terminal's or an issue tracker's wrap) were joined back"
+            )
     else:
         for before, text, last in iter_chunks(path, st):
             if last:
@@ -377,6 +385,23 @@ def _ending_only(st: _State, ending: RunEnding) -> Run:
         ending=ending,
         warnings=[*st.warnings, note],
     )
+
+
+_REJOIN_SAMPLE = 8 << 20  # bytes looked at for records broken over lines
+
+
+def _rejoiner(path: Path) -> Any:
+    """A Rejoiner when the log shows records broken over lines, else None (the fast path)."""
+    from advisor.ingest.rejoin import Rejoiner, needs_rejoin
+
+    try:
+        with path.open("rb") as fh:
+            sample = fh.read(_REJOIN_SAMPLE).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    if "{" not in sample and "step:" not in sample:
+        return None
+    return Rejoiner() if needs_rejoin(sample) else None
 
 
 _WRAP_SAMPLE = 1 << 16  # bytes looked at for hard-wrapped lines

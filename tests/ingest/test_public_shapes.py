@@ -211,3 +211,53 @@ def test_prose_that_tells_of_a_crash_is_no_ending(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match="expected training metrics"):
         load_run(p)
+
+
+def _trl_dict(step: int) -> str:
+    return (
+        f"{{'loss': 0.0{step}, 'grad_norm': 0.{step + 1}, 'learning_rate': 1e-06, "
+        f"'completions/mean_length': {500 + step}.0, 'completions/clipped_ratio': 0.9{step}, "
+        f"'reward': 0.{step}, 'reward_std': 0.2, 'frac_reward_zero_std': 0.5, "
+        f"'entropy': 0.{9 - step}, 'epoch': 0.0{step}}}"
+    )
+
+
+def _hard_wrap(line: str, width: int) -> list[str]:
+    return [line[i : i + width] for i in range(0, len(line), width)]
+
+
+def test_trl_dicts_hard_wrapped_by_a_terminal_are_joined(tmp_path: Path) -> None:
+    lines: list[str] = ["Starting training"]
+    for s in range(1, 6):
+        lines.append(f"{s * 20}%|##        | {s}/5 [00:0{s}<00:10, 1.2s/it]")
+        lines += _hard_wrap(_trl_dict(s), 97)  # 4 pieces a dict, cut mid-key and mid-number
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = load_run(p)
+    assert run.steps == 5
+    assert run.frame["loss"].to_list() == pytest.approx([0.01, 0.02, 0.03, 0.04, 0.05])
+    assert run.frame["truncation_rate"].to_list()[0] == pytest.approx(0.91)
+    assert any("5 metric record(s) broken over several lines" in w for w in run.warnings)
+
+
+def test_a_verl_step_line_broken_mid_key_by_an_issue_tracker(tmp_path: Path) -> None:
+    step3 = (
+        "(TaskRunner pid=7) step:3 - actor/entropy:0.6 - actor/ppo_kl:0.0\n"
+        "00 - c\n"
+        "ritic/score/mean:0.3 - actor/grad_norm:0.5 - response_length/mean:103.0\n"
+    )
+    p = tmp_path / "issue.txt"
+    p.write_bytes(_verl_steps(2) + step3.encode() + _verl_steps(3, start=4))
+    run = load_run(p)
+    assert run.frame["step"].to_list() == [1, 2, 3, 4, 5, 6]
+    row = run.frame.filter(run.frame["step"] == 3)
+    assert row["reward_mean"].to_list() == [0.3] and row["ppo_kl"].to_list() == [0.0]
+    assert any(":3: 1 metric record(s) broken" in w for w in run.warnings)
+
+
+def test_pieces_that_do_not_make_one_record_are_left_alone(tmp_path: Path) -> None:
+    # a step line followed by a line of its own that merely looks like a piece
+    p = tmp_path / "train.log"
+    p.write_bytes(_verl_steps(3) + b"done - ok\n" + _verl_steps(2, start=4))
+    run = load_run(p)
+    assert run.steps == 5 and not any("broken over" in w for w in run.warnings)

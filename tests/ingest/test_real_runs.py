@@ -51,9 +51,10 @@ EXPECTED = {
     # 3 dicts, the third cut after its first keys: no reward, so it is no step
     "public2/trl-grpo-tinylora-coder-clipfrac-issue4/issue_excerpt.txt": (
         "trl-console", 2, 1, 2, ("reward_mean", "entropy", "grad_norm", "truncation_rate")),
-    # two Unsloth runs one after the other (20 + 27 dicts, no step in them): numbered 1..46
+    # two Unsloth runs one after the other (20 + 27 dicts, no step in them): numbered 1..47;
+    # the last dict is broken over two lines (line 626) and joined back
     "public2/trl-grpo-unsloth-qwen3-4b-nan-gradnorm/train_grpo.log": (
-        "trl-console", 46, 1, 46, ("reward_mean", "grad_norm", "kl_ref", "truncation_rate")),
+        "trl-console", 47, 1, 47, ("reward_mean", "grad_norm", "kl_ref", "truncation_rate")),
     # one verl step, cut before response_length/clip_ratio
     "public2/verl-grpo-resp-clip-high-issue7412/issue_excerpt.txt": (
         "verl-console", 1, 34, 34, ("reward_mean", "entropy", "grad_norm", "kl_ref")),
