@@ -82,7 +82,6 @@ def test_the_rejoiner_keeps_every_line_it_does_not_join(lines: list[str]) -> Non
     items = [(i, ln, i == len(lines)) for i, ln in enumerate(lines, 1)]
     joiner = Rejoiner()
     out = list(joiner.lines(iter(items)))
-    assert len(out) == len(items) - sum(0 for _ in ()) - (len(items) - len(out))
     assert "".join(t.strip() for _, t, _ in out).replace(" ", "") == "".join(
         t.rstrip("\r").strip() for _, t, _ in items
     ).replace(" ", "")
