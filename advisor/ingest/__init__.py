@@ -301,6 +301,10 @@ def _load_file(p: Path) -> Run:
 
         return read_csv(p, source)
     if fmt == "json":
+        from advisor.ingest.kernellog import is_kernel_log, read_kernel_log
+
+        if is_kernel_log(head):  # its depth is in its strings (console text), not its structure
+            return read_kernel_log(p, source)
         _check_depth(p, per_line=False)
     if fmt == "jsonl":  # polars bounds its own depth: read_jsonl checks before Python parses
         from advisor.ingest.jsonfiles import read_jsonl

@@ -261,3 +261,41 @@ def test_pieces_that_do_not_make_one_record_are_left_alone(tmp_path: Path) -> No
     p.write_bytes(_verl_steps(3) + b"done - ok\n" + _verl_steps(2, start=4))
     run = load_run(p)
     assert run.steps == 5 and not any("broken over" in w for w in run.warnings)
+
+
+def _kernel_log(n: int) -> str:
+    """Kaggle's kernel log of a TRL run: stream records, bars redrawn with \\r and coloured,
+    a dict split between two records."""
+    import json
+
+    recs: list[dict[str, object]] = [
+        {"stream_name": "stderr", "time": 1.5, "data": "\x1b[34m\x1b[1mwandb\x1b[0m: disabled\n"}
+    ]
+    for s in range(1, n + 1):
+        bar = "".join(f"\r\x1b[32m{k:3d}%|\x1b[0m{'#' * (k // 10)}| {s}/{n} [00:0{s}<00:10]"
+                      for k in range(0, 101, 25))
+        recs.append({"stream_name": "stderr", "time": 2.0 * s, "data": bar})
+        d = _trl_dict(s % 9 + 1).replace("'epoch': ", f"'step_hint': {s}, 'epoch': ")
+        cut = len(d) // 2
+        recs.append({"stream_name": "stdout", "time": 2.0 * s + 0.1, "data": "\n" + d[:cut]})
+        recs.append({"stream_name": "stdout", "time": 2.0 * s + 0.2, "data": d[cut:] + "\n"})
+    return json.dumps(recs, indent=1)
+
+
+def test_a_kaggle_kernel_log_is_read_through_its_strings(tmp_path: Path) -> None:
+    p = tmp_path / "kernel.log"
+    text = _kernel_log(12)
+    assert text.count("[") - text.count("]") > 64  # colour codes: deep by a bracket count
+    p.write_text(text)
+    run = load_run(p)
+    assert run.steps == 12 and run.frame["step"].to_list() == list(range(1, 13))
+    assert run.frame["truncation_rate"].to_list()[0] == pytest.approx(0.92)
+    assert any("notebook kernel log (37 stream records)" in w for w in run.warnings)
+    assert not list(tmp_path.glob("*.log"))[1:]  # nothing left beside the input
+
+
+def test_a_kernel_log_without_output_text_is_one_clear_line(tmp_path: Path) -> None:
+    p = tmp_path / "kernel.json"
+    p.write_text('[{"stream_name": "stdout", "time": 1.0, "data": ""}]')
+    with pytest.raises(InputError, match="no output text"):
+        load_run(p)
