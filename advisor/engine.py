@@ -494,7 +494,7 @@ def parse_symptom_rules(path: Path) -> SymptomRulebook:
         raise InputError(f"{path}: {schema.first_error(err)}") from None
     book = _expand_conditions(book, path)
     _check_references(book, path)
-    from advisor.paramspec import check_rulebook  # each leaf against rulebook/detectors.yaml
+    from advisor.book.paramspec import check_rulebook  # each leaf against rulebook/detectors.yaml
 
     check_rulebook(book, path)
     return book
@@ -586,7 +586,7 @@ def _leaves(node: Node | None) -> Iterable[Leaf]:
 
 @lru_cache(maxsize=4)
 def _load_cached(path: str, mtime: float) -> SymptomRulebook:
-    from advisor.paramspec import spec_path
+    from advisor.book.paramspec import spec_path
     from advisor.resources import load_validated
 
     return load_validated(Path(path), parse_symptom_rules, __name__, also=(spec_path(),))

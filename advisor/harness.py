@@ -38,7 +38,6 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from advisor import lazy
 from advisor.api import diagnose
 from advisor.types import Diagnosis, InputError
 
@@ -65,9 +64,9 @@ TARGETS = {
 def symptom_ids() -> tuple[str, ...]:
     """The scored symptoms: the rulebook's alarms (rules at warning or error), the guide's rows
     in the guide's order, then the others in the rulebook's."""
-    alarms = [
-        r.id for r in lazy.engine.load_symptom_rules().rules if r.severity in ALARM_SEVERITIES
-    ]
+    from advisor.engine import load_symptom_rules
+
+    alarms = [r.id for r in load_symptom_rules().rules if r.severity in ALARM_SEVERITIES]
     guide = [g for g in GUIDE_ORDER if g in alarms]
     return (*guide, *(a for a in alarms if a not in guide))
 
