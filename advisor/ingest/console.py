@@ -340,6 +340,11 @@ def read_console(path: Path, source: str) -> Run:
         return _finish_spaced(st)
     if st.dict_rows:
         return _finish_dicts(st)
+    from advisor.ingest.minimind import read_minimind
+
+    steps = read_minimind(path, source, st.warnings)
+    if steps is not None:
+        return steps
     ending = st.ending.result(0)
     if ending is not None and ending.kind != "completed" and _log_line(ending.message or ""):
         return _ending_only(st, ending)

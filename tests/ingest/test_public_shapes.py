@@ -299,3 +299,22 @@ def test_a_kernel_log_without_output_text_is_one_clear_line(tmp_path: Path) -> N
     p.write_text('[{"stream_name": "stdout", "time": 1.0, "data": ""}]')
     with pytest.raises(InputError, match="no output text"):
         load_run(p)
+
+
+def test_minimind_step_lines(tmp_path: Path) -> None:
+    p = tmp_path / "grpo.log"
+    lines = ["Model Params: 30.03M", "past_key_values should not be None"]
+    for e in (1, 2):
+        for i in range(1, 4):
+            lines.append(
+                f"Epoch:[{e}/2]({i}/3), Reward: -1.{e}{i}00, KL_ref: -0.0010, Adv Std: 0.9258, "
+                f"Adv Mean: -0.0000, Actor Loss: 0.0000, Avg Response Len: 27{i}.38, "
+                "Learning Rate: 0.00000030"
+            )
+    p.write_text("\n".join(lines) + "\n")
+    run = load_run(p)
+    assert run.format == "minimind-console"
+    assert run.frame["step"].to_list() == [1, 2, 3, 4, 5, 6]  # (epoch - 1) x 3 + i
+    assert run.frame["reward_mean"].to_list()[3] == pytest.approx(-1.21)
+    assert run.frame["response_length"][0] == pytest.approx(271.38)
+    assert run.frame["lr"][0] == pytest.approx(3e-7) and "Adv Std" in run.frame.columns
