@@ -92,8 +92,11 @@ def full_curves(rep: HarnessReport) -> str:
     rows = ["", "", "| public full curve | expected | alarms | result |", "|---|---|---|---|"]
     for r in rep.full:
         result = "pass" if r.passed else ("error" if r.error else "FAIL")
+        wanted = ", ".join(r.expected) or (
+            "one of " + "/".join(r.expected_any) if r.expected_any else "healthy"
+        )
         rows.append(
-            f"| {r.name} | {', '.join(r.expected) or 'healthy'} | {', '.join(r.alarms) or '-'} "
+            f"| {r.name} | {wanted} | {', '.join(r.alarms) or '-'} "
             f"| {result} |"
         )
     return "\n".join(rows)
