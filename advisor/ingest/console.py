@@ -474,9 +474,14 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
     if line.endswith("\r"):  # Windows line ends
         line = line[:-1]
     if "\r" in line:  # tqdm redraws: keep the progress counter, then the last segment
+        segments = [s for s in line.split("\r") if s.strip()]
+        # a record the bar was redrawn after on the same line (stdout's dict, then stderr's
+        # bar with no newline between them) is read first, not dropped with the redraws
+        for seg in segments[:-1]:
+            if ("{'" in seg or '{"' in seg) and seg.rstrip().endswith("}"):
+                _line(st, lineno, seg, False)
         if "/" in line:
             _tqdm(st, line)
-        segments = [s for s in line.split("\r") if s.strip()]
         line = segments[-1] if segments else ""
     if st.config_lines is not None:
         prefix, body = _split_prefix(line)

@@ -318,3 +318,17 @@ def test_minimind_step_lines(tmp_path: Path) -> None:
     assert run.frame["reward_mean"].to_list()[3] == pytest.approx(-1.21)
     assert run.frame["response_length"][0] == pytest.approx(271.38)
     assert run.frame["lr"][0] == pytest.approx(3e-7) and "Adv Std" in run.frame.columns
+
+
+def test_a_dict_with_the_bar_redrawn_after_it_on_its_line_is_read(tmp_path: Path) -> None:
+    # nohup output: stdout's dict has no newline before stderr's bar redraws (\r ...)
+    lines = []
+    for s in range(1, 5):
+        marks = range(20 * s - 19, 20 * s + 1)
+        bars = "".join(f"\r{k}/80 [00:0{s}<00:10, 60.1s/it]" for k in marks)
+        lines.append(_trl_dict(s) + bars)
+    p = tmp_path / "grpo.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = load_run(p)
+    assert run.steps == 4
+    assert run.frame["loss"].to_list() == pytest.approx([0.01, 0.02, 0.03, 0.04])
