@@ -19,9 +19,9 @@ from config_helpers import JOBS, write_yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from advisor.api import validate_job
 from advisor.cli import main
 from advisor.config import load_config, sdk_layout_text, write_patched
-from advisor.static import validate_job
 
 sdk = pytest.importorskip("dashscope.finetune.reinforcement.common.model")
 types = pytest.importorskip("dashscope.finetune.reinforcement.common.model_types")
