@@ -157,6 +157,8 @@ def detect_format(path: Path, head: bytes) -> str:
     first_line = text.split("\n", 1)[0]
     if _notebook_table(first_line):  # a notebook's metrics table copied as tab-separated text
         return "console"
+    if _pasted_table(first_line) and path.suffix.lower() not in (".csv", ".tsv"):
+        return "console"  # a table pasted into a text file: the table reader (elided rows)
     if path.suffix.lower() in (".csv", ".tsv") or _looks_csv(first_line):
         return "csv"
     return "console"
@@ -176,6 +178,12 @@ def _notebook_table(line: str) -> bool:
     """The head of transformers' notebook table (`Step`, then "Training Loss") in any form
     but comma-separated: the console reader reads those (its titles are no metric keys)."""
     return line.startswith(("Step", "Epoch")) and "Training Loss" in line and "," not in line
+
+
+def _pasted_table(line: str) -> bool:
+    """`Step` (or `Epoch`) and the keys, tab- or space-separated: a table pasted as text."""
+    words = line.split()
+    return len(words) >= 2 and words[0] in ("Step", "Epoch") and "," not in line
 
 
 def _looks_csv(line: str) -> bool:
@@ -216,6 +224,10 @@ def _load_file(p: Path) -> Run:
 
         return read_csv(p, source)
     if fmt == "json":
+        from advisor.ingest.kernellog import is_kernel_log, read_kernel_log
+
+        if is_kernel_log(head):  # its depth is in its strings (console text), not its structure
+            return read_kernel_log(p, source)
         _check_depth(p, per_line=False)
     if fmt == "jsonl":  # polars bounds its own depth: read_jsonl checks before Python parses
         from advisor.ingest.jsonfiles import read_jsonl
