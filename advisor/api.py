@@ -148,11 +148,24 @@ def _load_config_once(
     return copy.deepcopy(loaded)
 
 
-def previous_hp(previous: Path | str | None) -> dict[str, Any] | None:
-    """The hyperparameters of `--previous` (what the last run already tried), or None."""
+Previous = Path | str | Sequence[Path | str] | None
+
+
+def previous_paths(previous: Previous) -> list[Path]:
+    """`--previous` as a list of paths, oldest first (one path or several)."""
     if previous is None:
-        return None
-    return dict(_load_config_once(previous).hyper_parameters)
+        return []
+    if isinstance(previous, str | Path):
+        return [Path(previous)]
+    return [Path(p) for p in previous]
+
+
+def previous_hp(previous: Previous) -> dict[str, Any] | None:
+    """The settings the last of `--previous` is known to have run with, or None."""
+    from advisor.history import read_history
+
+    rounds = read_history(previous_paths(previous))
+    return dict(rounds[-1].hp) if rounds else None
 
 
 def config_findings_of(loaded: Any) -> list[Any]:
@@ -214,14 +227,15 @@ def diagnose(
     metrics: Path | str,
     config: Path | str | None = None,
     sets: Sequence[str] = (),
-    previous: Path | str | None = None,
+    previous: Previous = None,
     training_samples: int | None = None,
     ignore: Sequence[str] = (),
 ) -> Diagnosis:
     """Read a run, judge it against its job config, and plan the one change to make.
 
     `ignore`: finding ids to silence (e.g. ["SLOW"]); they are dropped before the remedy, so
-    the patch never follows a silenced finding."""
+    the patch never follows a silenced finding. `previous`: the earlier runs of the same job,
+    oldest first (advisor.history): what was tried, for the step's size and direction."""
     _silenced(ignore)  # a typo in --ignore is an unusable call: said before any work
     return diagnose_reading(
         Reading(Path(metrics)), config, sets, previous, training_samples, ignore
@@ -232,13 +246,16 @@ def diagnose_reading(
     reading: Reading,
     config: Path | str | None = None,
     sets: Sequence[str] = (),
-    previous: Path | str | None = None,
+    previous: Previous = None,
     training_samples: int | None = None,
     ignore: Sequence[str] = (),
 ) -> Diagnosis:
     """`diagnose` of a run whose read has started (advisor.reading): the engine is imported
     while it reads. The command starts the read before it imports this module."""
     silenced = _silenced(ignore)
+    from advisor.history import read_history  # the remedy's Round: after the read started
+
+    history = read_history(previous_paths(previous))  # unreadable: refused before any work
     lazy.engine  # noqa: B018  (imported alongside the read)
     run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)
@@ -251,7 +268,7 @@ def diagnose_reading(
         config_findings=config_findings_of(job.loaded),
         origin=job.origin,
         config_given=config is not None,
-        previous=previous_hp(previous),
+        history=history,
         training_samples=training_samples,
         silenced=silenced,
         caps=scale_caps(job.loaded),
@@ -344,6 +361,7 @@ def assemble(
     framework: str | None = None,
     framework_facts: Mapping[str, Any] | None = None,
     framework_assumed: Mapping[str, Any] | None = None,
+    history: Sequence[Any] = (),
 ) -> Diagnosis:
     """Judgement + job -> Diagnosis: remedy, checkpoint advice, assumptions, drawn series.
 
@@ -363,6 +381,7 @@ def assemble(
         into_range=config_given,
         speaker=speaker,
         facts=facts,
+        history=history,
     )
     info = dataclasses.replace(run.info(), framework=framework)
     save_hp, save_notes = _save_settings(hp, origin or {})
@@ -402,10 +421,19 @@ def assemble(
         ]
         + ([f"Silenced with --ignore: {', '.join(sorted(silenced))}."] if silenced else []),
         next_steps=_restart_step(planned.findings, checkpoint) + planned.next_steps,
+        history=_history_said(history, hp),
         checkpoint=_checkpoint_said(checkpoint, speaker),
         hyper_parameters=dict(hp),
         series=_series(run, planned.findings),
     )
+
+
+def _history_said(history: Sequence[Any], hp: Mapping[str, Any]) -> list[dict[str, Any]]:
+    if not history:
+        return []
+    from advisor.history import said
+
+    return said(history, hp)
 
 
 def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping[str, str]) -> Any:

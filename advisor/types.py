@@ -461,6 +461,9 @@ class Diagnosis(_Data):
     framework: str = "platform"  # the dialect every name of the report is said in
     # hyperparameters whose value (in `hyper_parameters`) is an assumption, not known
     assumed_parameters: list[str] = field(default_factory=list)
+    # the earlier runs of `--previous`, oldest first: source, the settings that differ from
+    # this run's, what their diagnosis advised ("raise"/"lower" per parameter), healthy or not
+    history: list[dict[str, Any]] = field(default_factory=list)
     # metric -> (steps, values) the report draws; not in the JSON
     series: dict[str, tuple[list[int], list[float | None]]] = field(default_factory=dict)
 
