@@ -233,7 +233,7 @@ def sized_step(
         raw = _measure(by, facts or {})
         if raw is None:
             continue
-        factor = _round_sig(_within(raw, size.bounds), 2)
+        factor = _round_sig(_within(raw, size.bounds), 3)
         said = "unbounded" if not math.isfinite(raw) else f"x{_round_sig(raw, 2):g}"
         if by.kind == "kl_controller":
             how = (
@@ -423,6 +423,7 @@ class Stepped:
     spent: str | None = None
     goes_on: bool = False  # the same move again, after one that did not cure
     by_evidence: bool = False  # sized by what the run showed, beyond the rule's own range
+    bracket: tuple[float | None, float | None] = (None, None)  # known too low, too high
 
 
 def _path(param: str, history: Sequence[Round], now: Any) -> list[tuple[Any, int | None]]:
@@ -496,7 +497,10 @@ def stepped(
     last = _last_move(spec.param, history, float(now))
     goes_on = last is not None and (last > 1) == (direction > 0)
     if last is not None and goes_on:
-        if by_run is not None and abs(math.log(by_run[1])) < abs(math.log(mild)):
+        # the evidence now says the step is no more off than the rule's mild end (signed: a
+        # raise is spent when the run asks for less than x mild, or for a cut)
+        asked = math.log(by_run[1]) * direction if by_run is not None else math.inf
+        if asked < abs(math.log(mild)):
             return Stepped(None, "", spent=(
                 f"the previous run already moved {spec.param} x{_round_sig(last, 2):g} and the "
                 f"run now moves (by its {size.by[0].fact}): the knob is not what holds it"
@@ -505,7 +509,7 @@ def stepped(
             return None  # the rule falls back after a failed step
         grown = last ** size.escalate
         if abs(math.log(grown)) > abs(math.log(factor)):
-            factor = _round_sig(_within(grown, size.bounds), 2)
+            factor = _round_sig(_within(grown, size.bounds), 3)
             notes.append(
                 f"escalated: the last x{_round_sig(last, 2):g} on {spec.param} did not cure, "
                 f"so this step is that factor to the power {size.escalate:g} (x{factor:g}, "
@@ -533,8 +537,10 @@ def stepped(
         notes.append(f"held above {_v(low)}, which an earlier run showed too low")
     factor = target / float(now)
     if not notes:
-        return None
-    return Stepped(factor, "; ".join(notes), goes_on=goes_on, by_evidence=by_evidence)
+        return Stepped(None, "", goes_on=goes_on, bracket=(low, high))
+    return Stepped(
+        factor, "; ".join(notes), goes_on=goes_on, by_evidence=by_evidence, bracket=(low, high)
+    )
 
 
 def _resolve(
@@ -601,15 +607,24 @@ def _why_not(
     return _anti_pattern(effective[0], hp, check, before)
 
 
-def _within_size(change: Change, moved: Change, size: SizeSpec | None) -> Change:
+def _within_size(
+    change: Change,
+    moved: Change,
+    size: SizeSpec | None,
+    bracket: tuple[float | None, float | None] = (None, None),
+) -> Change:
     """The change carried on into the job's valid range (`_into_range`), unless that goes
-    further in one step than the sizing's strongest factor: a static prior (an lr the guide
-    flags for typical models) does not take a step past what the run's evidence allows."""
+    further in one step than the sizing's strongest factor or out of the bracket the earlier
+    runs made: a static prior (an lr the guide flags for typical models) does not take a step
+    past what the run's evidence allows."""
     if size is None or moved is change:
         return moved
     old, new = change.from_, moved.to
     if not all(isinstance(x, int | float) and x > 0 for x in (old, new)):
         return moved
+    low, high = bracket
+    if (low is not None and new <= low) or (high is not None and new >= high):
+        return change
     strongest = max(abs(math.log(b)) for b in size.bounds)
     return moved if abs(math.log(new / old)) <= strongest + 1e-9 else change
 
@@ -788,7 +803,12 @@ def resolve(
             if into_range:
                 sizes = {x.param: x.size for x in ra.primary.changes if x.size is not None}
                 changes = [
-                    _within_size(c, _into_range(c, hp, check, before, caps), sizes.get(c.param))
+                    _within_size(
+                        c,
+                        _into_range(c, hp, check, before, caps),
+                        sizes.get(c.param),
+                        steps[c.param].bracket if c.param in steps else (None, None),
+                    )
                     for c in changes
                 ]
             changes = [
