@@ -482,6 +482,7 @@ def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping
             framework=speaker.framework,
             settings=speaker.settings(changes) if speaker.native else {},
             override=speaker.override_line(changes) if speaker.native else None,
+            override_args=speaker.override_args(changes),
         )
     return SimpleNamespace(findings=findings, patch=patch)
 

@@ -486,6 +486,28 @@ class Speaker:
         return None
 
 
+    def override_args(self, changes: Sequence[Change]) -> str | None:
+        """The change as command-line arguments ready to paste, in the run's dialect: the
+        `trl grpo` flags (`--learning_rate 5e-05`, HfArgumentParser's form), verl's Hydra
+        overrides, the platform's `--set key=value`."""
+        if self.speaks == "verl":
+            return self.override_line(changes)
+        if self.speaks == "trl":
+            settings = self.settings(changes)
+            return " ".join(f"--{k} {_flag(v)}" for k, v in settings.items()) or None
+        said = [f"--set {c.param}={_flag(c.to)}" for c in changes if c.to is not None]
+        return " ".join(said) or None
+
+
+def _flag(value: Any) -> str:
+    """A value as a command-line argument reads it (HfArgumentParser: true/false, 5e-05)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
 def _v(value: Any) -> str:
     if value is None:
         return "unset"

@@ -234,7 +234,7 @@ def sized_step(
         if raw is None:
             continue
         factor = _round_sig(_within(raw, size.bounds), 3)
-        said = "unbounded" if not math.isfinite(raw) else f"x{_round_sig(raw, 2):g}"
+        said = "unbounded" if not math.isfinite(raw) else f"x{_round_sig(raw, 3):g}"
         if by.kind == "kl_controller":
             how = (
                 f"Ziegler's adaptive KL controller (target {by.target:g}, K {by.gain:g}) "

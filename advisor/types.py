@@ -430,6 +430,9 @@ class Patch(_Data):
     framework: str = "platform"  # whose names `settings` and `override` use
     settings: dict[str, Any] = field(default_factory=dict)  # the change in the framework's names
     override: str | None = None  # verl: Hydra overrides to append; TRL: GRPOConfig keywords
+    # the change as command-line arguments ready to paste in the run's dialect: `trl grpo`
+    # flags (--learning_rate 5e-05), verl Hydra overrides, the platform's --set key=value
+    override_args: str | None = None
 
 
 def _tool() -> dict[str, str]:
