@@ -21,14 +21,24 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
-from advisor import __version__, lazy
+from advisor import lazy
+from advisor._version import __version__
 from advisor.config import LoadedConfig, load_config, write_patched
 from advisor.dialect import Speaker, framework_assumed, framework_of_run
 from advisor.ingest.frame import trl_without_kl
 from advisor.reading import Reading
 from advisor.runfacts import concrete_fallback, run_facts
-from advisor.static import check, rulebook, scale_caps, validate_job
-from advisor.types import Diagnosis, Finding, InputError, Run
+from advisor.static import (
+    check,
+    compare_previous,
+    compare_profile,
+    fmt,
+    model_scale,
+    rulebook,
+    scale_caps,
+    sort_findings,
+)
+from advisor.types import Diagnosis, Finding, InputError, Run, Severity
 
 # Hyperparameters whose value changes a conclusion, and what it changes (for the assumptions).
 _WEIGHS_ON = {
@@ -48,7 +58,9 @@ _ALWAYS_DRAWN = ("reward_mean", "val_reward")
 
 def _rules() -> Any:
     """The symptom rulebook (cached per file by the engine, so a batch worker reads it once)."""
-    return lazy.engine.load_symptom_rules()
+    from advisor.engine import load_symptom_rules
+
+    return load_symptom_rules()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,6 +215,42 @@ def _silenced(ignore: Sequence[str]) -> set[str]:
     return ids
 
 
+def validate_job(
+    path: Path | None,
+    sets: Sequence[str] = (),
+    training_samples: int | None = None,
+    profile: str | None = None,
+    hints: Mapping[str, object] | None = None,
+    previous: Path | None = None,
+) -> tuple[LoadedConfig, Diagnosis]:
+    """Load, check and wrap as a Diagnosis (run null, findings empty): the one verdict on a job
+    config, what `rl-advisor validate` prints and `advisor.validate` returns. Status "issues"
+    when a finding is a warning or an error, else "healthy"."""
+    loaded = load_config(path, sets, hints=hints, training_samples=training_samples)
+    found = loaded.findings + check(loaded)
+    notes = list(loaded.notes)
+    model = loaded.config.model
+    kind, params_b, active_b = model_scale(model)
+    if model and kind != "unknown" and model.strip().lower() not in rulebook().models:
+        size = f"{fmt(params_b)}B" if params_b else "size unknown"
+        active = f", {fmt(active_b)}B active" if active_b else ""
+        notes.append(f"model {model} read from its name as {kind} ({size}{active}): a heuristic")
+    if profile:
+        found += compare_profile(loaded, profile)
+    if previous is not None:
+        found += compare_previous(loaded, load_config(previous))
+    found = sort_findings(found)
+    worst = max((f.severity.rank for f in found), default=-1)
+    diag = Diagnosis(
+        tool={"name": "rl-advisor", "version": __version__},
+        status="issues" if worst >= Severity.warning.rank else "healthy",
+        config_findings=found,
+        hyper_parameters=dict(loaded.hyper_parameters),
+        assumptions=notes,
+    )
+    return loaded, diag
+
+
 def validate(
     config: Path | str | None,
     sets: Sequence[str] = (),
@@ -212,7 +260,7 @@ def validate(
     previous: Path | str | None = None,
 ) -> Diagnosis:
     """The static checks of a job file alone: the diagnose object with `run` None, and the
-    verdict `rl-advisor validate` gives (`advisor.static.validate_job`, its one home)."""
+    verdict `rl-advisor validate` gives (`validate_job`, its one home)."""
     _, diagnosis = validate_job(
         Path(config) if config is not None else None,
         sets,
@@ -256,11 +304,11 @@ def diagnose_reading(
     from advisor.history import read_history  # the remedy's Round: after the read started
 
     history = read_history(previous_paths(previous))  # unreadable: refused before any work
-    lazy.engine  # noqa: B018  (imported alongside the read)
+    from advisor import engine  # imported alongside the read
     run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
-    judgement = lazy.engine.judge_run(run, job.judged_hp, origin=job.judged_origin)
+    judgement = engine.judge_run(run, job.judged_hp, origin=job.judged_origin)
     diagnosis = assemble(
         job.run,
         job.hp,
@@ -367,12 +415,14 @@ def assemble(
 
     Split from `diagnose` so the online Advisor can build the same object from its Monitor.
     """
+    from advisor import remedy
+
     silenced = set(silenced)
     findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
     framework = framework or framework_of_run(run.format, run.frame.columns, run.config_hints)
     speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin or {})
     facts = run_facts(run)
-    planned = lazy.remedy.plan(
+    planned = remedy.plan(
         findings,
         hp,
         rules if rules is not None else _rules(),
@@ -387,7 +437,7 @@ def assemble(
     save_hp, save_notes = _save_settings(hp, origin or {})
     # Only a run that completed saved at its last step; a crash or a cut log did not (or may not).
     completed = info.ending is not None and info.ending.kind == "completed"
-    checkpoint = lazy.remedy.checkpoint_advice(
+    checkpoint = remedy.checkpoint_advice(
         _points(run, "val_reward"), save_hp, info.last_step, training_samples, completed
     )
     if checkpoint is None or "best_step" not in checkpoint:

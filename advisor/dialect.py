@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from advisor import schema
-from advisor.ingest.hints import _get
+from advisor.ingest.hints import _get, trl_algorithm
 from advisor.resources import load_validated, read_yaml_data, rulebook_dir
 from advisor.schema import STRICT, Plain
 from advisor.types import Change, FrameworkKey
@@ -234,27 +234,14 @@ def trl_hints(args: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in hints.items() if v is not None}
 
 
-def trl_algorithm(args: Mapping[str, Any]) -> str | None:
-    """The guide's algorithm of TRL arguments (GRPOConfig names, typed values): GSPO is TRL's
-    sequence-level importance sampling; Clip-Higher (epsilon_high above epsilon) marks DAPO
-    (knowledge.md §3); TRL arguments without either are GRPO's. TRL's `loss_type: dapo` (its
-    default) is DAPO's token-level normalisation alone, not the algorithm."""
-    if "num_generations" not in args and "beta" not in args:
-        return None  # not a GRPO config: nothing said about the algorithm
-    if args.get("importance_sampling_level") == "sequence":
-        return "gspo"
-    eps, high = args.get("epsilon", 0.2), args.get("epsilon_high")
-    if isinstance(eps, float) and isinstance(high, float) and high > eps:
-        return "dapo"
-    return "grpo"
-
-
 def framework_assumed(framework: str, hints: Mapping[str, Any]) -> dict[str, Any]:
     """Guide values a run of `framework` had by the framework's own defaults when its log and
     its hints say nothing of them: a TRL run that names no algorithm ran TRL's default
     (token-level importance sampling without Clip-Higher: GRPO), not the platform's GSPO."""
     if framework != "trl" or "algorithm" in hints:
         return {}
+    if hints.get("adv_estimator") not in (None, "grpo"):
+        return {}  # PPOTrainer (GAE, a value model): not a group-relative run at all
     defaults = dialects().frameworks["trl"].defaults
     algorithm = trl_algorithm({**defaults, **{k: hints[k] for k in _TRL_OWN if k in hints}})
     return {"algorithm": algorithm} if algorithm else {}

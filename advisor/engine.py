@@ -544,7 +544,7 @@ def parse_symptom_rules(path: Path) -> SymptomRulebook:
         raise InputError(f"{path}: {schema.first_error(err)}") from None
     book = _expand_conditions(book, path)
     _check_references(book, path)
-    from advisor.paramspec import check_rulebook  # each leaf against rulebook/detectors.yaml
+    from advisor.book.paramspec import check_rulebook  # each leaf against rulebook/detectors.yaml
 
     check_rulebook(book, path)
     return book
@@ -636,7 +636,7 @@ def _leaves(node: Node | None) -> Iterable[Leaf]:
 
 @lru_cache(maxsize=4)
 def _load_cached(path: str, mtime: float) -> SymptomRulebook:
-    from advisor.paramspec import spec_path
+    from advisor.book.paramspec import spec_path
     from advisor.resources import load_validated
 
     return load_validated(Path(path), parse_symptom_rules, __name__, also=(spec_path(),))
@@ -2581,8 +2581,9 @@ class Monitor(_Lifecycle):
                     metric="run",
                     detector="ending",
                     window=(step or 0, step or 0),
-                    statistic={"kind": ending.kind, "line": ending.line, "onset_step": step},
-                    summary=f"The run ended with {ending.kind} at step {step}"
+                    statistic={"kind": ending.kind, "line": ending.line, "onset_step": step or 0},
+                    summary=f"The run ended with {ending.kind} "
+                    + (f"at step {step}" if step is not None else "before any metric line")
                     + (f" (log line {ending.line})" if ending.line else "")
                     + (f": {ending.message.strip()[:160]}" if ending.message else "."),
                 )

@@ -470,9 +470,28 @@ class Diagnosis(_Data):
     # metric -> (steps, values) the report draws; not in the JSON
     series: dict[str, tuple[list[int], list[float | None]]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # A run in which no canonical metric was read was not judged: never "healthy"
+        # (contract.md, status); the command line refuses it (`no_metric_read`).
+        if self.status == "healthy" and self.run is not None and not self.run.metrics:
+            self.status = "insufficient_data"
+
     def worst(self) -> Severity | None:
         sev = [f.severity for f in self.findings] + [c.severity for c in self.config_findings]
         return max(sev, key=lambda s: s.rank) if sev else None
 
 
 PathLike = str | Path
+
+
+def no_metric_read(run: RunInfo | None) -> str | None:
+    """Why a run cannot be judged at all (no canonical metric was read from it), else None:
+    the one line `diagnose` and `watch` refuse it with (exit 2)."""
+    if run is None or run.metrics or run.steps == 0:
+        return None
+    names = ", ".join(CANONICAL_METRICS[:6])
+    return (
+        f"{run.source}: {run.steps} steps of {run.format} read, none with a metric the advisor "
+        f"judges ({names} ...); expected a training log that reports them (see the metric "
+        "names in docs/contract.md)"
+    )

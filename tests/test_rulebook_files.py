@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor import dialect, paramspec, static
+from advisor import dialect, static
+from advisor.book import paramspec
 from advisor.resources import rulebook_dir
 from advisor.types import InputError
 

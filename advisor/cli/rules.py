@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from advisor import lazy
+from advisor.book.paramspec import meanings, summary
 from advisor.cli import OutputFormat, app
-from advisor.paramspec import meanings, summary
 from advisor.report.escape import Md, prose
 from advisor.report.templating import render
 from advisor.static import rulebook
@@ -94,7 +93,9 @@ def _repair_lines(repair: CouplingRepair) -> list[str]:
 def symptom_rule_docs() -> tuple[list[RuleDoc], str]:
     """The engine's symptom rules, or none and a note when the engine is not available."""
     try:
-        book = lazy.engine.load_symptom_rules()
+        from advisor.engine import load_symptom_rules
+
+        book = load_symptom_rules()
     except Exception as err:  # the engine is another module; never let it break `rules`
         return [], f"Symptom rules unavailable ({type(err).__name__}: {err})."
     means = {name: c.means for name, c in book.conditions.items()}
@@ -153,7 +154,8 @@ def _when_lines(node: Node, depth: int, conditions: dict[str, str] | None = None
     """A rule's condition tree as nested Markdown bullets a reviewer can check: each node with
     its named condition (`conditions`: name -> what it means), the reason for its thresholds
     and each threshold in words."""
-    engine = lazy.engine
+    from advisor import engine
+
     pad = "  " * depth
     named = node._condition
     label = f" (`{named}`: {(conditions or {}).get(named, '')})" if named else ""

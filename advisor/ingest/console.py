@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import mmap
 import re
 from collections.abc import Iterator, Sequence
@@ -98,6 +99,7 @@ class _State:
     warnings: list[str] = field(default_factory=list)
     ending: EndingScanner = field(default_factory=EndingScanner)
     bad_bytes_line: int | None = None
+    nul_line: int | None = None  # the first line with a NUL byte (replaced)
     truncated: int = 0
     # a big log's payloads are read part by part (`_flush_verl`): the frames of those done
     verl_frames: list[Any] = field(default_factory=list)
@@ -273,13 +275,20 @@ def _add_plain(st: _State, steps: list[int], payloads: list[str], lines: list[in
 
 
 def _decode(data: Any, lineno: int, state: _State | None) -> str:
-    """bytes or a memoryview -> str, bad UTF-8 replaced (the first such line noted)."""
+    """bytes or a memoryview -> str, bad UTF-8 and NUL bytes replaced (U+FFFD; the first line
+    of each noted): a stray NUL must not end a line's text nor split a key."""
     try:
-        return str(data, "utf-8")
+        text = str(data, "utf-8")
     except UnicodeDecodeError as err:
         if state is not None and state.bad_bytes_line is None:
             state.bad_bytes_line = lineno + bytes(data[: err.start]).count(b"\n") + 1
-        return str(data, "utf-8", errors="replace")
+        text = str(data, "utf-8", errors="replace")
+    at = text.find("\x00")
+    if at >= 0:
+        if state is not None and state.nul_line is None:
+            state.nul_line = lineno + text.count("\n", 0, at) + 1
+        text = text.replace("\x00", "\ufffd")
+    return text
 
 
 def read_console(path: Path, source: str) -> Run:
@@ -305,6 +314,8 @@ def read_console(path: Path, source: str) -> Run:
         st.warnings.append(
             f"{source}:{st.bad_bytes_line}: bytes that are not UTF-8 were replaced (U+FFFD)"
         )
+    if st.nul_line is not None:
+        st.warnings.append(f"{source}:{st.nul_line}: NUL bytes were replaced (U+FFFD)")
     if st.truncated:
         st.warnings.append(f"{source}: dropped {st.truncated} truncated metric line(s)")
     if st.verl_texts or st.verl_frames:
@@ -321,6 +332,9 @@ def read_console(path: Path, source: str) -> Run:
         return _finish_spaced(st)
     if st.dict_rows:
         return _finish_dicts(st)
+    ending = st.ending.result(0)
+    if ending is not None and ending.kind != "completed" and _log_line(ending.message or ""):
+        return _ending_only(st, ending)
     score, near, pairs, known = st.near
     where = (
         f"; line {near} is the nearest: {pairs} key/value pair(s), {known} of them metric names"
@@ -331,6 +345,37 @@ def read_console(path: Path, source: str) -> Run:
         f"{source}:{near if score >= 2 else 1}: expected training metrics (verl 'step:N - "
         "key:value' lines, TRL {'loss': ...} dicts, 'metrics_tag:' lines, 'key: value' pairs "
         f"3 spaces apart ...), found none{where}"
+    )
+
+
+# how a log states its end, not how prose tells of one: an exception line, the shell's
+# `Killed`, a logger's or a launcher's line (a timestamp, a `[rank0]:`-like tag, `ERROR`)
+_LOG_ENDING = re.compile(
+    r"^(?:[\w.]+(?:Error|Exception|Interrupt|Exit|Full|Killed)\b"
+    r"|(?:\S+: line \d+: +\d+ )?Killed\b|\[|\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|[EWF]\d{4} "
+    r"|(?:ERROR|FATAL|CRITICAL|RuntimeError)\b|Out of memory: Killed process)"
+)
+
+
+def _log_line(message: str) -> bool:
+    return bool(_LOG_ENDING.match(message.strip()))
+
+
+def _ending_only(st: _State, ending: RunEnding) -> Run:
+    """A log with no metric line that shows how the run ended (an issue excerpt of the OOM
+    traceback, the tail of a killed job): a run of no steps whose ending is reported."""
+    pl = lazy.polars
+
+    note = (
+        f"{st.source}: no metric line, only how the run ended ({ending.kind}, line "
+        f"{ending.line}); nothing of its training can be judged"
+    )
+    return Run(
+        frame=pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}),
+        source=st.source,
+        format="console-ending",
+        ending=ending,
+        warnings=[*st.warnings, note],
     )
 
 
@@ -913,7 +958,7 @@ def _finish_dicts(st: _State) -> Run:
     elif any(r["_kind"] == "swift" for r in rows):
         fmt = "swift-console"
         _number_swift_rows(rows, st, hints)
-    elif any(r["_step"] is None for r in rows):
+    elif any(r["_step"] is None for r in rows) and not _ppo_trainer_steps(st, rows, hints):
         _derive_trl_steps(st, rows, hints)
     _add_bar_rates(st, rows)
     df = pl.from_dicts(_merge_parts(rows), infer_schema_length=None)
@@ -1065,6 +1110,34 @@ def _rising_runs(marks: list[int], restarts: int = 3) -> bool:
     return drops <= restarts
 
 
+# keys only TRL's PPOTrainer (and RLOOTrainer) logs: a policy and a value model, GAE advantages
+_PPO_TRAINER_KEYS = frozenset({"objective/rlhf_reward", "objective/scores", "loss/value_avg"})
+
+
+def _ppo_trainer_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, Any]) -> bool:
+    """TRL's PPOTrainer prints its dicts without a step but with `episode`, the samples trained
+    on so far (batch_size per update): the update number is episode / batch_size, the batch
+    size the largest whole divisor of every episode count. Its advantages are GAE's (a value
+    model), which the hints say. False when the dicts are not PPOTrainer's."""
+    if not any(_PPO_TRAINER_KEYS & r.keys() for r in rows):
+        return False
+    hints.setdefault("adv_estimator", "gae")
+    episodes = [r.get("episode") for r in rows]
+    if not all(isinstance(e, int | float) and e > 0 and float(e).is_integer() for e in episodes):
+        return False
+    counts = [int(e) for e in episodes]  # type: ignore[arg-type]
+    if any(b <= a for a, b in pairwise(counts)):
+        return False  # not one run's rising count (two runs, a resume): numbered otherwise
+    batch = math.gcd(*counts)
+    for r, n in zip(rows, counts, strict=True):
+        r["_step"] = n // batch
+    st.warnings.append(
+        f"{st.source}: TRL PPOTrainer's dicts print no step: each is numbered by its episode "
+        f"count / {batch} (the samples per update, the largest divisor of every count)"
+    )
+    return True
+
+
 def _derive_trl_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, Any]) -> None:
     """TRL prints its log dicts without the step: step = k x logging_steps, k = train entry no.
 
@@ -1107,6 +1180,9 @@ def _derive_trl_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, A
         every, how = total // n, f"{n} entries over the {total} steps of the progress bar"
     if every is None:
         every, how = 1, "nothing: no progress bar or logging_steps found, assumed every step"
+        epochs = [r.get("epoch") for r in train]
+        if n > 1 and all(isinstance(e, int | float) for e in epochs):
+            how += f"; the lines count epochs {epochs[0]}-{epochs[-1]}, numbered 1-{n} in order"
     hints.setdefault("logging_steps", every)
     if total:
         hints.setdefault("max_steps", total)

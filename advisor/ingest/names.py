@@ -26,10 +26,12 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "rollout/raw_reward",  # slime
         "train/reward",  # NeMo-RL (and TRL through W&B)
         "ppo_actor/task_reward/avg",  # AReaL
+        "objective/rlhf_reward",  # TRL PPOTrainer: score minus the KL penalty
+        "objective/scores",  # TRL PPOTrainer: the reward model's score
     ),
     "reward_std": ("critic/rewards/std", "critic/score/std", "reward_std", "train/reward_std"),
-    "ppo_kl": ("actor/ppo_kl",),
-    "vf_loss": ("critic/vf_loss",),  # verl PPO's value function (a critic)
+    "ppo_kl": ("actor/ppo_kl", "policy/approxkl_avg"),  # TRL PPOTrainer: approx KL old/new
+    "vf_loss": ("critic/vf_loss", "loss/value_avg"),  # a PPO critic (verl, TRL PPOTrainer)
     "critic_grad_norm": ("critic/grad_norm",),
     "kl_ref": (
         "actor/kl_loss",  # verl, ROLL
@@ -60,7 +62,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "train/entropy_loss",  # slime
         "train/approx_entropy",  # NeMo-RL
         "ppo_actor/update/entropy/avg",  # AReaL
-        "objective/entropy",  # TRL PPO
+        "policy/entropy_avg",  # TRL PPOTrainer: per token
+        "objective/entropy",  # TRL PPOTrainer: per sequence (summed over its tokens)
         "train/entropy",  # TRL through W&B
     ),
     "truncation_rate": (
@@ -94,6 +97,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "actor/ppo_ratio_clipfrac",  # ROLL
         "train/pg_clipfrac",  # slime
         "ppo_actor/update/clip_ratio/avg",  # AReaL
+        "policy/clipfrac_avg",  # TRL PPOTrainer
         "train/clip_ratio/region_mean",
     ),
     "lr": ("actor/lr", "learning_rate", "lr", "train/lr", "train/learning_rate", "actor_lr"),
@@ -106,7 +110,14 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "rollout_time": ("timing_s/gen", "timing/gen"),
     "zero_std_frac": ("frac_reward_zero_std", "train/frac_reward_zero_std"),
-    "loss": ("loss", "train/loss", "actor/pg_loss", "policy_loss", "train/pg_loss"),
+    "loss": (
+        "loss",
+        "train/loss",
+        "actor/pg_loss",
+        "policy_loss",
+        "train/pg_loss",
+        "loss/policy_avg",  # TRL PPOTrainer
+    ),
     # what the remedy sizes and words advice with (advisor.runfacts), not symptom metrics
     "terminated_length": (
         "completions/mean_terminated_length",  # TRL: length of the answers that finished

@@ -79,7 +79,7 @@ def test_patch_keeps_end_of_line_comment_of_a_changed_key(tmp_path: Path) -> Non
     dest = tmp_path / "p.yaml"
     write_patched(JOBS / "guide_config.yaml", {"learning_rate": 4e-6, "kl_loss_coef": 0.01}, dest)
     text = dest.read_text()
-    assert re.search(r"learning_rate: 4e-0?6 +# learning rate", text)
+    assert re.search(r"learning_rate: 4.0e-06 +# learning rate", text)  # YAML 1.1 reads it
     assert re.search(r"kl_loss_coef: 0.01 +# KL penalty", text)
 
 

@@ -249,7 +249,7 @@ def summary(detector: str) -> str:
 
 
 def write_schema(dest: Path | None = None) -> Path:
-    """Write detectors.yaml's JSON schema (`python -m advisor.paramspec` regenerates it)."""
+    """Write detectors.yaml's JSON schema (`python -m advisor.book.paramspec` regenerates it)."""
 
     path = dest or spec_path().parent / "schema_detectors.json"
     book_schema = schema.json_schema(DetectorBook)
