@@ -176,7 +176,7 @@ def previous_hp(previous: Previous) -> dict[str, Any] | None:
     """The settings the last of `--previous` is known to have run with, or None."""
     from advisor.history import read_history
 
-    rounds = read_history(previous_paths(previous))
+    rounds = read_history(previous_paths(previous), _load_config_once)
     return dict(rounds[-1].hp) if rounds else None
 
 
@@ -303,7 +303,8 @@ def diagnose_reading(
     silenced = _silenced(ignore)
     from advisor.history import read_history  # the remedy's Round: after the read started
 
-    history = read_history(previous_paths(previous))  # unreadable: refused before any work
+    # unreadable: refused before any work; a batch loads each job file once
+    history = read_history(previous_paths(previous), _load_config_once)
     from advisor import engine  # imported alongside the read
     run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from advisor.config import load_config
+from advisor.config import LoadedConfig, load_config
 from advisor.remedy import Round
 from advisor.static import rulebook
 from advisor.types import InputError
@@ -37,23 +37,27 @@ _EXPECTED = (
 )
 
 
-def read_history(paths: Sequence[Path | str]) -> list[Round]:
-    """The rounds of `--previous`, in the order given (oldest first)."""
-    return [read_round(Path(p)) for p in paths]
+Loader = Callable[[Path], LoadedConfig]
 
 
-def read_round(path: Path) -> Round:
+def read_history(paths: Sequence[Path | str], load: Loader = load_config) -> list[Round]:
+    """The rounds of `--previous`, in the order given (oldest first). `load`: how a job file
+    is loaded (a batch passes its cached loader)."""
+    return [read_round(Path(p), load) for p in paths]
+
+
+def read_round(path: Path, load: Loader = load_config) -> Round:
     """One earlier run, read strictly (see the module's docstring)."""
     if path.is_dir():
         report = path / REPORT_FILE
         for name in (JOB_FILE, RUN_FILE):
             if (path / name).is_file():
-                found = _read_file(path / name)
+                found = _read_file(path / name, load)
                 break
         else:
             if not report.is_file():
                 raise InputError(f"--previous {path}: a directory without a job file; {_EXPECTED}")
-            found = _read_file(report)
+            found = _read_file(report, load)
         advised, healthy = _outcome(report) if report.is_file() else ({}, None)
         return Round(
             hp=found.hp,
@@ -63,14 +67,14 @@ def read_round(path: Path) -> Round:
         )
     if not path.is_file():
         raise InputError(f"--previous {path}: no such file or directory; {_EXPECTED}")
-    return _read_file(path)
+    return _read_file(path, load)
 
 
 def _first(*values: bool | None) -> bool | None:
     return next((v for v in values if v is not None), None)
 
 
-def _read_file(path: Path) -> Round:
+def _read_file(path: Path, load: Loader) -> Round:
     if path.suffix.lower() == ".json":
         data = _json(path)
         if isinstance(data, dict) and isinstance(data.get("hints"), dict):
@@ -90,7 +94,7 @@ def _read_file(path: Path) -> Round:
                 f"--previous {path}: a JSON document that is neither {RUN_FILE} (\"hints\") nor "
                 f"a report (\"schema_version\", \"status\") nor a job; {_EXPECTED}"
             )
-    loaded = load_config(path)
+    loaded = load(path)
     origin = loaded.origin
     known = {k: v for k, v in loaded.hyper_parameters.items() if origin.get(k) in ("file", "set")}
     if not known:
