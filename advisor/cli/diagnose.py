@@ -124,7 +124,7 @@ def diagnose_job(
     format: OutputFormat,
     output: Path | None,
     patched_config: Path | None,
-    previous: Path | None,
+    previous: list[Path] | None,
     fail_on: FailOn,
     training_samples: int | None,
     ignore: list[str] | None,
