@@ -970,8 +970,11 @@ def _patch(
         return _say(advice, changes, speaker)
 
     patched = dict(hp)
-    # A recovered episode (info, cleared) is no reason to change the job, and low-confidence
-    # evidence (a borderline level, a first evaluation) is never the one change on its own.
+    # A recovered episode (info, cleared) is no reason to change the job, low-confidence
+    # evidence (a borderline level, a first evaluation) is never the one change on its own,
+    # and neither is an info finding: a run with nothing at warning or above is healthy at its
+    # settings, and a change offered to it (DAPO-ZSTD's switch on a run that saturates) may
+    # make it sick. Its advice stays a next step to consider.
     top = next(
         (
             i
@@ -979,16 +982,24 @@ def _patch(
             if r.action is not None
             and not _passed(findings[i])
             and findings[i].confidence != "low"
+            and findings[i].severity.rank >= 1
         ),
         None,
     )
     if top is None:
         for g in findings:
-            if g.action is not None and not _passed(g) and g.severity.value != "info":
+            if g.action is None or _passed(g):
+                continue
+            if g.severity.value != "info":
                 steps.append(
                     f"{g.id} ({g.name}) rests on low-confidence evidence: confirm it over the "
                     f"next evaluations before changing anything; then: "
                     f"{_say(g.action.advice, g.action.changes)}"
+                )
+            else:
+                steps.append(
+                    f"{g.id} ({g.name}, info) is no reason to change a run that is healthy at "
+                    f"its settings; for a next job, consider: {say(g.action.advice, [])}"
                 )
         return Patch(kind="none", hyper_parameters=patched), steps
     f, r = findings[top], resolved[top]
