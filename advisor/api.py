@@ -349,6 +349,10 @@ def _with_run_file(metrics: Path, run: Run) -> Run:
         if not isinstance(hints, dict):
             return run
         joined = {**run.config_hints, **hints}
+        args = data.get("training_arguments")
+        sampled = args.get("temperature") if isinstance(args, dict) else None
+        if isinstance(sampled, int | float) and not isinstance(sampled, bool):
+            joined.setdefault("temperature", float(sampled))  # a record from before the hint
         if isinstance(data.get("framework"), str):
             joined.setdefault("framework", data["framework"])
         return dataclasses.replace(run, config_hints=joined)
@@ -423,6 +427,9 @@ def assemble(
     framework = framework or framework_of_run(run.format, run.frame.columns, run.config_hints)
     speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin or {})
     facts = run_facts(run)
+    known = (framework_facts or {}).get("temperature")  # the job file's, over the log's
+    if isinstance(known, int | float) and not isinstance(known, bool):
+        facts["temperature"] = float(known)
     planned = remedy.plan(
         findings,
         hp,

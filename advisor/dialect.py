@@ -68,6 +68,9 @@ class DialectBook(_Strict):
     version: int
     frameworks: dict[str, FrameworkInfo]
     names: dict[str, dict[str, Name]]
+    # settings of the frameworks that are no guide hyperparameter (the sampling temperature):
+    # a rule may advise them for a run of a framework that has them (rulebook `first_when`)
+    sampling: dict[str, dict[str, Name]] = dataclasses.field(default_factory=dict)
 
 
 @cache
@@ -228,6 +231,9 @@ def trl_hints(args: Mapping[str, Any]) -> dict[str, Any]:
         v = g(own)
         if v is not None:
             hints[own] = v
+    temperature = g("temperature")
+    if isinstance(temperature, int | float) and not isinstance(temperature, bool):
+        hints["temperature"] = float(temperature)
     algo = trl_algorithm(args)
     if algo:
         hints["algorithm"] = algo
@@ -298,7 +304,16 @@ class Speaker:
     def entry(self, param: str) -> Name | None:
         if not self.native:
             return None
-        return dialects().names.get(param, {}).get(self.speaks)
+        book = dialects()
+        return book.names.get(param, book.sampling.get(param, {})).get(self.speaks)
+
+    def can_set(self, param: str) -> bool:
+        """Whether a patch can carry `param` for this run: a guide hyperparameter always, a
+        framework's own setting (the sampling temperature) where the framework has a key."""
+        if param in dialects().names:
+            return True
+        entry = self.entry(param)
+        return entry is not None and entry.key is not None
 
     def _case(self, entry: Name) -> tuple[str | None, dict[str, Any]]:
         for case in entry.cases:

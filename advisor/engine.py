@@ -322,6 +322,18 @@ class ActionSpec(_M):
 
 
 @dataclass(kw_only=True)
+class FirstWhen(_M):
+    """An action that goes before the rule's primary when a fact of the run (advisor.runfacts)
+    names the cause: a sampling temperature so low that every group's answers are alike."""
+
+    fact: Annotated[str, Field(description="the run fact (advisor.runfacts)")]
+    below: Annotated[float | None, Field(description="it applies while the fact is below")] = None
+    above: Annotated[float | None, Field(description="it applies while the fact is above")] = None
+    why: Annotated[str, Field(min_length=1, description="why the fact names the cause")]
+    action: ActionSpec
+
+
+@dataclass(kw_only=True)
 class Urgent(_M):
     """A finding whose evidence reaches a level that makes it the first thing to fix: its
     priority is raised while the first evidence's `level` statistic is at least `at_least`."""
@@ -431,6 +443,10 @@ class SymptomRule(_M):
             "says the primary cannot be the cause: a constant reward is no learning-rate "
             "problem)"
         ),
+    ] = field(default_factory=list)
+    first_when: Annotated[
+        list[FirstWhen],
+        Field(description="actions that go first when a fact of the run names the cause"),
     ] = field(default_factory=list)
     fallback_if_only: Annotated[
         list[str],

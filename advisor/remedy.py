@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.config import HyperParams, load_config
-from advisor.engine import ActionSpec, ChangeSpec, SizeBy, SizeSpec
+from advisor.engine import ActionSpec, ChangeSpec, FirstWhen, SizeBy, SizeSpec
 from advisor.static import RequireCheck, Unknown, check, evaluate, render, rulebook
 from advisor.types import Action, Change, ConfigFinding, Finding, Patch, Scalar
 
@@ -70,6 +70,7 @@ class RuleActions:
     fallback: ActionSpec | None
     fallback_first: tuple[str, ...] = ()
     fallback_if_only: tuple[str, ...] = ()
+    first_when: tuple[FirstWhen, ...] = ()
 
 
 def spec_of(action: Action | None) -> ActionSpec | None:
@@ -98,7 +99,8 @@ def actions_for(finding: Finding, rules: SymptomRulebook | None = None) -> RuleA
             rule.action,
             rule.fallback,
             tuple(rule.fallback_first),
-            tuple(rule.fallback_if_only),
+            tuple(getattr(rule, "fallback_if_only", ())),
+            tuple(getattr(rule, "first_when", ())),
         )
     return RuleActions(spec_of(finding.action), spec_of(finding.fallback))
 
@@ -760,6 +762,7 @@ def resolve(
     into_range: bool = True,
     facts: Mapping[str, object] | None = None,
     history: Sequence[Round] = (),
+    can_set: Callable[[str], bool] | None = None,
 ) -> Resolved:
     """Resolve the finding's primary, or its fallback when the primary cannot apply.
 
@@ -770,6 +773,13 @@ def resolve(
     if previous is None and history:
         previous = dict(history[-1].hp)
     ra = actions_for(finding, rules)
+    named = _first_when(ra, facts)
+    if named is not None:
+        fw, value = named
+        changes = _moves(fw.action, {**hp, fw.fact: value}, finding.strength, caps, facts)
+        settable = can_set or (lambda p: p in hp)
+        changes = [c for c in changes if settable(c.param)]  # else: advice only
+        return Resolved(_action(fw.action, "primary", changes), changes)
     # ...as long as that evidence reaches the latest step the finding's evidence does (a
     # reward constant for a stretch that then moved again rules nothing out)
     latest = max((e.window[1] for e in finding.evidence), default=0)
@@ -837,6 +847,19 @@ def _with_implied(changes: list[Change], hp: HyperParams) -> list[Change]:
         patched[c.param] = c.to
         out += [c, *_implied(c, patched)]
     return out
+
+
+def _first_when(
+    ra: RuleActions, facts: Mapping[str, object] | None
+) -> tuple[FirstWhen, float] | None:
+    """The first `first_when` whose fact the run shows inside its condition, with the value."""
+    for fw in ra.first_when:
+        value = (facts or {}).get(fw.fact)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        if (fw.below is None or value < fw.below) and (fw.above is None or value > fw.above):
+            return fw, float(value)
+    return None
 
 
 def _as_history(previous: HyperParams | None) -> tuple[Round, ...]:
@@ -933,7 +956,10 @@ def plan(
     out: list[Finding] = []
     resolved: list[Resolved] = []
     for f in ranked:
-        r = resolve(f, hp, rules, previous, check, before, caps, into_range, facts, history)
+        r = resolve(
+            f, hp, rules, previous, check, before, caps, into_range, facts, history,
+            speaker.can_set if speaker is not None else None,
+        )  # fmt: skip
         fb = actions_for(f, rules).fallback
         fallback = None
         if fb is not None and (r.action is None or r.action.kind != "fallback"):

@@ -83,6 +83,9 @@ def run_facts(run: Run) -> dict[str, Any]:
             if finite:
                 out["rollout_probs_diff"] = max(finite)
             break
+    temperature = run.config_hints.get("temperature")
+    if isinstance(temperature, int | float) and not isinstance(temperature, bool):
+        out["temperature"] = float(temperature)  # the rollout's sampling temperature
     out.update(motion_facts(run))
     return out
 

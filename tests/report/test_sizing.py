@@ -231,3 +231,32 @@ def test_failing_steps_grow_geometrically(first: float, rounds: int) -> None:
         (c,) = res.patch.changes
         assert c.factor >= min(100.0, factor**2) * (1 - 0.03)
         factor = c.factor
+
+
+# ------------------------------------------------------------------------------ sampling
+@pytest.mark.parametrize("fid", ["P9", "P1", "DAPO-ZSTD"])
+@pytest.mark.parametrize(
+    ("framework", "key"),
+    [("trl", "temperature"), ("verl", "actor_rollout_ref.rollout.temperature"), ("platform", None)],
+)
+def test_near_greedy_sampling_names_the_temperature(fid, framework, key) -> None:
+    from advisor.dialect import Speaker
+
+    speaker = Speaker(framework, HP, {}, {})
+    res = remedy.plan([finding(fid)], job(), RULES, facts={"temperature": 0.1}, speaker=speaker)
+    (g,) = res.findings
+    assert g.action.kind == "primary" and "temperature" in g.action.advice
+    if key is None:  # the platform's job has no such field: advice, no patch
+        assert not res.patch.changes
+    else:
+        (c,) = res.patch.changes
+        assert (c.param, c.from_, c.to) == ("temperature", 0.1, 1.0)
+        assert speaker.settings(res.patch.changes) == {key: 1.0}
+        assert speaker.override_args(res.patch.changes) == (
+            f"--{key} 1" if framework == "trl" else f"{key}=1"
+        )
+
+
+def test_a_temperature_in_the_healthy_band_keeps_the_rules_own_action() -> None:
+    res = plan("P9", job(), {"temperature": 0.7})
+    assert res.patch.changes[0].param == "max_length"
