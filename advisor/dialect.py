@@ -352,7 +352,9 @@ class Speaker:
         if entry.values:
             wanted = entry.values.get(str(change.to), {})
             said = [self._setting(k, v) for k, v in wanted.items()]
-            return [k for k in said if k.from_ != k.to]  # what the framework already does stays
+            # what the run is known to do already stays; a value only assumed from the
+            # framework's defaults is written (another release's default may differ)
+            return [k for k in said if k.from_ != k.to or k.assumed]
         key, also = self._case(entry)
         if key is None:
             return []
