@@ -430,6 +430,9 @@ class Patch(_Data):
     framework: str = "platform"  # whose names `settings` and `override` use
     settings: dict[str, Any] = field(default_factory=dict)  # the change in the framework's names
     override: str | None = None  # verl: Hydra overrides to append; TRL: GRPOConfig keywords
+    # the change as command-line arguments ready to paste in the run's dialect: `trl grpo`
+    # flags (--learning_rate 5e-05), verl Hydra overrides, the platform's --set key=value
+    override_args: str | None = None
 
 
 def _tool() -> dict[str, str]:
@@ -461,6 +464,9 @@ class Diagnosis(_Data):
     framework: str = "platform"  # the dialect every name of the report is said in
     # hyperparameters whose value (in `hyper_parameters`) is an assumption, not known
     assumed_parameters: list[str] = field(default_factory=list)
+    # the earlier runs of `--previous`, oldest first: source, the settings that differ from
+    # this run's, what their diagnosis advised ("raise"/"lower" per parameter), healthy or not
+    history: list[dict[str, Any]] = field(default_factory=list)
     # metric -> (steps, values) the report draws; not in the JSON
     series: dict[str, tuple[list[int], list[float | None]]] = field(default_factory=dict)
 
