@@ -237,7 +237,7 @@ def read_console(path: Path, source: str) -> Run:
         return _finish_dicts(st)
     from advisor.ingest.minimind import read_minimind
 
-    steps = read_minimind(path, source, st.warnings)
+    steps = read_minimind(iter_lines(path), source, st.warnings)
     if steps is not None:
         return steps
     ending = st.ending.result(0)

@@ -10,7 +10,7 @@ kept as written and mapped onto the canonical ones in names.py.
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from advisor import lazy
@@ -22,12 +22,13 @@ _LINE = re.compile(r"Epoch:\s*\[(\d+)/(\d+)\]\s*\((\d+)/(\d+)\),\s*(.*)$")
 _PAIR = re.compile(r"([A-Za-z][\w ]{0,40}?):\s*(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)")
 
 
-def read_minimind(path: Path, source: str, warnings: list[str]) -> Run | None:
-    """The run in MiniMind's step lines, None if the file holds none."""
-    from advisor.ingest.console import iter_lines  # the console reader imports this module
-
+def read_minimind(
+    lines: Iterable[tuple[int, str, bool]], source: str, warnings: list[str]
+) -> Run | None:
+    """The run in MiniMind's step lines (the console reader's `iter_lines`), None if the file
+    holds none."""
     rows: list[dict[str, Any]] = []
-    for _lineno, line, _last in iter_lines(path):
+    for _lineno, line, _last in lines:
         m = _LINE.search(line)
         if m is None:
             continue
