@@ -10,7 +10,8 @@ How a run is judged (knowledge.md §4 "How to judge"):
   rulebook's `min_warmup_steps`); trend detectors are calibrated on those steps' noise, but
   the steps are not assumed healthy. eval_steps unknown: eval_steps = run length / 20 when the
   length is known (the guide's "total steps / 10 to 20", the short end), else the rulebook's
-  `default_eval_steps`; the assumption is reported. Rules marked `warmup: false` are judged
+  `default_eval_steps`; the assumption is reported. The wait never outgrows the run: at most
+  `max_warmup_share` of a run whose logged length is known. Rules marked `warmup: false` are judged
   from the first block: events (NAN), levels with an absolute anchor (P9's truncation, P4's
   entropy floor, P1's constant reward) and collapses against the run's own best block (DIV);
   run endings (OOM) fire whenever the run ends.
@@ -409,6 +410,15 @@ class Settings(_M):
         Field(ge=1, description="eval_steps = run length / this when unknown (guide: 10 to 20)"),
     ] = 20
     min_warmup_steps: Annotated[int, Field(ge=1)] = 30
+    max_warmup_share: Annotated[
+        float,
+        Field(
+            gt=0,
+            le=1,
+            description="the warm-up is at most this share of a run whose length is known "
+            "(never below min_warmup_steps)",
+        ),
+    ] = 0.3
     warmup_blocks: Annotated[int, Field(ge=2, description="blocks the warm-up is cut into")] = 6
     window_blocks: Annotated[
         int, Field(ge=8, description="blocks kept per metric (rolling window)")
@@ -2220,7 +2230,9 @@ class _Lifecycle(_RuleEvaluation):
         return "healthy"
 
     def _warmup_why(self) -> str:
-        """How the warm-up length came about: the guide's eval_steps x 3, or the floor."""
+        """How the warm-up length came about: the guide's eval_steps x 3, the floor or the cap."""
+        if "warmup_cap" in self._notes:
+            return f"{self._st.max_warmup_share:.0%} of the run's logged steps"
         if 3 * self.eval_steps >= self._st.min_warmup_steps:
             return f"eval_steps {self.eval_steps} x 3"
         return (
@@ -2296,7 +2308,7 @@ class Monitor(_Lifecycle):
         self._notes: dict[str, str] = {}
         self.algorithm = self._algorithm()
         self.eval_steps = self._eval_steps(origin or {}, expected_steps)
-        self.warmup_steps = max(3 * self.eval_steps, st.min_warmup_steps)
+        self.warmup_steps = self._warmup(expected_steps)
         self.block_steps = max(1, self.warmup_steps // st.warmup_blocks)
         self._pred = _predicates(self.hp, st.kl_strong_coef)
         self._rules = self._compile()
@@ -2314,6 +2326,24 @@ class Monitor(_Lifecycle):
             )
             return None
         return algo
+
+    def _warmup(self, expected: int | None) -> int:
+        """eval_steps x 3 (the guide's wait), never below the rulebook's minimum, and never more
+        than `max_warmup_share` of a run whose logged length is known: the wait is for a trend
+        to show, and a run validated every 300 steps and logged at every one of its 200 steps
+        has one (the guide's longest cadence, eval_steps = total / 10, gives 0.3)."""
+        st = self._st
+        wait = max(3 * self.eval_steps, st.min_warmup_steps)
+        if expected:
+            cap = max(st.min_warmup_steps, math.ceil(st.max_warmup_share * expected))
+            if cap < wait:
+                self._notes["warmup_cap"] = (
+                    f"warm-up capped at {{warmup}} steps, {st.max_warmup_share:.0%} of the "
+                    f"{expected} steps logged (eval_steps {self.eval_steps} x 3 = "
+                    f"{3 * self.eval_steps} would outlast the run)."
+                )
+                return cap
+        return wait
 
     def _eval_steps(self, origin: Mapping[str, str], expected: int | None) -> int:
         value = _num(self.hp.get("eval_steps"))
