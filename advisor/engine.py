@@ -722,6 +722,39 @@ def _wander_ready(t: _Track, records: np.ndarray) -> dict[int, tuple[float | Non
     return dict(zip(ends.tolist(), wander_chunks(column[rows]), strict=True))
 
 
+# Metrics the engine derives from a logged one, point by point, when a rule reads them: the
+# block mean of an indicator is the share of the block's logged steps where it holds.
+# grad_zero: 1 where grad_norm is exactly 0 (a step whose every group scored alike: TRL and
+# verl log a zero gradient for it; the update did nothing), 0 where it is a finite non-zero.
+DERIVED: dict[str, str] = {"grad_zero": "grad_norm"}
+
+
+def _zero(v: float) -> float | None:
+    return None if v - v != 0.0 else float(v == 0.0)  # non-finite: no step to count
+
+
+def _derive_row(metrics: Mapping[str, float | None]) -> Mapping[str, float | None]:
+    g = metrics.get("grad_norm")
+    if g is None or "grad_zero" in metrics:
+        return metrics
+    try:
+        z = _zero(float(g))
+    except (TypeError, ValueError):
+        return metrics
+    return {**metrics, "grad_zero": z}
+
+
+def _derive_columns(
+    columns: Mapping[str, tuple[np.ndarray, np.ndarray | None]], tracks: Mapping[str, Any]
+) -> Mapping[str, tuple[np.ndarray, np.ndarray | None]]:
+    if "grad_zero" not in tracks or "grad_zero" in columns or "grad_norm" not in columns:
+        return columns
+    v, m = columns["grad_norm"]
+    finite = np.isfinite(v)
+    logged = finite if m is None else (finite & m)
+    return {**columns, "grad_zero": ((v == 0.0).astype(float), logged)}
+
+
 def _cell(values: np.ndarray, logged: np.ndarray | None, i: int) -> float | None:
     return None if logged is not None and not logged[i] else float(values[i])
 
@@ -2368,6 +2401,8 @@ class Monitor(_Lifecycle):
         if self._closed or (self._last is not None and step <= self._last):
             return []  # the engine only moves forward (a replayed step adds nothing)
         first = self._first if self._first is not None else self._start(step)
+        if DERIVED.keys() & self._tracks.keys():
+            metrics = _derive_row(metrics)
         new: list[Finding] = []
         block = (step - first) // self.block_steps
         if block != self._block:
@@ -2417,6 +2452,7 @@ class Monitor(_Lifecycle):
         only where its screen over those records passes (advisor.detectors.SCREENS)."""
         if self._closed:
             return []
+        columns = _derive_columns(columns, self._tracks)
         rows, kept = self._forward(steps)
         new: list[Finding] = []
         k = 0  # rows of the block still open continue its sums: through push, one by one
