@@ -119,7 +119,8 @@ if TYPE_CHECKING:
 ALGORITHMS = ("gspo", "grpo", "dapo")
 # Facts about the job (from hp) or the run's end (`crashed`: it ended other than "completed").
 Predicate = Literal[
-    "on_policy", "kl_off", "kl_strong", "is_dapo", "is_gspo", "is_grpo", "crashed", "late_start"
+    "on_policy", "kl_off", "kl_strong", "is_dapo", "is_gspo", "is_grpo", "crashed", "late_start",
+    "kl_in_reward",
 ]
 
 
@@ -1073,10 +1074,16 @@ def _predicates(hp: Mapping[str, Any], kl_strong: float = 1.0) -> dict[str, bool
     # ppo_kl ~ 0 and clipfrac ~ 0 by design (metrics.md traps; the platform has no PPO-epochs
     # knob, so one epoch is assumed).
     on_policy = mini is not None and batch is not None and mini >= batch * rollouts
+    # The KL to the reference is a penalty inside the reward (verl's use_kl_in_reward, PPO with
+    # a critic) and not a term of the loss: a job fact, or what the run's KL column was named.
+    in_reward = hp.get("use_kl_in_reward") is True and hp.get("use_kl_loss") is not True
     return {
         "on_policy": bool(on_policy),
-        # No KL term: a coefficient of 0, or DAPO (typical coefficient 0) when it is not given.
-        "kl_off": _num(kl) == 0 if _num(kl) is not None else algo == "dapo",
+        # No KL term: a coefficient of 0, or DAPO (typical coefficient 0) when it is not given;
+        # a KL in the reward is a KL term whatever the loss's coefficient.
+        "kl_off": not in_reward
+        and (_num(kl) == 0 if _num(kl) is not None else algo == "dapo"),
+        "kl_in_reward": in_reward,
         "is_dapo": algo == "dapo",
         "is_gspo": algo == "gspo",
         "is_grpo": algo == "grpo",
@@ -1810,7 +1817,7 @@ class _RuleEvaluation(_BlockFolding):
                     companions = plan.per is not None or plan.rounds is not None
                     ask = int(i[j + (later & -later).bit_length() - 1])
                     col = Column(rows, window, t.baseline, peak, new, ask, companions, offset,
-                                 peak3, last3)  # fmt: skip
+                                 peak3, last3, t.first)  # fmt: skip
                     verdicts = screen(col, plan.params)
                     got = (rows, t.baseline, verdicts, _bits(verdicts[np.maximum(i, 0)]))
                     plan.screened[name] = got
@@ -2638,6 +2645,8 @@ def judge_run(
 
     frame = run.frame
     merged = {**(run.config_hints or {}), **{k: v for k, v in (hp or {}).items() if v is not None}}
+    if "use_kl_in_reward" not in merged and _kl_in_reward_column(frame.columns):
+        merged["use_kl_in_reward"] = True
     steps = frame["step"].to_list() if "step" in frame.columns and frame.height else []
     expected = int(steps[-1] - steps[0] + 1) if steps else None
     mon = Monitor(merged, rules, origin=origin, expected_steps=expected)
@@ -2651,6 +2660,16 @@ def judge_run(
     mon.push_columns(steps, columns)
     mon.close(run.ending)
     return mon.judgement()
+
+
+def _kl_in_reward_column(columns: Sequence[str]) -> bool:
+    """The run's kl_ref came from a KL-in-reward name (verl's critic/kl, reward_kl_penalty):
+    the first of kl_ref's aliases the run holds is one of names.KL_IN_REWARD."""
+    from advisor.ingest import names
+
+    held = set(columns)
+    first = next((a for a in names.ALIASES["kl_ref"] if a in held), None)
+    return first in names.KL_IN_REWARD
 
 
 def write_schema(dest: Path | None = None) -> Path:

@@ -18,7 +18,7 @@ from advisor.engine import (
 )
 from advisor.types import InputError
 
-CONTRACT_IDS = {"P1", "P2", "P3", "KL0", "P4", "SLOW", "OOM", "P9", "P6", "NAN", "DIV"}
+CONTRACT_IDS = {"P1", "P2", "P3", "KL0", "P4", "SLOW", "OOM", "P9", "P6", "NAN", "DIV", "REF"}
 DOC_FIELDS = ("summary", "why", "example", "use_instead", "source")
 # The 25 platform hyperparameters (knowledge.md §2.1 and §2.2): actions may only touch these.
 PLATFORM_PARAMS = {

@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 from engine_series import HP, base
+from test_engine_detectors import _pts_series
 
+from advisor.detectors import DETECTORS
 from advisor.engine import Monitor, judge_run
 from advisor.types import Run
 
@@ -90,3 +92,88 @@ def test_low_steady_entropy_from_the_start_is_no_collapse() -> None:
         s["response_length"] = rng.uniform(2, 5, len(s["entropy"]))
         j = judge_run(_run(s, first=10, every=10), {"algorithm": "grpo"})
         assert "P4" not in {f.id for f in j.findings}
+
+
+# ----------------------------------------------------------------------------- REF
+def test_high_from_start_tells_a_mismatched_reference_from_a_drift() -> None:
+    hfs = DETECTORS["high_from_start"]
+    p = {"value": 0.1, "max_ratio": 3.0, "k": 3, "m": 4}
+    flat = [[0.95, 1.02, 0.98], [1.01, 0.97, 1.0], [0.99, 1.03, 1.0], [0.96, 1.0, 1.04]]
+    ev = hfs(_pts_series(flat), p)
+    assert ev is not None and ev.statistic["first"] == 0.95 and ev.window[0] == 1
+    drift = [[0.0, 0.01, 0.05], [0.1, 0.2, 0.3], [0.5, 0.8, 1.0], [1.0, 1.0, 1.1]]
+    assert hfs(_pts_series(drift), p) is None  # grew from 0: the first point is the start
+    grows = [[0.5, 0.5, 0.5], [0.9, 1.0, 1.1], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]]
+    assert hfs(_pts_series(grows), p) is None  # multiplied from its first level: P3's
+
+
+def _kl_run(kl: np.ndarray, first: int = 1) -> Run:
+    s = base(len(kl), seed=2)
+    s["kl_ref"] = kl
+    return _run(s, first=first)
+
+
+def test_kl_near_one_from_the_first_step_is_ref_not_p3() -> None:
+    rng = np.random.default_rng(3)
+    for algo in ("grpo", "gspo", None):
+        kl = 1.0 + rng.normal(0, 0.05, 300)
+        hp = {k: v for k, v in HP.items() if k != "algorithm"}
+        hp.update({"algorithm": algo} if algo else {})
+        j = judge_run(_kl_run(kl), hp)
+        ids = {f.id: f for f in j.findings}
+        assert "REF" in ids and "P3" not in ids, (algo, list(ids))
+        assert ids["REF"].severity.value == "error" and ids["REF"].onset_step <= 30
+    # a log that starts late (a resumed run) does not show the run's first KL
+    j = judge_run(_kl_run(1.0 + rng.normal(0, 0.05, 300), first=400), HP)
+    assert "REF" not in {f.id for f in j.findings}
+
+
+def test_a_kl_that_explodes_from_zero_is_still_p3() -> None:
+    kl = base(300, seed=1)["kl_ref"]
+    kl[150:] = kl[150] * 200 ** np.clip(np.arange(150) / 60, 0, 1)
+    j = judge_run(_kl_run(kl), HP)
+    ids = {f.id for f in j.findings}
+    assert "P3" in ids and "REF" not in ids
+
+
+# ----------------------------------------------------------------------------- in-reward KL
+PPO_HP = {"kl_loss_coef": 0.001, "learning_rate": 1e-6, "eval_steps": 10}  # verl PPO, a critic
+
+
+def _ppo_kl(seed: int, top: float = 0.32, n: int = 435) -> dict[str, np.ndarray]:
+    """A verl PPO baseline's in-reward KL: critic/kl rising from ~0 to `top` over the run, ever
+    faster (the KL loss's yardstick calls that an explosion: P3)."""
+    rng = np.random.default_rng(seed)
+    s = base(n, seed=seed)
+    t = np.arange(1, n + 1, dtype=float)
+    s["kl_ref"] = (top * (t / n) ** 3 + 1e-4) * np.exp(rng.normal(0, 0.1, n))
+    return s
+
+
+def test_in_reward_kl_is_not_judged_by_the_kl_loss_yardstick() -> None:
+    seeds = range(3)
+    loss = [judge_run(_run(_ppo_kl(seed)), PPO_HP) for seed in seeds]
+    assert all("P3" in {f.id for f in j.findings} for j in loss)  # the loss's yardstick: P3
+    for seed in seeds:
+        by_fact = judge_run(_run(_ppo_kl(seed)), {**PPO_HP, "use_kl_in_reward": True})
+        s = _ppo_kl(seed)
+        s["critic/kl"] = s["kl_ref"]  # verl <= 0.3's in-reward name, as the reader keeps it
+        by_name = judge_run(_run(s), PPO_HP)
+        for j in (by_fact, by_name):
+            assert "P3" not in {f.id for f in j.findings}
+            assert any("inside the reward" in a for a in j.assumptions)
+
+
+def test_in_reward_kl_past_one_nat_a_token_is_still_p3() -> None:
+    s = _ppo_kl(0, top=3.0)
+    s["critic/kl"] = s["kl_ref"]
+    j = judge_run(_run(s), PPO_HP)
+    assert "P3" in {f.id for f in j.findings}
+
+
+def test_a_kl_loss_beside_an_in_reward_kl_keeps_the_loss_yardstick() -> None:
+    s = _ppo_kl(1)
+    s["actor/kl_loss"] = s["kl_ref"]
+    s["actor/reward_kl_penalty"] = s["kl_ref"] / 2
+    j = judge_run(_run(s), PPO_HP)
+    assert "P3" in {f.id for f in j.findings}
