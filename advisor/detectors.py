@@ -2000,6 +2000,80 @@ def high_from_start(s: Series, p: Params) -> Evidence | None:
     )
 
 
+@detector("wasted")
+def wasted(s: Series, p: Params) -> Evidence | None:
+    """A share metric (zero_std_frac: groups whose samples all scored alike; grad_zero: steps
+    whose gradient was exactly 0) at or above `value`, k of the last m blocks: that share of
+    the rollouts (or updates) taught nothing. Says the share over the episode (block means
+    weighted by their logged points) and, from the reward (`per`: reward_mean) on a 0..1 scale,
+    whether the uniform groups are mostly all wrong (`hard_below`: too hard) or all right
+    (`easy_above`: too easy)."""
+    value = float(p["value"])
+    if not float(s.mean[-1]) >= value:  # gate on the latest block (nan: no)
+        return None
+    k, m = _k_m(p)
+    with np.errstate(invalid="ignore"):
+        mask = (s.mean >= value) & np.isfinite(s.mean)
+    if not _persistent(mask, k, m):
+        return None
+    i = _onset_index(mask)
+    ok = np.isfinite(s.mean[i:]) & (s.count[i:] > 0)
+    weights = s.count[i:][ok]
+    share = float(np.sum(s.mean[i:][ok] * weights) / np.sum(weights))
+    what = SHARES.get(s.metric, "")
+    said = (
+        f"{_pct(share)} of the logged steps over steps {_steps(s, i)} {what}"
+        if what
+        else f"{_pct(share)} of the groups over steps {_steps(s, i)} scored alike"
+    )
+    level, verdict = math.nan, "unknown"
+    comp = p.get("_per")
+    if comp is not None and len(comp):
+        with np.errstate(invalid="ignore"):
+            at = _aligned(s.start[i:], comp)
+        level = nanmedian(at)
+        if not math.isfinite(level) and np.isfinite(comp.mean).any():
+            level = nanmedian(comp.mean)
+    if math.isfinite(level) and comp is not None and _unit(comp):
+        if level <= float(p.get("hard_below", 0.3)):
+            verdict = "too_hard"
+            why = (
+                f"the reward stays at {_fmt(level)} on a 0..1 scale, so the uniform groups are "
+                "mostly all wrong: the prompts are too hard for the model"
+            )
+        elif level >= float(p.get("easy_above", 0.7)):
+            verdict = "too_easy"
+            why = (
+                f"the reward stays at {_fmt(level)} on a 0..1 scale, so the uniform groups are "
+                "mostly all right: the prompts are too easy for the model"
+            )
+        else:
+            verdict = "mixed"
+            why = (
+                f"the reward stays at {_fmt(level)} on a 0..1 scale: some prompts are solved "
+                "by every sample, others by none"
+            )
+    elif math.isfinite(level):
+        why = (
+            f"the reward stays at {_fmt(level)}, not on a 0..1 scale: too hard or too easy is "
+            "not told"
+        )
+    else:
+        why = "no reward is logged to tell too hard from too easy"
+    return _evidence(
+        s,
+        "wasted",
+        i,
+        f"{said}: that share of the rollouts' compute gave no gradient (zero advantage); {why}.",
+        effect=share,
+        excess=_excess(share, value),
+        share=share,
+        threshold=value,
+        reward_level=level,
+        difficulty=verdict,
+    )
+
+
 @detector("constant")
 def constant(s: Series, p: Params) -> Evidence | None:
     """The latest logged points are all the same number (at least `min_points` of them, in
@@ -2316,7 +2390,7 @@ SCREENS: dict[str, Screen] = {}
 # (tests/engine/test_same_judgement.py checks the set).
 BASELESS = frozenset({"nonfinite", "above", "below", "jump", "swing", "collapse", "constant",
                       "near_zero", "growth", "stopped", "peak_below", "from_start",
-                      "high_from_start"})  # fmt: skip
+                      "high_from_start", "wasted"})  # fmt: skip
 
 
 def screen(name: str) -> Callable[[Screen], Screen]:
@@ -2779,6 +2853,12 @@ def _high_from_start_screen(c: Column, p: Params) -> np.ndarray:
     if not math.isfinite(first):
         return _maybe(c.rows)
     return _near_high_start(c.rows[:, MEAN], first, p)
+
+
+@screen("wasted")
+def _wasted_screen(c: Column, p: Params) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return c.rows[:, MEAN] >= float(p["value"])  # wasted's gate on the latest block
 
 
 @screen("constant")

@@ -155,6 +155,11 @@ def ref(s: dict[str, np.ndarray]) -> None:
     s["kl_ref"] = 1.0 * np.exp(np.random.default_rng(4).normal(0, 0.05, n))
 
 
+def waste(s: dict[str, np.ndarray]) -> None:
+    """Every other step with a gradient of exactly 0 (its groups all scored alike)."""
+    s["grad_norm"][ONSET::2] = 0.0
+
+
 # id -> (modifier, extra hyperparameters, tolerance on the onset in steps or None)
 CASES: dict[str, tuple[Callable[[dict[str, np.ndarray]], None], dict[str, Any], int | None]] = {
     "P1": (p1, {}, None),
@@ -171,4 +176,5 @@ CASES: dict[str, tuple[Callable[[dict[str, np.ndarray]], None], dict[str, Any], 
     "DAPO-ZSTD": (dapo_zstd, {}, 40),
     "DAPO-ENT": (dapo_ent, {}, None),
     "REF": (ref, {}, None),  # from step 1, not ONSET
+    "WASTE": (waste, {}, 40),
 }

@@ -177,3 +177,42 @@ def test_a_kl_loss_beside_an_in_reward_kl_keeps_the_loss_yardstick() -> None:
     s["actor/reward_kl_penalty"] = s["kl_ref"] / 2
     j = judge_run(_run(s), PPO_HP)
     assert "P3" in {f.id for f in j.findings}
+
+
+# ----------------------------------------------------------------------------- wasted rollouts
+def _waste(j) -> dict:
+    f = next(f for f in j.findings if f.id == "WASTE")
+    return {e.metric: e for e in f.evidence}
+
+
+def test_zero_gradient_steps_are_a_finding_with_their_share_and_difficulty() -> None:
+    run = _run(vlm_collapse(0, 3), first=10, every=10)
+    ev = _waste(judge_run(run, {"algorithm": "grpo"}))
+    g = ev["grad_zero"]
+    assert 0.7 <= g.statistic["share"] <= 1.0  # 40 of the 49 logs, most of them in the episode
+    assert g.statistic["difficulty"] == "mixed" and "% of the logged steps" in g.summary
+    assert "gradient of exactly 0" in g.summary and "compute" in g.summary
+
+
+def test_uniform_groups_tell_too_hard_from_too_easy_by_the_reward() -> None:
+    for reward, want in ((0.05, "too_hard"), (0.95, "too_easy")):
+        s = base(300, seed=4)
+        s["reward_mean"] = np.clip(reward + np.random.default_rng(1).normal(0, 0.01, 300), 0, 1)
+        s["zero_std_frac"][:] = 0.9
+        ev = _waste(judge_run(_run(s), HP))["zero_std_frac"]
+        assert ev.statistic["difficulty"] == want, ev.summary
+        assert abs(ev.statistic["share"] - 0.9) < 1e-9
+        assert want.replace("_", " ") in ev.summary
+
+
+def test_a_reward_off_the_unit_scale_says_difficulty_unknown() -> None:
+    s = base(300, seed=4)
+    s["reward_mean"] = s["reward_mean"] * 5  # a sum of rewards, not a success rate
+    s["zero_std_frac"][:] = 0.9
+    ev = _waste(judge_run(_run(s), HP))["zero_std_frac"]
+    assert ev.statistic["difficulty"] == "unknown" and "not on a 0..1 scale" in ev.summary
+
+
+def test_few_uniform_groups_and_no_zero_gradient_are_no_waste() -> None:
+    j = judge_run(_run(base(300, seed=4)), HP)
+    assert "WASTE" not in {f.id for f in j.findings}
