@@ -419,7 +419,7 @@ class Settings(_M):
             description="the warm-up is at most this share of a run whose length is known "
             "(never below min_warmup_steps)",
         ),
-    ] = 0.3
+    ] = 0.5
     warmup_blocks: Annotated[int, Field(ge=2, description="blocks the warm-up is cut into")] = 6
     window_blocks: Annotated[
         int, Field(ge=8, description="blocks kept per metric (rolling window)")
@@ -2371,7 +2371,7 @@ class Monitor(_Lifecycle):
         """eval_steps x 3 (the guide's wait), never below the rulebook's minimum, and never more
         than `max_warmup_share` of a run whose logged length is known: the wait is for a trend
         to show, and a run validated every 300 steps and logged at every one of its 200 steps
-        has one (the guide's longest cadence, eval_steps = total / 10, gives 0.3)."""
+        has one (the guide's cadence, eval_steps = total / 10 to 20, waits 15-30 %)."""
         st = self._st
         wait = max(3 * self.eval_steps, st.min_warmup_steps)
         if expected:
@@ -2380,7 +2380,7 @@ class Monitor(_Lifecycle):
                 self._notes["warmup_cap"] = (
                     f"warm-up capped at {{warmup}} steps, {st.max_warmup_share:.0%} of the "
                     f"{expected} steps logged (eval_steps {self.eval_steps} x 3 = "
-                    f"{3 * self.eval_steps} would outlast the run)."
+                    f"{3 * self.eval_steps} would leave less of the run to judge)."
                 )
                 return cap
         return wait
