@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 ALGORITHMS = ("gspo", "grpo", "dapo")
 # Facts about the job (from hp) or the run's end (`crashed`: it ended other than "completed").
 Predicate = Literal[
-    "on_policy", "kl_off", "kl_strong", "is_dapo", "is_gspo", "is_grpo", "crashed", "late_start"
+    "on_policy", "kl_off", "kl_strong", "is_dapo", "is_gspo", "is_grpo", "crashed", "late_start",
+    "kl_in_reward",
 ]
 
 
@@ -385,6 +386,15 @@ class Settings(_M):
         Field(ge=1, description="eval_steps = run length / this when unknown (guide: 10 to 20)"),
     ] = 20
     min_warmup_steps: Annotated[int, Field(ge=1)] = 30
+    max_warmup_share: Annotated[
+        float,
+        Field(
+            gt=0,
+            le=1,
+            description="the warm-up is at most this share of a run whose length is known "
+            "(never below min_warmup_steps)",
+        ),
+    ] = 0.5
     warmup_blocks: Annotated[int, Field(ge=2, description="blocks the warm-up is cut into")] = 6
     window_blocks: Annotated[
         int, Field(ge=8, description="blocks kept per metric (rolling window)")

@@ -167,6 +167,13 @@ def is_training_record(keys: Iterable[str]) -> bool:
     return any(map(is_training_key, keys))
 
 
+# KL to the reference that is a penalty inside the reward (PPO with a critic: verl's
+# algorithm.use_kl_in_reward, AReaL's kl_rewards), not a term of the loss: its yardstick is
+# not the KL loss's (the engine reads which kl_ref alias a run's column came from).
+KL_IN_REWARD: frozenset[str] = frozenset(
+    {"actor/reward_kl_penalty", "critic/kl", "ppo_actor/kl_rewards/avg"}
+)
+
 # Keys whose exact 0 means "not measured" (ROLL logs entropy 0 when it skipped it).
 ZERO_MEANS_MISSING: frozenset[str] = frozenset({"critic/entropy/mean"})
 
