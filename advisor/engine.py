@@ -38,8 +38,10 @@ How a run is judged (knowledge.md §4 "How to judge"):
   from it. Finding.confidence is a separate axis: low on the first evaluation after the
   warm-up or with an assumed eval_steps, high with several corroborating evidences well past
   their thresholds.
-- Status: "issues" when a warning or error fired, else "insufficient_data" when the run never
-  got past its warm-up, else "healthy" (info-level advice does not make a run unhealthy).
+- Status: "crashed" when the run ended abnormally (a traceback, out of memory, killed: every
+  RunEnding kind but "completed" and "unknown"), whatever it showed before; else "issues" when
+  a warning or error fired, else "insufficient_data" when the run never got past its warm-up,
+  else "healthy" (info-level advice does not make a run unhealthy).
 - One judge, two paths: `push` folds one step; `push_columns` (judge_run's) folds whole columns
   with numpy, makes every closed block's record at once, and lets a detector run only where its
   screen (advisor.detectors.SCREENS, a vectorised test over the metric's records that is False
@@ -119,7 +121,15 @@ from advisor.detectors import (
     wander_chunks,
     wander_of,
 )
-from advisor.types import Evidence, Finding, RunEnding, Scalar, Severity
+from advisor.types import (
+    CRASHED,
+    Evidence,
+    Finding,
+    RunEnding,
+    Scalar,
+    Severity,
+    Status,
+)
 
 if TYPE_CHECKING:
 
@@ -479,7 +489,7 @@ class _LeafPlan:
 class Judgement:
     findings: list[Finding]
     warmup_steps: int
-    status: Literal["healthy", "issues", "insufficient_data"]
+    status: Status
     assumptions: list[str]
     eval_steps: int
     block_steps: int
@@ -1769,7 +1779,9 @@ class _Lifecycle(_RuleEvaluation):
         return max(0, self.warmup_steps - self.span) if not self._evaluations else 0
 
     @property
-    def status(self) -> Literal["healthy", "issues", "insufficient_data"]:
+    def status(self) -> Status:
+        if self.ending is not None and self.ending.kind in CRASHED:
+            return "crashed"  # what it showed before it died is in the findings
         if any(f.severity.rank >= Severity.warning.rank for f in self.findings):
             return "issues"
         if self._evaluations == 0:
@@ -2071,7 +2083,7 @@ class Monitor(_Lifecycle):
             return []
         new: list[Finding] = []
         # A run that died judges its last partial block knowing so (one NaN before a crash).
-        self._pred["crashed"] = ending is not None and ending.kind not in ("completed", "unknown")
+        self._pred["crashed"] = ending is not None and ending.kind in CRASHED
         missed = {r: n for r, n in self._misses.items() if n > 0}  # before the last block
         partial = False
         if self._block >= 0:

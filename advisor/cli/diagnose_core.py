@@ -135,10 +135,11 @@ def parse_argv(argv: Sequence[str]) -> dict[str, Any] | None:
 
 
 def exit_code(d: Diagnosis, fail_on: FailOn) -> int:
-    """0 nothing at or above --fail-on, 1 something is (run findings and config findings alike)."""
+    """0 nothing at or above --fail-on, 1 something is (run findings and config findings alike;
+    a run that crashed counts as an error, whatever it showed before)."""
     if fail_on == FailOn.never:
         return Exit.OK
-    worst: Severity | None = d.worst()
+    worst: Severity | None = Severity.error if d.status == "crashed" else d.worst()
     return Exit.FINDINGS if worst is not None and worst.rank >= _FAIL_RANK[fail_on] else Exit.OK
 
 
