@@ -160,11 +160,24 @@ def _load_config_once(
     return copy.deepcopy(loaded)
 
 
-def previous_hp(previous: Path | str | None) -> dict[str, Any] | None:
-    """The hyperparameters of `--previous` (what the last run already tried), or None."""
+Previous = Path | str | Sequence[Path | str] | None
+
+
+def previous_paths(previous: Previous) -> list[Path]:
+    """`--previous` as a list of paths, oldest first (one path or several)."""
     if previous is None:
-        return None
-    return dict(_load_config_once(previous).hyper_parameters)
+        return []
+    if isinstance(previous, str | Path):
+        return [Path(previous)]
+    return [Path(p) for p in previous]
+
+
+def previous_hp(previous: Previous) -> dict[str, Any] | None:
+    """The settings the last of `--previous` is known to have run with, or None."""
+    from advisor.history import read_history
+
+    rounds = read_history(previous_paths(previous), _load_config_once)
+    return dict(rounds[-1].hp) if rounds else None
 
 
 def config_findings_of(loaded: Any) -> list[Any]:
@@ -262,14 +275,15 @@ def diagnose(
     metrics: Path | str,
     config: Path | str | None = None,
     sets: Sequence[str] = (),
-    previous: Path | str | None = None,
+    previous: Previous = None,
     training_samples: int | None = None,
     ignore: Sequence[str] = (),
 ) -> Diagnosis:
     """Read a run, judge it against its job config, and plan the one change to make.
 
     `ignore`: finding ids to silence (e.g. ["SLOW"]); they are dropped before the remedy, so
-    the patch never follows a silenced finding."""
+    the patch never follows a silenced finding. `previous`: the earlier runs of the same job,
+    oldest first (advisor.history): what was tried, for the step's size and direction."""
     _silenced(ignore)  # a typo in --ignore is an unusable call: said before any work
     return diagnose_reading(
         Reading(Path(metrics)), config, sets, previous, training_samples, ignore
@@ -280,7 +294,7 @@ def diagnose_reading(
     reading: Reading,
     config: Path | str | None = None,
     sets: Sequence[str] = (),
-    previous: Path | str | None = None,
+    previous: Previous = None,
     training_samples: int | None = None,
     ignore: Sequence[str] = (),
 ) -> Diagnosis:
@@ -293,13 +307,17 @@ def diagnose_job(
     reading: Reading,
     config: Path | str | None = None,
     sets: Sequence[str] = (),
-    previous: Path | str | None = None,
+    previous: Previous = None,
     training_samples: int | None = None,
     ignore: Sequence[str] = (),
 ) -> tuple[Diagnosis, Job]:
     """`diagnose_reading`, with the Job it resolved: its job file is read and parsed once
     (`loaded.file`), for the diff and for the patched copy the command writes."""
     silenced = _silenced(ignore)
+    from advisor.history import read_history  # the remedy's Round: after the read started
+
+    # unreadable: refused before any work; a batch loads each job file once
+    history = read_history(previous_paths(previous), _load_config_once)
     from advisor import engine  # imported alongside the read
     run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)
@@ -312,7 +330,7 @@ def diagnose_job(
         config_findings=config_findings_of(job.loaded),
         origin=job.origin,
         config_given=config is not None,
-        previous=previous_hp(previous),
+        history=history,
         training_samples=training_samples,
         silenced=silenced,
         caps=scale_caps(job.loaded),
@@ -344,6 +362,10 @@ def _with_run_file(metrics: Path, run: Run) -> Run:
         if not isinstance(hints, dict):
             return run
         joined = {**run.config_hints, **hints}
+        args = data.get("training_arguments")
+        sampled = args.get("temperature") if isinstance(args, dict) else None
+        if isinstance(sampled, int | float) and not isinstance(sampled, bool):
+            joined.setdefault("temperature", float(sampled))  # a record from before the hint
         if isinstance(data.get("framework"), str):
             joined.setdefault("framework", data["framework"])
         return dataclasses.replace(run, config_hints=joined)
@@ -409,6 +431,7 @@ def assemble(
     framework: str | None = None,
     framework_facts: Mapping[str, Any] | None = None,
     framework_assumed: Mapping[str, Any] | None = None,
+    history: Sequence[Any] = (),
 ) -> Diagnosis:
     """Judgement + job -> Diagnosis: remedy, checkpoint advice, assumptions, drawn series.
 
@@ -421,6 +444,9 @@ def assemble(
     framework = framework or framework_of_run(run.format, run.frame.columns, run.config_hints)
     speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin or {})
     facts = run_facts(run)
+    known = (framework_facts or {}).get("temperature")  # the job file's, over the log's
+    if isinstance(known, int | float) and not isinstance(known, bool):
+        facts["temperature"] = float(known)
     planned = remedy.plan(
         findings,
         hp,
@@ -430,6 +456,7 @@ def assemble(
         into_range=config_given,
         speaker=speaker,
         facts=facts,
+        history=history,
     )
     info = dataclasses.replace(run.info(), framework=framework)
     save_hp, save_notes = _save_settings(hp, origin or {})
@@ -469,10 +496,19 @@ def assemble(
         ]
         + ([f"Silenced with --ignore: {', '.join(sorted(silenced))}."] if silenced else []),
         next_steps=_restart_step(planned.findings, checkpoint) + planned.next_steps,
+        history=_history_said(history, hp),
         checkpoint=_checkpoint_said(checkpoint, speaker),
         hyper_parameters=dict(hp),
         series=_series(run, planned.findings),
     )
+
+
+def _history_said(history: Sequence[Any], hp: Mapping[str, Any]) -> list[dict[str, Any]]:
+    if not history:
+        return []
+    from advisor.history import said
+
+    return said(history, hp)
 
 
 def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping[str, str]) -> Any:
@@ -521,6 +557,7 @@ def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping
             framework=speaker.framework,
             settings=speaker.settings(changes) if speaker.native else {},
             override=speaker.override_line(changes) if speaker.native else None,
+            override_args=speaker.override_args(changes),
         )
     return SimpleNamespace(findings=findings, patch=patch)
 

@@ -46,7 +46,7 @@ from advisor.dialect import (
 )
 from advisor.ingest.depth import json_depth
 from advisor.ingest.hints import verl_hints
-from advisor.pyconfig import read_python_job
+from advisor.pyconfig import LinedDict, read_python_job
 from advisor.resources import write_text_atomic
 from advisor.types import ConfigFinding, InputError, Scalar, Severity
 
@@ -565,6 +565,8 @@ def _plain(value: Any) -> Any:
 
 
 def detect_layout(doc: Mapping[str, Any]) -> Layout:
+    if isinstance(doc, LinedDict):  # a run() / submit_job() call written in Python
+        return "keyword"
     keys = set(map(str, doc))
     if "job_id" in keys and keys & {"status", "hyper_parameters", "training_type", "base_model"}:
         return "platform"
@@ -609,6 +611,10 @@ class _Pass:
         # finding rests on the default that replaced the user's value
         self.invalid: set[str] = set()
         self.unknown_keys = 0
+        # plain scalars YAML 1.1 (the SDK) reads as strings, YAML 1.2 as numbers, by path; a
+        # field that is a string to the SDK takes the text (yaml11_taken), others get C009
+        self.yaml11: dict[str, tuple[str, int]] = {}
+        self.yaml11_taken: set[str] = set()
 
     # -- findings
     def add(
@@ -646,12 +652,31 @@ class _Pass:
         sugg = candidates.get(key) or (candidates[near[0]] if near else None)
         self.add("C001", [path], f"{path} is not a known field{hint}", suggested=sugg, line=line)
 
+    def as_sdk_reads(self, path: str, raw: Any, kind: str) -> Any:
+        """`raw` as the SDK's YAML 1.1 loader reads it where a string is what the SDK takes
+        (`0e0` is the string '0e0' to it, the number 0.0 to YAML 1.2)."""
+        if kind in ("str", "choice") and path in self.yaml11:
+            self.yaml11_taken.add(path)
+            return self.yaml11[path][0]
+        if kind == "list" and isinstance(raw, list):
+            out = list(raw)
+            for i in range(len(out)):
+                if (item := f"{path}[{i}]") in self.yaml11:
+                    self.yaml11_taken.add(item)
+                    out[i] = self.yaml11[item][0]
+            return out
+        if kind == "mapping":  # the runtime's env: values of any type, sent as they are read
+            self.yaml11_taken.update(p for p in self.yaml11 if p.startswith(path + "."))
+        return raw
+
     # -- scalars
     def value(
         self, path: str, raw: Any, spec: Any, line: int | None, param: str | None = None
     ) -> Any:
         """Validate one scalar against a FieldSpec; return the clean value or None if invalid."""
         name = param or path
+        if self.yaml11:
+            raw = self.as_sdk_reads(path, raw, spec.type)
 
         def invalid(rule_id: str, problem: str, suggested: Any) -> None:
             self.invalid.add(name)
@@ -769,8 +794,9 @@ def _coerce(raw: Any, spec: Any) -> Any:
             raise _Bad("a string")
         return raw
     if kind == "bool":
-        if isinstance(raw, str) and raw.lower() in ("true", "false"):
-            return raw.lower() == "true"
+        # yes / no / on / off: booleans to YAML 1.1 (the SDK's loader), strings to YAML 1.2
+        if isinstance(raw, str) and raw.lower() in ("true", "false", "yes", "no", "on", "off"):
+            return raw.lower() in ("true", "yes", "on")
         if not isinstance(raw, bool):
             raise _Bad("true or false")
         return raw
@@ -985,6 +1011,7 @@ class _Walker(_Pass):
             self.sdk_model(raw, path, line)
         elif key == "observability":
             self.mapping(raw, path, line)  # the SDK's Observability takes any fields
+            self.as_sdk_reads(path, raw, "mapping")
         elif key == "training_type":
             self.training_type(raw, path, line)
         elif key in ("model", "base_model") and self.layout == "platform":
@@ -1375,12 +1402,13 @@ def load_config(
             doc = _one_platform_job(doc, source)
             layout = detect_layout(doc)
             walker = _Walker(str(source), lines, layout)
+            if layout in ("yaml", "sdk"):  # the layouts `dashscope rl run -c` is given
+                walker.yaml11 = yaml11_texts(job_file)
             walker.walk(doc)
             _not_a_job(walker, source, doc, layout)
             if layout == "yaml":
                 _guide_layout(walker, source, doc)
-            if layout in ("yaml", "sdk"):  # the layouts `dashscope rl run -c` is given
-                _yaml11_strings(walker, job_file)
+            _yaml11_strings(walker)
     origin: dict[str, Origin] = {k: "file" for k in walker.hp}
     extras: dict[str, Any] = {}
     _layer_hints(walker, hints or {}, origin, source is not None, extras)
@@ -1561,15 +1589,17 @@ def yaml11_number(value: float) -> str:
     return f"{mantissa}e{exponent}"
 
 
-def _yaml11_strings(walker: _Walker, job_file: JobFile) -> None:
-    """C009 where the file has a number the SDK's YAML 1.1 loader reads as a string (its
-    scalars as written: the text as read, composed again)."""
+def yaml11_texts(job_file: JobFile) -> dict[str, tuple[str, int]]:
+    """Path -> (text, line) of each plain scalar YAML 1.2 reads as a number and YAML 1.1 (the
+    SDK's loader) as a string: `2e-6`, `0e0`. Paths as the walker writes them; the scalars as
+    written, from the text the job file was read from."""
     if job_file.path.suffix.lower() == ".py":
-        return
+        return {}
     try:
         root = _yaml().compose(job_file.text)
     except Exception:  # read once already; a document composed differently is not judged
-        return
+        return {}
+    found: dict[str, tuple[str, int]] = {}
 
     def visit(node: Any, path: str) -> None:
         kind = type(node).__name__
@@ -1581,26 +1611,37 @@ def _yaml11_strings(walker: _Walker, job_file: JobFile) -> None:
                 visit(value, f"{path}[{i}]")
         elif kind == "ScalarNode" and node.style is None and node.tag in _NUMBER_TAGS:
             raw = str(node.value)
-            if _YAML11_FLOAT.fullmatch(raw) or _YAML11_INT.fullmatch(raw):
-                return
-            try:
-                number = float(raw.replace("_", ""))
-            except ValueError:
-                return
-            safe = yaml11_number(number) if node.tag.endswith("float") else str(int(number))
-            name = path.rsplit(".", 1)[-1]
-            param = name if name in walker.book.hyper_parameters else path
-            walker.add(
-                "C009",
-                [param],
-                f"{path} = {raw}: the platform SDK reads job files as YAML 1.1 (PyYAML's "
-                f"SafeLoader), which takes {raw} for the string '{raw}', not a number; write "
-                f"{safe}",
-                suggested=safe,
-                line=node.start_mark.line + 1,
-            )
+            if not (_YAML11_FLOAT.fullmatch(raw) or _YAML11_INT.fullmatch(raw)):
+                found[path] = (raw, node.start_mark.line + 1)
 
     visit(root, "")
+    return found
+
+
+def _yaml11_strings(walker: _Walker) -> None:
+    """C009 where the file has a number the SDK's YAML 1.1 loader reads as a string (a field
+    that is a string to the SDK took the text as written: no finding there)."""
+    for path, (raw, line) in walker.yaml11.items():
+        if path in walker.yaml11_taken:
+            continue
+        try:
+            number = float(raw.replace("_", ""))
+        except ValueError:
+            continue
+        if not math.isfinite(number):
+            continue  # 1e999: no number either way
+        safe = yaml11_number(number) if number != int(number) or "e" in raw.lower() else raw
+        name = path.rsplit(".", 1)[-1]
+        param = name if name in walker.book.hyper_parameters else path
+        walker.add(
+            "C009",
+            [param],
+            f"{path} = {raw}: the platform SDK reads job files as YAML 1.1 (PyYAML's "
+            f"SafeLoader), which takes {raw} for the string '{raw}', not a number; write "
+            f"{safe}",
+            suggested=safe,
+            line=line,
+        )
 
 
 def _layer_hints(
@@ -2053,9 +2094,17 @@ def _cannot_patch(
     )
 
 
+# A JSON string, or a number in exponent form (json.dumps writes 1e-05)
+_JSON_EXPONENT = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?[eE][-+]?\d+')
+
+
 def _dump(doc: Any, text: str | None, is_json: bool) -> str:
     if is_json:
-        return json.dumps(_plain(doc), indent=2, ensure_ascii=False) + "\n"
+        out = json.dumps(_plain(doc), indent=2, ensure_ascii=False) + "\n"
+        # the SDK reads a job file with a YAML 1.1 loader, JSON included: 1e-05 -> 1.0e-05
+        return _JSON_EXPONENT.sub(
+            lambda m: m[0] if m[0][0] == '"' else yaml11_number(float(m[0])), out
+        )
     y = _yaml()
     y.Representer = _yaml11_representer()
     if text is not None:

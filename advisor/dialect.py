@@ -173,6 +173,9 @@ def trl_hints(args: Mapping[str, Any]) -> dict[str, Any]:
         v = g(own)
         if v is not None:
             hints[own] = v
+    temperature = g("temperature")
+    if isinstance(temperature, int | float) and not isinstance(temperature, bool):
+        hints["temperature"] = float(temperature)
     algo = trl_algorithm(args)
     if algo:
         hints["algorithm"] = algo
@@ -243,7 +246,16 @@ class Speaker:
     def entry(self, param: str) -> Name | None:
         if not self.native:
             return None
-        return dialects().names.get(param, {}).get(self.speaks)
+        book = dialects()
+        return book.names.get(param, book.sampling.get(param, {})).get(self.speaks)
+
+    def can_set(self, param: str) -> bool:
+        """Whether a patch can carry `param` for this run: a guide hyperparameter always, a
+        framework's own setting (the sampling temperature) where the framework has a key."""
+        if param in dialects().names:
+            return True
+        entry = self.entry(param)
+        return entry is not None and entry.key is not None
 
     def _case(self, entry: Name) -> tuple[str | None, dict[str, Any]]:
         for case in entry.cases:
@@ -282,7 +294,9 @@ class Speaker:
         if entry.values:
             wanted = entry.values.get(str(change.to), {})
             said = [self._setting(k, v) for k, v in wanted.items()]
-            return [k for k in said if k.from_ != k.to]  # what the framework already does stays
+            # what the run is known to do already stays; a value only assumed from the
+            # framework's defaults is written (another release's default may differ)
+            return [k for k in said if k.from_ != k.to or k.assumed]
         key, also = self._case(entry)
         if key is None:
             return []
@@ -416,6 +430,28 @@ class Speaker:
         if self.speaks == "trl":
             return "GRPOConfig(..., " + ", ".join(f"{k}={v!r}" for k, v in settings.items()) + ")"
         return None
+
+
+    def override_args(self, changes: Sequence[Change]) -> str | None:
+        """The change as command-line arguments ready to paste, in the run's dialect: the
+        `trl grpo` flags (`--learning_rate 5e-05`, HfArgumentParser's form), verl's Hydra
+        overrides, the platform's `--set key=value`."""
+        if self.speaks == "verl":
+            return self.override_line(changes)
+        if self.speaks == "trl":
+            settings = self.settings(changes)
+            return " ".join(f"--{k} {_flag(v)}" for k, v in settings.items()) or None
+        said = [f"--set {c.param}={_flag(c.to)}" for c in changes if c.to is not None]
+        return " ".join(said) or None
+
+
+def _flag(value: Any) -> str:
+    """A value as a command-line argument reads it (HfArgumentParser: true/false, 5e-05)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def _v(value: Any) -> str:

@@ -10,7 +10,8 @@ How a run is judged (knowledge.md §4 "How to judge"):
   rulebook's `min_warmup_steps`); trend detectors are calibrated on those steps' noise, but
   the steps are not assumed healthy. eval_steps unknown: eval_steps = run length / 20 when the
   length is known (the guide's "total steps / 10 to 20", the short end), else the rulebook's
-  `default_eval_steps`; the assumption is reported. Rules marked `warmup: false` are judged
+  `default_eval_steps`; the assumption is reported. The wait never outgrows the run: at most
+  `max_warmup_share` of a run whose logged length is known. Rules marked `warmup: false` are judged
   from the first block: events (NAN), levels with an absolute anchor (P9's truncation, P4's
   entropy floor, P1's constant reward) and collapses against the run's own best block (DIV);
   run endings (OOM) fire whenever the run ends.
@@ -37,8 +38,10 @@ How a run is judged (knowledge.md §4 "How to judge"):
   from it. Finding.confidence is a separate axis: low on the first evaluation after the
   warm-up or with an assumed eval_steps, high with several corroborating evidences well past
   their thresholds.
-- Status: "issues" when a warning or error fired, else "insufficient_data" when the run never
-  got past its warm-up, else "healthy" (info-level advice does not make a run unhealthy).
+- Status: "crashed" when the run ended abnormally (a traceback, out of memory, killed: every
+  RunEnding kind but "completed" and "unknown"), whatever it showed before; else "issues" when
+  a warning or error fired, else "insufficient_data" when the run never got past its warm-up,
+  else "healthy" (info-level advice does not make a run unhealthy).
 - One judge, two paths: `push` folds one step; `push_columns` (judge_run's) folds whole columns
   with numpy, makes every closed block's record at once, and lets a detector run only where its
   screen (advisor.detectors.SCREENS, a vectorised test over the metric's records that is False
@@ -118,7 +121,15 @@ from advisor.detectors import (
     wander_chunks,
     wander_of,
 )
-from advisor.types import Evidence, Finding, RunEnding, Scalar, Severity
+from advisor.types import (
+    CRASHED,
+    Evidence,
+    Finding,
+    RunEnding,
+    Scalar,
+    Severity,
+    Status,
+)
 
 if TYPE_CHECKING:
 
@@ -227,6 +238,39 @@ def _wander_ready(t: _Track, records: np.ndarray) -> dict[int, tuple[float | Non
         return {}
     rows = (ends - base)[:, None] - width + np.arange(width)[None, :]
     return dict(zip(ends.tolist(), wander_chunks(column[rows]), strict=True))
+
+
+# Metrics the engine derives from a logged one, point by point, when a rule reads them: the
+# block mean of an indicator is the share of the block's logged steps where it holds.
+# grad_zero: 1 where grad_norm is exactly 0 (a step whose every group scored alike: TRL and
+# verl log a zero gradient for it; the update did nothing), 0 where it is a finite non-zero.
+DERIVED: dict[str, str] = {"grad_zero": "grad_norm"}
+
+
+def _zero(v: float) -> float | None:
+    return None if v - v != 0.0 else float(v == 0.0)  # non-finite: no step to count
+
+
+def _derive_row(metrics: Mapping[str, float | None]) -> Mapping[str, float | None]:
+    g = metrics.get("grad_norm")
+    if g is None or "grad_zero" in metrics:
+        return metrics
+    try:
+        z = _zero(float(g))
+    except (TypeError, ValueError):
+        return metrics
+    return {**metrics, "grad_zero": z}
+
+
+def _derive_columns(
+    columns: Mapping[str, tuple[np.ndarray, np.ndarray | None]], tracks: Mapping[str, Any]
+) -> Mapping[str, tuple[np.ndarray, np.ndarray | None]]:
+    if "grad_zero" not in tracks or "grad_zero" in columns or "grad_norm" not in columns:
+        return columns
+    v, m = columns["grad_norm"]
+    finite = np.isfinite(v)
+    logged = finite if m is None else (finite & m)
+    return {**columns, "grad_zero": ((v == 0.0).astype(float), logged)}
 
 
 def _cell(values: np.ndarray, logged: np.ndarray | None, i: int) -> float | None:
@@ -445,7 +489,7 @@ class _LeafPlan:
 class Judgement:
     findings: list[Finding]
     warmup_steps: int
-    status: Literal["healthy", "issues", "insufficient_data"]
+    status: Status
     assumptions: list[str]
     eval_steps: int
     block_steps: int
@@ -547,10 +591,16 @@ def _predicates(hp: Mapping[str, Any], kl_strong: float = 1.0) -> dict[str, bool
     # ppo_kl ~ 0 and clipfrac ~ 0 by design (metrics.md traps; the platform has no PPO-epochs
     # knob, so one epoch is assumed).
     on_policy = mini is not None and batch is not None and mini >= batch * rollouts
+    # The KL to the reference is a penalty inside the reward (verl's use_kl_in_reward, PPO with
+    # a critic) and not a term of the loss: a job fact, or what the run's KL column was named.
+    in_reward = hp.get("use_kl_in_reward") is True and hp.get("use_kl_loss") is not True
     return {
         "on_policy": bool(on_policy),
-        # No KL term: a coefficient of 0, or DAPO (typical coefficient 0) when it is not given.
-        "kl_off": _num(kl) == 0 if _num(kl) is not None else algo == "dapo",
+        # No KL term: a coefficient of 0, or DAPO (typical coefficient 0) when it is not given;
+        # a KL in the reward is a KL term whatever the loss's coefficient.
+        "kl_off": not in_reward
+        and (_num(kl) == 0 if _num(kl) is not None else algo == "dapo"),
+        "kl_in_reward": in_reward,
         "is_dapo": algo == "dapo",
         "is_gspo": algo == "gspo",
         "is_grpo": algo == "grpo",
@@ -1284,7 +1334,7 @@ class _RuleEvaluation(_BlockFolding):
                     companions = plan.per is not None or plan.rounds is not None
                     ask = int(i[j + (later & -later).bit_length() - 1])
                     col = Column(rows, window, t.baseline, peak, new, ask, companions, offset,
-                                 peak3, last3)  # fmt: skip
+                                 peak3, last3, t.first)  # fmt: skip
                     verdicts = screen(col, plan.params)
                     got = (rows, t.baseline, verdicts, _bits(verdicts[np.maximum(i, 0)]))
                     plan.screened[name] = got
@@ -1729,7 +1779,9 @@ class _Lifecycle(_RuleEvaluation):
         return max(0, self.warmup_steps - self.span) if not self._evaluations else 0
 
     @property
-    def status(self) -> Literal["healthy", "issues", "insufficient_data"]:
+    def status(self) -> Status:
+        if self.ending is not None and self.ending.kind in CRASHED:
+            return "crashed"  # what it showed before it died is in the findings
         if any(f.severity.rank >= Severity.warning.rank for f in self.findings):
             return "issues"
         if self._evaluations == 0:
@@ -1737,7 +1789,9 @@ class _Lifecycle(_RuleEvaluation):
         return "healthy"
 
     def _warmup_why(self) -> str:
-        """How the warm-up length came about: the guide's eval_steps x 3, or the floor."""
+        """How the warm-up length came about: the guide's eval_steps x 3, the floor or the cap."""
+        if "warmup_cap" in self._notes:
+            return f"{self._st.max_warmup_share:.0%} of the run's logged steps"
         if 3 * self.eval_steps >= self._st.min_warmup_steps:
             return f"eval_steps {self.eval_steps} x 3"
         return (
@@ -1813,7 +1867,7 @@ class Monitor(_Lifecycle):
         self._notes: dict[str, str] = {}
         self.algorithm = self._algorithm()
         self.eval_steps = self._eval_steps(origin or {}, expected_steps)
-        self.warmup_steps = max(3 * self.eval_steps, st.min_warmup_steps)
+        self.warmup_steps = self._warmup(expected_steps)
         self.block_steps = max(1, self.warmup_steps // st.warmup_blocks)
         self._pred = _predicates(self.hp, st.kl_strong_coef)
         self._rules = self._compile()
@@ -1831,6 +1885,24 @@ class Monitor(_Lifecycle):
             )
             return None
         return algo
+
+    def _warmup(self, expected: int | None) -> int:
+        """eval_steps x 3 (the guide's wait), never below the rulebook's minimum, and never more
+        than `max_warmup_share` of a run whose logged length is known: the wait is for a trend
+        to show, and a run validated every 300 steps and logged at every one of its 200 steps
+        has one (the guide's cadence, eval_steps = total / 10 to 20, waits 15-30 %)."""
+        st = self._st
+        wait = max(3 * self.eval_steps, st.min_warmup_steps)
+        if expected:
+            cap = max(st.min_warmup_steps, math.ceil(st.max_warmup_share * expected))
+            if cap < wait:
+                self._notes["warmup_cap"] = (
+                    f"warm-up capped at {{warmup}} steps, {st.max_warmup_share:.0%} of the "
+                    f"{expected} steps logged (eval_steps {self.eval_steps} x 3 = "
+                    f"{3 * self.eval_steps} would leave less of the run to judge)."
+                )
+                return cap
+        return wait
 
     def _eval_steps(self, origin: Mapping[str, str], expected: int | None) -> int:
         value = _num(self.hp.get("eval_steps"))
@@ -1855,6 +1927,8 @@ class Monitor(_Lifecycle):
         if self._closed or (self._last is not None and step <= self._last):
             return []  # the engine only moves forward (a replayed step adds nothing)
         first = self._first if self._first is not None else self._start(step)
+        if DERIVED.keys() & self._tracks.keys():
+            metrics = _derive_row(metrics)
         new: list[Finding] = []
         block = (step - first) // self.block_steps
         if block != self._block:
@@ -1904,6 +1978,7 @@ class Monitor(_Lifecycle):
         only where its screen over those records passes (advisor.detectors.SCREENS)."""
         if self._closed:
             return []
+        columns = _derive_columns(columns, self._tracks)
         rows, kept = self._forward(steps)
         new: list[Finding] = []
         k = 0  # rows of the block still open continue its sums: through push, one by one
@@ -2008,7 +2083,7 @@ class Monitor(_Lifecycle):
             return []
         new: list[Finding] = []
         # A run that died judges its last partial block knowing so (one NaN before a crash).
-        self._pred["crashed"] = ending is not None and ending.kind not in ("completed", "unknown")
+        self._pred["crashed"] = ending is not None and ending.kind in CRASHED
         missed = {r: n for r, n in self._misses.items() if n > 0}  # before the last block
         partial = False
         if self._block >= 0:
@@ -2090,6 +2165,8 @@ def judge_run(
 
     frame = run.frame
     merged = {**(run.config_hints or {}), **{k: v for k, v in (hp or {}).items() if v is not None}}
+    if "use_kl_in_reward" not in merged and _kl_in_reward_column(frame.columns):
+        merged["use_kl_in_reward"] = True
     steps = frame["step"].to_list() if "step" in frame.columns and frame.height else []
     expected = int(steps[-1] - steps[0] + 1) if steps else None
     mon = Monitor(merged, rules, origin=origin, expected_steps=expected)
@@ -2103,4 +2180,15 @@ def judge_run(
     mon.push_columns(steps, columns)
     mon.close(run.ending)
     return mon.judgement()
+
+
+def _kl_in_reward_column(columns: Sequence[str]) -> bool:
+    """The run's kl_ref came from a KL-in-reward name (verl's critic/kl, reward_kl_penalty):
+    the first of kl_ref's aliases the run holds is one of names.KL_IN_REWARD."""
+    from advisor.ingest import names
+
+    held = set(columns)
+    first = next((a for a in names.ALIASES["kl_ref"] if a in held), None)
+    return first in names.KL_IN_REWARD
+
 

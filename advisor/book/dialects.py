@@ -58,6 +58,9 @@ class DialectBook(_Strict):
     version: int
     frameworks: dict[str, FrameworkInfo]
     names: dict[str, dict[str, Name]]
+    # settings of the frameworks that are no guide hyperparameter (the sampling temperature):
+    # a rule may advise them for a run of a framework that has them (rulebook `first_when`)
+    sampling: dict[str, dict[str, Name]] = dataclasses.field(default_factory=dict)
 
 
 @cache

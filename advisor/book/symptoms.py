@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 ALGORITHMS = ("gspo", "grpo", "dapo")
 # Facts about the job (from hp) or the run's end (`crashed`: it ended other than "completed").
 Predicate = Literal[
-    "on_policy", "kl_off", "kl_strong", "is_dapo", "is_gspo", "is_grpo", "crashed", "late_start"
+    "on_policy", "kl_off", "kl_strong", "is_dapo", "is_gspo", "is_grpo", "crashed", "late_start",
+    "kl_in_reward",
 ]
 
 
@@ -165,6 +166,45 @@ class Condition(_M):
 
 
 @dataclass(kw_only=True)
+class SizeBy(_M):
+    """One measure of how far the run is off, read from what the run showed (a fact of
+    `advisor.runfacts`): `ratio` gives the factor (fact / target) ** power; `kl_controller`
+    replays the adaptive KL controller of Ziegler et al. 2019 over the run's KL to the
+    reference (each step the coefficient x (1 + gain x clip(KL / target - 1, -clip, clip)))."""
+
+    kind: Literal["ratio", "kl_controller"] = "ratio"
+    fact: Annotated[str, Field(description="the run fact measured (advisor.runfacts)")]
+    target: Annotated[float, Field(gt=0, description="where a healthy run has the fact")]
+    power: Annotated[
+        float, Field(description="ratio: the factor is (fact / target) ** power")
+    ] = 1.0
+    gain: Annotated[float, Field(gt=0, description="kl_controller: its K_beta")] = 0.1
+    clip: Annotated[float, Field(gt=0, description="kl_controller: its error clip")] = 0.2
+    why: Annotated[str, Field(min_length=1, description="why this measure sizes the step")]
+
+
+@dataclass(kw_only=True)
+class SizeSpec(_M):
+    """The step sized to the fault: the first measure of `by` the run has gives the factor,
+    held inside `bounds` ([mild, strongest]). While the same move has not cured (the run
+    history of `--previous`), each step's factor is raised to the power `escalate` of the
+    last one (geometric growth), never past a value a history round showed too far."""
+
+    bounds: Annotated[
+        tuple[float, float], Field(description="[mild, strongest] factor of one step")
+    ]
+    by: list[SizeBy] = field(default_factory=list)
+    escalate: Annotated[
+        float | None,
+        Field(
+            description="the power of the last failed step's factor the next one takes "
+            "(2: x10 then x100); none: a failed step falls back"
+        ),
+    ] = None
+    source: Annotated[str, Field(min_length=1, description="where the sizing comes from")]
+
+
+@dataclass(kw_only=True)
 class ChangeSpec(_M):
     param: str
     op: Literal["multiply", "add", "set"]
@@ -180,6 +220,9 @@ class ChangeSpec(_M):
             "below it the change would do nothing that matters and the fallback is used"
         ),
     ] = None
+    size: Annotated[
+        SizeSpec | None, Field(description="the factor sized from the run (multiply only)")
+    ] = None
 
 
 @dataclass(kw_only=True)
@@ -187,6 +230,18 @@ class ActionSpec(_M):
     advice: Annotated[str, Field(min_length=1)]
     changes: list[ChangeSpec] = field(default_factory=list)
     safety: Literal["safe", "unsafe", "display_only"] = "unsafe"
+
+
+@dataclass(kw_only=True)
+class FirstWhen(_M):
+    """An action that goes before the rule's primary when a fact of the run (advisor.runfacts)
+    names the cause: a sampling temperature so low that every group's answers are alike."""
+
+    fact: Annotated[str, Field(description="the run fact (advisor.runfacts)")]
+    below: Annotated[float | None, Field(description="it applies while the fact is below")] = None
+    above: Annotated[float | None, Field(description="it applies while the fact is above")] = None
+    why: Annotated[str, Field(min_length=1, description="why the fact names the cause")]
+    action: ActionSpec
 
 
 @dataclass(kw_only=True)
@@ -300,6 +355,18 @@ class SymptomRule(_M):
             "problem)"
         ),
     ] = field(default_factory=list)
+    first_when: Annotated[
+        list[FirstWhen],
+        Field(description="actions that go first when a fact of the run names the cause"),
+    ] = field(default_factory=list)
+    fallback_if_only: Annotated[
+        list[str],
+        Field(
+            description="detector:metric pairs: when every piece of evidence is one of them, "
+            "the fallback is the action (a reward alone non-finite is the reward function's, "
+            "not the optimizer's)"
+        ),
+    ] = field(default_factory=list)
     when: Node | None = None
     absent_note: Annotated[str, Field(description="said when its metrics were not logged")] = ""
     action: ActionSpec
@@ -319,6 +386,15 @@ class Settings(_M):
         Field(ge=1, description="eval_steps = run length / this when unknown (guide: 10 to 20)"),
     ] = 20
     min_warmup_steps: Annotated[int, Field(ge=1)] = 30
+    max_warmup_share: Annotated[
+        float,
+        Field(
+            gt=0,
+            le=1,
+            description="the warm-up is at most this share of a run whose length is known "
+            "(never below min_warmup_steps)",
+        ),
+    ] = 0.5
     warmup_blocks: Annotated[int, Field(ge=2, description="blocks the warm-up is cut into")] = 6
     window_blocks: Annotated[
         int, Field(ge=8, description="blocks kept per metric (rolling window)")

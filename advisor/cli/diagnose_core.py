@@ -50,7 +50,7 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--output": ("output", "path"),
     "-o": ("output", "path"),
     "--patched-config": ("patched_config", "path"),
-    "--previous": ("previous", "path"),
+    "--previous": ("previous", "paths"),
     "--fail-on": ("fail_on", FailOn),
     "--training-samples": ("training_samples", "int"),
     "--ignore": ("ignore", "list"),
@@ -110,6 +110,9 @@ def parse_argv(argv: Sequence[str]) -> dict[str, Any] | None:
         if kind == "list":
             out[param] = [*(out[param] or []), value]
             continue
+        if kind == "paths":
+            out[param] = [*(out[param] or []), Path(value)]
+            continue
         if param in seen:
             return None
         seen.add(param)
@@ -132,10 +135,11 @@ def parse_argv(argv: Sequence[str]) -> dict[str, Any] | None:
 
 
 def exit_code(d: Diagnosis, fail_on: FailOn) -> int:
-    """0 nothing at or above --fail-on, 1 something is (run findings and config findings alike)."""
+    """0 nothing at or above --fail-on, 1 something is (run findings and config findings alike;
+    a run that crashed counts as an error, whatever it showed before)."""
     if fail_on == FailOn.never:
         return Exit.OK
-    worst: Severity | None = d.worst()
+    worst: Severity | None = Severity.error if d.status == "crashed" else d.worst()
     return Exit.FINDINGS if worst is not None and worst.rank >= _FAIL_RANK[fail_on] else Exit.OK
 
 
@@ -173,14 +177,15 @@ def _same_file(a: Path, b: Path) -> bool:
 def _check_outputs(
     metrics: Path,
     config: Path | None,
-    previous: Path | None,
+    previous: Path | Sequence[Path] | None,
     output: Path | None,
     patched: Path | None,
     plots_dir: Path | None = None,
 ) -> dict[str, Path]:
     """Refuse, before any work, an output that would overwrite an input or that is no place
     for a file (see resources.destination); the checked destinations by flag."""
-    inputs = [p for p in (metrics, config, previous) if p is not None]
+    earlier = [previous] if isinstance(previous, Path) else list(previous or [])
+    inputs = [p for p in (metrics, config, *earlier) if p is not None]
     out: dict[str, Path] = {}
     for flag, path in (("--output", output), ("--patched-config", patched)):
         if path is None:
@@ -234,7 +239,7 @@ def execute(
     format: OutputFormat = OutputFormat.markdown,
     output: Path | None = None,
     patched_config: Path | None = None,
-    previous: Path | None = None,
+    previous: Sequence[Path] | None = None,
     fail_on: FailOn = FailOn.error,
     training_samples: int | None = None,
     ignore: list[str] | None = None,

@@ -23,6 +23,8 @@ Formats (`Run.format`), detected from the first bytes, the name only breaking ti
 - `csv` / `wandb-csv` (run history, `_step`) / `wandb-chart-csv` (`<run> - <metric>` columns),
   `parquet`, `mlflow` (a file-store run folder or a SQL store's SQLite file), `trackio` (its
   SQLite project file), `tensorboard` (event files, decoded here).
+The managed platform's log envelopes (`dashscope rl logs JOB -o json` and the like) are
+unwrapped first and the log inside read (advisor.ingest.envelope).
 Folders: a TRL output dir's own or newest checkpoint trainer_state.json, event files, MLflow
 runs, then files by kind (JSONL, Parquet, CSV, JSON, text logs), four levels down at most.
 """
@@ -155,6 +157,8 @@ def detect_format(path: Path, head: bytes) -> str:
     first_line = text.split("\n", 1)[0]
     if _notebook_table(first_line):  # a notebook's metrics table copied as tab-separated text
         return "console"
+    if _pasted_table(first_line) and path.suffix.lower() not in (".csv", ".tsv"):
+        return "console"  # a table pasted into a text file: the table reader (elided rows)
     if path.suffix.lower() in (".csv", ".tsv") or _looks_csv(first_line):
         return "csv"
     return "console"
@@ -174,6 +178,12 @@ def _notebook_table(line: str) -> bool:
     """The head of transformers' notebook table (`Step`, then "Training Loss") in any form
     but comma-separated: the console reader reads those (its titles are no metric keys)."""
     return line.startswith(("Step", "Epoch")) and "Training Loss" in line and "," not in line
+
+
+def _pasted_table(line: str) -> bool:
+    """`Step` (or `Epoch`) and the keys, tab- or space-separated: a table pasted as text."""
+    words = line.split()
+    return len(words) >= 2 and words[0] in ("Step", "Epoch") and "," not in line
 
 
 def _looks_csv(line: str) -> bool:
@@ -214,6 +224,10 @@ def _load_file(p: Path) -> Run:
 
         return read_csv(p, source)
     if fmt == "json":
+        from advisor.ingest.kernellog import is_kernel_log, read_kernel_log
+
+        if is_kernel_log(head):  # its depth is in its strings (console text), not its structure
+            return read_kernel_log(p, source)
         _check_depth(p, per_line=False)
     if fmt == "jsonl":  # polars bounds its own depth: read_jsonl checks before Python parses
         from advisor.ingest.jsonfiles import read_jsonl
@@ -243,7 +257,7 @@ def _load_file(p: Path) -> Run:
     return _console(p, source)
 
 
-def _unwrapped(p: Path, text: str, what: str) -> Run:
+def _unwrapped(p: Path, text: str, what: str, notes: list[str]) -> Run:
     """The run in `text`, the log a platform envelope in file `p` held (ingest.envelope): read
     from a private copy as a file of its own (its format detected afresh), named as `p`."""
     with tempfile.TemporaryDirectory(prefix="rl-advisor-") as tmp:
@@ -253,8 +267,8 @@ def _unwrapped(p: Path, text: str, what: str) -> Run:
             run = _load_file(copy)
         except InputError as err:
             raise InputError(str(err).replace(str(copy), f"{p} ({what})")) from None
-    note = f"{p.name}: read {what}"
-    return dataclasses.replace(run, source=str(p), warnings=[*run.warnings, note])
+    said = [f"{p.name}: read {what}", *(f"{p.name}: {n}" for n in notes)]
+    return dataclasses.replace(run, source=str(p), warnings=[*run.warnings, *said])
 
 
 def _load_utf16(p: Path) -> Run:

@@ -196,6 +196,14 @@ def read_console(path: Path, source: str) -> Run:
         )
         for lineno, line, last in _unwrapped(iter_lines(path, st), width):
             _line(st, lineno, line, last)
+    elif (joiner := _rejoiner(path)) is not None:
+        for lineno, line, last in joiner.lines(iter_lines(path, st)):
+            _line(st, lineno, line, last)
+        if joiner.joined:
+            st.warnings.append(
+                f"{source}:{joiner.first_line}: {joiner.joined} metric record(s) broken over "
+                "several lines (a terminal's or an issue tracker's wrap) were joined back"
+            )
     else:
         for before, text, last in iter_chunks(path, st):
             if last:
@@ -227,6 +235,11 @@ def read_console(path: Path, source: str) -> Run:
         return _finish_spaced(st)
     if st.dict_rows:
         return _finish_dicts(st)
+    from advisor.ingest.minimind import read_minimind
+
+    steps = read_minimind(iter_lines(path), source, st.warnings)
+    if steps is not None:
+        return steps
     ending = st.ending.result(0)
     if ending is not None and ending.kind != "completed" and _log_line(ending.message or ""):
         return _ending_only(st, ending)
@@ -272,6 +285,23 @@ def _ending_only(st: _State, ending: RunEnding) -> Run:
         ending=ending,
         warnings=[*st.warnings, note],
     )
+
+
+_REJOIN_SAMPLE = 8 << 20  # bytes looked at for records broken over lines
+
+
+def _rejoiner(path: Path) -> Any:
+    """A Rejoiner when the log shows records broken over lines, else None (the fast path)."""
+    from advisor.ingest.rejoin import Rejoiner, needs_rejoin
+
+    try:
+        with path.open("rb") as fh:
+            sample = fh.read(_REJOIN_SAMPLE).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    if "{" not in sample and "step:" not in sample:
+        return None
+    return Rejoiner() if needs_rejoin(sample) else None
 
 
 _WRAP_SAMPLE = 1 << 16  # bytes looked at for hard-wrapped lines
@@ -339,9 +369,14 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
     if line.endswith("\r"):  # Windows line ends
         line = line[:-1]
     if "\r" in line:  # tqdm redraws: keep the progress counter, then the last segment
+        segments = [s for s in line.split("\r") if s.strip()]
+        # a record the bar was redrawn after on the same line (stdout's dict, then stderr's
+        # bar with no newline between them) is read first, not dropped with the redraws
+        for seg in segments[:-1]:
+            if ("{'" in seg or '{"' in seg) and seg.rstrip().endswith("}"):
+                _line(st, lineno, seg, False)
         if "/" in line:
             _tqdm(st, line)
-        segments = [s for s in line.split("\r") if s.strip()]
         line = segments[-1] if segments else ""
     if st.config_lines is not None:
         prefix, body = _split_prefix(line)

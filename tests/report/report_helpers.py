@@ -105,6 +105,7 @@ def rule_actions(action: dict[str, Any], fallback: dict[str, Any] | None) -> Sim
         action=schema.validate(ActionSpec, action),
         fallback=schema.validate(ActionSpec, fallback) if fallback is not None else None,
         fallback_first=[],
+        fallback_if_only=[],
     )
 
 
