@@ -101,13 +101,14 @@ class Platform:
         as the module's docstring says; else a PlatformError naming the job and the cause."""
         import requests  # the SDK's own transport (a dependency of the SDK)
 
+        not_json = getattr(requests.exceptions, "JSONDecodeError", ValueError)  # requests < 2.27
         call = getattr(self._client, method)
         for attempt in range(1, self.tries + 1):
             last = attempt == self.tries
             wait = float(2 ** (attempt - 1))
             try:
                 resp = call(*args, api_key=self._key, request_timeout=self.timeout, **kwargs)
-            except requests.exceptions.JSONDecodeError:
+            except not_json:
                 raise PlatformError(
                     f"job {job_id}: the platform's answer for {what} is not JSON (a proxy's "
                     "page?); expected the platform's API at DASHSCOPE_HTTP_BASE_URL"
