@@ -226,12 +226,17 @@ def test_watch_follows_a_running_job_to_its_end(platform_server, tmp_path, tmpdi
     spec = _spec(STALL, "ft-run", "RUNNING", statuses=["PENDING", *["RUNNING"] * 5, "SUCCEEDED"])
     spec["grow"] = 100  # lines visible per look
     env = _env(platform_server({"ft-run": spec, "ft-stall": _spec(STALL, "ft-stall")}), tmpdir_env)
-    watched = advisor_cli(env, "watch", "--job", "ft-run", "--poll", "0.1", "--format", "json")
+    said = tmp_path / "said.txt"
+    cmd = f'echo "$RL_ADVISOR_JOB_ID $RL_ADVISOR_ID $RL_ADVISOR_SEVERITY" >> {said}'
+    watched = advisor_cli(
+        env, "watch", "--job", "ft-run", "--poll", "0.1", "--format", "json", "--on-finding", cmd
+    )
     whole = advisor_cli(env, "diagnose", "--job", "ft-stall", "--format", "json")
     assert watched.returncode == 1, watched.stderr
     assert _findings(watched.stdout) == _findings(whole.stdout)
     assert "ERROR   P1 not-converging from step" in watched.stderr
     assert "stopped watching (the job ended: SUCCEEDED) after 282 steps" in watched.stderr
+    assert said.read_text(encoding="utf-8") == "ft-run P1 error\n"
     looks = [r for r in requests_made(tmp_path) if r["path"] == "/api/v1/fine-tunes/ft-run/logs"]
     offsets = [int(r["query"]["offset"]) for r in looks]
     assert offsets == sorted(offsets) and len(set(offsets)) >= 5  # only the new lines asked
