@@ -10,7 +10,7 @@ when it is imported, chooses the endpoint); it is handed to the SDK call by call
 printed: every message that leaves this module has it masked.
 
 A request the platform throttles (429) or fails (5xx), or that times out or finds no server, is
-tried again (TRIES in all; after a 429 or 5xx the server's Retry-After, else 1 s then 2 s, is
+tried again (TRIES in all; after a 429, a 5xx or no server the Retry-After, else 1 s then 2 s, is
 waited, after a timeout nothing more); what still fails, or a refusal (401, 403, 404, another
 4xx, an answer that is not JSON), is one line (`PlatformError`, an InputError: exit 2).
 
