@@ -294,6 +294,13 @@ class LoadedConfig:
         """The merged config for --show-config: each hyperparameter with its origin."""
         cfg = self.config.to_dict()
         del cfg["hyper_parameters"]
+        if self.layout == "sdk":  # in the SDK's own names
+            named = {"name": cfg.pop("job_name")} if "job_name" in cfg else {}
+            if "model" in cfg:
+                cfg["model"] = {"name": cfg["model"]}
+            if "mode" in cfg:
+                cfg["training_type"] = cfg.pop("mode")
+            cfg = {**named, **cfg}
         cfg["hyper_parameters"] = {
             k: {"value": v, "origin": self.origin.get(k, "default")}
             for k, v in self.hyper_parameters.items()

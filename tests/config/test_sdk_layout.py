@@ -639,3 +639,27 @@ def test_strings_yaml_1_2_would_read_as_numbers_are_read_as_the_sdk_reads_them(
         True,
     )
     assert not [f for f in loaded.findings if f.id in ("C002", "C009")]
+
+
+@pytest.mark.parametrize(("name", "code"), [("moe_grpo", 1), ("dense_gspo", 0)])
+def test_validate_of_an_sdk_file_through_the_entry_point(
+    name: str, code: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sdk_path, _ = _written()[name]
+    assert main(["validate", str(sdk_path), "--format", "json"]) == code
+    data = json.loads(capsys.readouterr().out)
+    ids = {f["id"] for f in data["config_findings"]}
+    assert ("C301" in ids) == (name == "moe_grpo")
+    assert not ids & {"C001", "C002", "C004", "C008", "C009"}
+    assert main(["validate", str(sdk_path)]) == code
+    assert "(sdk layout," in capsys.readouterr().out
+
+
+def test_show_config_of_an_sdk_file_speaks_the_sdk_names(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = JOBS / "sdk_moe_35b_a3b.yaml"
+    main(["validate", str(path), "--show-config", "--format", "json"])
+    config = json.loads(capsys.readouterr().out)["config"]
+    assert config["name"] == "moe-math" and config["model"] == {"name": "qwen3.5-35b-a3b"}
+    assert config["training_type"] == "reinforcement" and "job_name" not in config
