@@ -732,11 +732,15 @@ def _workspace_scope(loaded: LoadedConfig) -> dict[str, Any]:
         if m.classpath and _CLASSPATH.fullmatch(m.classpath)
     ] + [m.filepath for m in fcmodels if m.filepath and not m.classpath]
     local = workspace is not None and any((workspace / p).exists() for p in paths)
+    # the SDK's fcmodel.requirements_path (under zipdir), else the guide's project-root file
+    requirements = next(
+        (m.requirements_path for m in fcmodels if m.requirements_path), "requirements.txt"
+    )
     return {
         "workspace_local": local,
         "workspace_path": str(workspace) if local else None,
         "requirements_found": (
-            (workspace / "requirements.txt").is_file() if local and workspace is not None else None
+            (workspace / requirements).is_file() if local and workspace is not None else None
         ),
     }
 
