@@ -971,7 +971,7 @@ class _Walker(_Pass):
         value = self.value(path, raw, _spec("choice", choices=_TRAINING_TYPES), line)
         if value is not None:
             self.out["mode"] = value
-            self.lines["mode"] = line or 0
+            self.lines["mode"] = self.lines["training_type"] = line or 0
 
     def sdk_model(self, raw: Any, path: str, line: int | None) -> None:
         """The SDK's `model: {name: ...}` (a FoundationModel)."""

@@ -682,6 +682,7 @@ def job_scope(loaded: LoadedConfig) -> dict[str, Any]:
     samples = loaded.training_samples
     hp: Mapping[str, Any] = loaded.hyper_parameters  # ints where used: the loader checks types
     steps_per_epoch = math.ceil(samples / hp["batch_size"]) if samples else None
+    names = [f.name for f in functions if f.name]  # an unnamed one is named by the SDK
     scope.update(
         model=cfg.model,
         model_kind=kind,
@@ -699,6 +700,9 @@ def job_scope(loaded: LoadedConfig) -> dict[str, Any]:
         expected_step_seconds=loaded.extras.get("expected_step_seconds"),
         teacher_model=cfg.teacher_model,
         training_type=cfg.mode,
+        repeated_function_names=", ".join(
+            sorted({n for n in names if names.count(n) > 1})
+        ),
         n_functions=len(functions),
         n_rollout_functions=sum(f.type == "rollout" for f in functions),
         n_reward_functions=sum(f.type in ("reward", "group_reward") for f in functions),
