@@ -86,6 +86,8 @@ _KEYWORD_TOP = (
 # The SDK's job file (dashscope TuningModel, pydantic with extra="forbid": it refuses every other
 # top-level key), and the guide's keys it refuses with where the SDK keeps the same setting.
 _SDK_TOP = ("name", "model", "teacher_model", "functions", "datasets", "training", "observability")
+# where the SDK takes any key (plain dicts): an unknown one there is the platform's to judge
+_SDK_OPEN = ("training.hyper_parameters.", "training.resources.")
 _GUIDE_ONLY = {
     "job_name": "name",
     "mode": "training.type",
@@ -636,7 +638,12 @@ class _Pass:
         if alias and alias.param in candidates and alias.note:
             hint += f" ({alias.note})"
         sugg = candidates.get(key) or (candidates[near[0]] if near else None)
-        self.add("C001", [path], f"{path} is not a known field{hint}", suggested=sugg, line=line)
+        severity = None
+        if getattr(self, "layout", None) == "sdk" and not path.startswith(_SDK_OPEN):
+            # the SDK's models forbid extra fields: the file is refused, not only misread
+            severity, hint = Severity.error, hint + "; the SDK refuses a file with it"
+        self.add("C001", [path], f"{path} is not a known field{hint}", suggested=sugg, line=line,
+                 severity=severity)  # fmt: skip
 
     def as_sdk_reads(self, path: str, raw: Any, kind: str) -> Any:
         """`raw` as the SDK's YAML 1.1 loader reads it where a string is what the SDK takes
