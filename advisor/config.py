@@ -560,7 +560,7 @@ def detect_layout(doc: Mapping[str, Any]) -> Layout:
         return "platform"
     training = doc.get("training")
     model = doc.get("model")
-    guide = bool(keys & set(_GUIDE_ONLY)) or isinstance(model, str)
+    guide = bool(keys & set(_GUIDE_ONLY))  # a model string alone is either layout's slip
     signs = (
         keys & {"teacher_model", "observability"}
         or (isinstance(training, Mapping) and "type" in training)
