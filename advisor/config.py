@@ -1301,6 +1301,9 @@ def _set_target(key: str) -> tuple[str, str]:
         if key in framework_key_params(fw):
             return "converted", key
     parts = key.split(".")
+    sdk_names = {"model.name": "model", "name": "job_name", "training.type": "mode"}
+    if key in sdk_names:  # the SDK's names of the job's own fields
+        return "top", sdk_names[key]
     for prefix in (["training", "hyper_parameters"], ["hyper_parameters"]):
         if parts[: len(prefix)] == prefix and len(parts) == len(prefix) + 1:
             parts = parts[len(prefix) :]
@@ -1317,7 +1320,8 @@ def _set_target(key: str) -> tuple[str, str]:
             return "resources", name
         if name in _EXTRAS:
             return "extra", name
-        if name in ("model", "teacher_model", "job_name", "tuned_model_name", "workspace_dir"):
+        if name in ("model", "teacher_model", "job_name", "tuned_model_name", "workspace_dir",
+                    "mode"):  # fmt: skip
             return "top", name
     if len(parts) >= 3 and parts[0] == "functions" and parts[1].isdigit():
         return "function", key

@@ -715,3 +715,15 @@ def test_a_load_error_exactly_where_the_sdk_refuses_the_file(
         if f.id in ("C001", "C002", "C004") and f.severity.value == "error"
     ]
     assert bool(errors) == (not sdk_takes_it), errors
+
+
+def test_set_takes_the_sdk_names_of_the_job_fields() -> None:
+    loaded = load_config(
+        JOBS / "sdk_guide_config.yaml",
+        sets=["model.name=qwen3.5-35b-a3b", "training.type=pg_opd", "name=next"],
+    )
+    assert (loaded.config.model, loaded.config.mode, loaded.config.job_name) == (
+        "qwen3.5-35b-a3b",
+        "pg_opd",
+        "next",
+    )
