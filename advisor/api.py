@@ -23,7 +23,7 @@ from typing import Any, cast
 
 from advisor import lazy
 from advisor._version import __version__
-from advisor.config import LoadedConfig, load_config, write_patched
+from advisor.config import JobFile, LoadedConfig, load_config, write_patched
 from advisor.dialect import Speaker, framework_assumed, framework_of_run
 from advisor.ingest.frame import trl_without_kl
 from advisor.reading import Reading
@@ -160,11 +160,24 @@ def _load_config_once(
     return copy.deepcopy(loaded)
 
 
-def previous_hp(previous: Path | str | None) -> dict[str, Any] | None:
-    """The hyperparameters of `--previous` (what the last run already tried), or None."""
+Previous = Path | str | Sequence[Path | str] | None
+
+
+def previous_paths(previous: Previous) -> list[Path]:
+    """`--previous` as a list of paths, oldest first (one path or several)."""
     if previous is None:
-        return None
-    return dict(_load_config_once(previous).hyper_parameters)
+        return []
+    if isinstance(previous, str | Path):
+        return [Path(previous)]
+    return [Path(p) for p in previous]
+
+
+def previous_hp(previous: Previous) -> dict[str, Any] | None:
+    """The settings the last of `--previous` is known to have run with, or None."""
+    from advisor.history import read_history
+
+    rounds = read_history(previous_paths(previous), _load_config_once)
+    return dict(rounds[-1].hp) if rounds else None
 
 
 def config_findings_of(loaded: Any) -> list[Any]:
@@ -262,14 +275,15 @@ def diagnose(
     metrics: Path | str,
     config: Path | str | None = None,
     sets: Sequence[str] = (),
-    previous: Path | str | None = None,
+    previous: Previous = None,
     training_samples: int | None = None,
     ignore: Sequence[str] = (),
 ) -> Diagnosis:
     """Read a run, judge it against its job config, and plan the one change to make.
 
     `ignore`: finding ids to silence (e.g. ["SLOW"]); they are dropped before the remedy, so
-    the patch never follows a silenced finding."""
+    the patch never follows a silenced finding. `previous`: the earlier runs of the same job,
+    oldest first (advisor.history): what was tried, for the step's size and direction."""
     _silenced(ignore)  # a typo in --ignore is an unusable call: said before any work
     return diagnose_reading(
         Reading(Path(metrics)), config, sets, previous, training_samples, ignore
@@ -280,13 +294,30 @@ def diagnose_reading(
     reading: Reading,
     config: Path | str | None = None,
     sets: Sequence[str] = (),
-    previous: Path | str | None = None,
+    previous: Previous = None,
     training_samples: int | None = None,
     ignore: Sequence[str] = (),
 ) -> Diagnosis:
     """`diagnose` of a run whose read has started (advisor.reading): the engine is imported
     while it reads. The command starts the read before it imports this module."""
+    return diagnose_job(reading, config, sets, previous, training_samples, ignore)[0]
+
+
+def diagnose_job(
+    reading: Reading,
+    config: Path | str | None = None,
+    sets: Sequence[str] = (),
+    previous: Previous = None,
+    training_samples: int | None = None,
+    ignore: Sequence[str] = (),
+) -> tuple[Diagnosis, Job]:
+    """`diagnose_reading`, with the Job it resolved: its job file is read and parsed once
+    (`loaded.file`), for the diff and for the patched copy the command writes."""
     silenced = _silenced(ignore)
+    from advisor.history import read_history  # the remedy's Round: after the read started
+
+    # unreadable: refused before any work; a batch loads each job file once
+    history = read_history(previous_paths(previous), _load_config_once)
     from advisor import engine  # imported alongside the read
     run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)
@@ -299,7 +330,7 @@ def diagnose_reading(
         config_findings=config_findings_of(job.loaded),
         origin=job.origin,
         config_given=config is not None,
-        previous=previous_hp(previous),
+        history=history,
         training_samples=training_samples,
         silenced=silenced,
         caps=scale_caps(job.loaded),
@@ -307,7 +338,7 @@ def diagnose_reading(
         framework_facts=job.loaded.facts,
         framework_assumed=job.framework_assumed,
     )
-    return with_file_diff(diagnosis, config)
+    return with_file_diff(diagnosis, job.loaded.file or config), job
 
 
 RUN_FILE = "rl-advisor-run.json"  # left in a TRL output dir by the transformers callback
@@ -331,6 +362,10 @@ def _with_run_file(metrics: Path, run: Run) -> Run:
         if not isinstance(hints, dict):
             return run
         joined = {**run.config_hints, **hints}
+        args = data.get("training_arguments")
+        sampled = args.get("temperature") if isinstance(args, dict) else None
+        if isinstance(sampled, int | float) and not isinstance(sampled, bool):
+            joined.setdefault("temperature", float(sampled))  # a record from before the hint
         if isinstance(data.get("framework"), str):
             joined.setdefault("framework", data["framework"])
         return dataclasses.replace(run, config_hints=joined)
@@ -356,24 +391,28 @@ def file_changes(patch: Any) -> dict[str, Any]:
     return {c.param: c.to for c in patch.changes}
 
 
-def with_file_diff(diagnosis: Diagnosis, config: Path | str | None) -> Diagnosis:
-    """Add the patch as a diff of the user's job file (diagnose and the online Advisor alike)."""
+def with_file_diff(diagnosis: Diagnosis, config: Path | str | JobFile | None) -> Diagnosis:
+    """Add the patch as a diff of the user's job file (diagnose and the online Advisor alike);
+    a JobFile (the job file as loaded) is not read again."""
     if config is not None and diagnosis.patch is not None and diagnosis.patch.changes:
+        source = config if isinstance(config, JobFile) else Path(config)
         try:
-            diagnosis.patch_diff = _file_diff(Path(config), file_changes(diagnosis.patch))
+            diagnosis.patch_diff = _file_diff(source, file_changes(diagnosis.patch))
         except InputError as err:  # a job shape the change has no place in: said, not raised
             diagnosis.patch.notes.append(f"Not applied to the job file: {err}")
     return diagnosis
 
 
-def _file_diff(source: Path, changes: Mapping[str, Any]) -> str:
+def _file_diff(source: Path | JobFile, changes: Mapping[str, Any]) -> str:
     """The patch as the unified diff of the user's own job file (its layout and comments)."""
+    path = source.path if isinstance(source, JobFile) else source
     with tempfile.TemporaryDirectory() as tmp:
-        dest = Path(tmp) / source.name
+        dest = Path(tmp) / path.name
         write_patched(source, changes, dest)
         new = dest.read_text(encoding="utf-8").splitlines()
-    old = source.read_text(encoding="utf-8").splitlines()
-    lines = difflib.unified_diff(old, new, source.name, f"{source.name} (patched)", n=2)
+    raw = source.raw if isinstance(source, JobFile) else path.read_text(encoding="utf-8")
+    old = raw.splitlines()
+    lines = difflib.unified_diff(old, new, path.name, f"{path.name} (patched)", n=2)
     return "\n".join(line.rstrip("\n") for line in lines)
 
 
@@ -392,6 +431,7 @@ def assemble(
     framework: str | None = None,
     framework_facts: Mapping[str, Any] | None = None,
     framework_assumed: Mapping[str, Any] | None = None,
+    history: Sequence[Any] = (),
 ) -> Diagnosis:
     """Judgement + job -> Diagnosis: remedy, checkpoint advice, assumptions, drawn series.
 
@@ -404,6 +444,9 @@ def assemble(
     framework = framework or framework_of_run(run.format, run.frame.columns, run.config_hints)
     speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin or {})
     facts = run_facts(run)
+    known = (framework_facts or {}).get("temperature")  # the job file's, over the log's
+    if isinstance(known, int | float) and not isinstance(known, bool):
+        facts["temperature"] = float(known)
     planned = remedy.plan(
         findings,
         hp,
@@ -413,6 +456,7 @@ def assemble(
         into_range=config_given,
         speaker=speaker,
         facts=facts,
+        history=history,
     )
     info = dataclasses.replace(run.info(), framework=framework)
     save_hp, save_notes = _save_settings(hp, origin or {})
@@ -452,10 +496,19 @@ def assemble(
         ]
         + ([f"Silenced with --ignore: {', '.join(sorted(silenced))}."] if silenced else []),
         next_steps=_restart_step(planned.findings, checkpoint) + planned.next_steps,
+        history=_history_said(history, hp),
         checkpoint=_checkpoint_said(checkpoint, speaker),
         hyper_parameters=dict(hp),
         series=_series(run, planned.findings),
     )
+
+
+def _history_said(history: Sequence[Any], hp: Mapping[str, Any]) -> list[dict[str, Any]]:
+    if not history:
+        return []
+    from advisor.history import said
+
+    return said(history, hp)
 
 
 def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping[str, str]) -> Any:
@@ -504,6 +557,7 @@ def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping
             framework=speaker.framework,
             settings=speaker.settings(changes) if speaker.native else {},
             override=speaker.override_line(changes) if speaker.native else None,
+            override_args=speaker.override_args(changes),
         )
     return SimpleNamespace(findings=findings, patch=patch)
 

@@ -42,7 +42,7 @@ from advisor.dialect import (
     trl_hints,
     verl_facts,
 )
-from advisor.ingest import json_depth
+from advisor.ingest.depth import json_depth
 from advisor.ingest.hints import verl_hints
 from advisor.pyconfig import LinedDict, read_python_job
 from advisor.resources import write_text_atomic
@@ -282,6 +282,8 @@ class LoadedConfig:
     # the `defaults` of load_config that stood (no file, hint or --set gave the value): the
     # run's framework's own defaults, assumptions as the platform's are
     defaults_taken: dict[str, Scalar] = field(default_factory=dict)
+    # the job file as read once (None without one): the diff and the patched copy start from it
+    file: JobFile | None = None
 
     def line_of(self, params: Sequence[str]) -> int | None:
         """The file line of the first param that has one."""
@@ -362,8 +364,25 @@ def _joined_surrogates(obj: Any) -> Any:
     return obj
 
 
+@dataclass(frozen=True)
+class JobFile:
+    """A job file read and parsed once, handed on to what loads, diffs and patches it: `raw` as
+    read (the diff's old side), `text` as parsed (a Python file's `job =` stripped) and the
+    parsed `document`, which is never changed (a patch is applied to a copy)."""
+
+    path: Path
+    raw: str
+    text: str
+    document: Any
+
+
 def read_document(path: Path) -> Any:
     """Parse a YAML or JSON job file (ruamel, YAML 1.2: `1e-6` is a float) keeping line info."""
+    return read_job_file(path).document
+
+
+def read_job_file(path: Path) -> JobFile:
+    """`read_document`, with the text it read (see JobFile)."""
 
     if not path.exists():
         raise InputError(f"{path}: no such file")
@@ -385,14 +404,15 @@ def read_document(path: Path) -> Any:
         _check_nesting(path, text)  # before json.loads, which recurses once per level
         _json_error(path, text, always=True)  # a .json file must be JSON, not any YAML
     if path.suffix.lower() == ".py" and (pydoc := _python_job(text)) is not None:
-        return pydoc
+        return JobFile(path, text, text, pydoc)
     source_text, text = text, _strip_assignment(text)
     _check_nesting(path, text)
     try:
         doc = _yaml().load(text)
     except lazy.yaml.error.MarkedYAMLError as err:
         if (pydoc := _python_job(source_text)) is not None:
-            return pydoc  # client.run(...) written in Python, as the guide shows it
+            # client.run(...) written in Python, as the guide shows it
+            return JobFile(path, source_text, text, pydoc)
         _json_error(path, text)  # a JSON file: JSON's own message is more precise
         mark = err.problem_mark or err.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -412,7 +432,7 @@ def read_document(path: Path) -> Any:
         raise InputError(f"{path}:1: empty file, expected a mapping of job config keys")
     if not isinstance(doc, Mapping):
         raise InputError(f"{path}:1: expected a mapping of job config keys, got a {_kind(doc)}")
-    return doc
+    return JobFile(path, source_text, text, doc)
 
 
 # A job file is a few levels deep; YAML nested past this (by indentation or brackets) is
@@ -1384,8 +1404,10 @@ def load_config(
     walker = _Walker(str(source or "<none>"), lines, "none")
     framework: str | None = None
     facts: dict[str, Any] = {}
+    job_file: JobFile | None = None
     if source is not None:
-        doc = read_document(source)
+        job_file = read_job_file(source)
+        doc = job_file.document
         framework, facts = _framework_file(doc)
         if framework is not None:
             # a TRL or verl file: its values in the guide's names, read as a flat job; the
@@ -1398,7 +1420,7 @@ def load_config(
             layout = detect_layout(doc)
             walker = _Walker(str(source), lines, layout)
             if layout in ("yaml", "sdk"):  # the layouts `dashscope rl run -c` is given
-                walker.yaml11 = yaml11_texts(source)
+                walker.yaml11 = yaml11_texts(job_file)
             walker.walk(doc)
             _not_a_job(walker, source, doc, layout)
             if layout == "yaml":
@@ -1442,6 +1464,7 @@ def load_config(
         framework=framework,
         facts=facts,
         defaults_taken=taken,
+        file=job_file,
     )
 
 
@@ -1583,14 +1606,14 @@ def yaml11_number(value: float) -> str:
     return f"{mantissa}e{exponent}"
 
 
-def yaml11_texts(source: Path) -> dict[str, tuple[str, int]]:
+def yaml11_texts(job_file: JobFile) -> dict[str, tuple[str, int]]:
     """Path -> (text, line) of each plain scalar YAML 1.2 reads as a number and YAML 1.1 (the
-    SDK's loader) as a string: `2e-6`, `0e0`. Paths as the walker writes them."""
-    if source.suffix.lower() == ".py":
+    SDK's loader) as a string: `2e-6`, `0e0`. Paths as the walker writes them; the scalars as
+    written, from the text the job file was read from."""
+    if job_file.path.suffix.lower() == ".py":
         return {}
     try:
-        text = _strip_assignment(source.read_text(encoding="utf-8"))
-        root = _yaml().compose(text)
+        root = _yaml().compose(job_file.text)
     except Exception:  # read once already; a document composed differently is not judged
         return {}
     found: dict[str, tuple[str, int]] = {}
@@ -1873,7 +1896,9 @@ def _count_lines(path: Path) -> int:
 # Writing a patched job file.
 
 
-def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -> None:
+def write_patched(
+    source: Path | JobFile | None, changes: Mapping[str, Any], dest: Path
+) -> None:
     """Write `source` with `changes` applied to `dest`, keeping comments, order and layout.
 
     Keys of `changes` are hyperparameter names (placed where the file keeps its
@@ -1881,21 +1906,26 @@ def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -
     dest == source; writes atomically (a temp file renamed into place).
     """
     dest = Path(dest)
-    if source is not None and Path(source).resolve() == dest.resolve():
+    path = source.path if isinstance(source, JobFile) else source
+    if path is not None and Path(path).resolve() == dest.resolve():
         raise InputError(f"{dest}: the patched config must not overwrite its source")
     write_text_atomic(dest, patched_text(source, changes))
 
 
-def patched_text(source: Path | None, changes: Mapping[str, Any]) -> str:
-    """The text `write_patched` writes: `source` with `changes` applied (nothing written)."""
+def patched_text(source: Path | JobFile | None, changes: Mapping[str, Any]) -> str:
+    """The text `write_patched` writes: `source` with `changes` applied (nothing written). A
+    JobFile is patched without reading or parsing the file again."""
     clean = {str(k): _plain(_scalar(v)) for k, v in changes.items()}
     if source is None:
         doc: Any = {"training": {"hyper_parameters": dict(clean)}}
         text, is_json = None, False
     else:
-        source = Path(source)
-        doc = read_document(source)
-        text = _strip_assignment(source.read_text(encoding="utf-8"))
+        if isinstance(source, JobFile):
+            read, doc = source, copy.deepcopy(source.document)
+        else:
+            read = read_job_file(Path(source))
+            doc = read.document
+        source, text = read.path, read.text
         is_json = text.lstrip().startswith("{")
         job = _one_platform_job(doc, source)
         _apply_changes(job, clean, detect_layout(job), source)

@@ -56,7 +56,12 @@ def diagnose(
         Path | None, typer.Option("--patched-config", help="Write the patched job file here.")
     ] = None,
     previous: Annotated[
-        Path | None, typer.Option("--previous", help="The previous job's YAML (already tried).")
+        list[Path] | None,
+        typer.Option(
+            "--previous",
+            help="An earlier run of this job (job file, run directory, rl-advisor-run.json or "
+            "rl-advisor-report.json); repeat it, oldest first.",
+        ),
     ] = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 at this severity.")] = (
         FailOn.error
@@ -119,7 +124,7 @@ def diagnose_job(
     format: OutputFormat,
     output: Path | None,
     patched_config: Path | None,
-    previous: Path | None,
+    previous: list[Path] | None,
     fail_on: FailOn,
     training_samples: int | None,
     ignore: list[str] | None,

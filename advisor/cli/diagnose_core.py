@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.cli import Exit, FailOn, OutputFormat
 from advisor.reading import Reading
@@ -35,6 +35,9 @@ from advisor.types import (
     without_surrogates,
 )
 
+if TYPE_CHECKING:
+    from advisor.config import JobFile
+
 _FAIL_RANK = {FailOn.error: 2, FailOn.warning: 1, FailOn.info: 0}
 
 # option -> (parameter, kind): "path", "str", "int", "list", "flag" or an enum class
@@ -47,7 +50,7 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--output": ("output", "path"),
     "-o": ("output", "path"),
     "--patched-config": ("patched_config", "path"),
-    "--previous": ("previous", "path"),
+    "--previous": ("previous", "paths"),
     "--fail-on": ("fail_on", FailOn),
     "--training-samples": ("training_samples", "int"),
     "--ignore": ("ignore", "list"),
@@ -107,6 +110,9 @@ def parse_argv(argv: Sequence[str]) -> dict[str, Any] | None:
         if kind == "list":
             out[param] = [*(out[param] or []), value]
             continue
+        if kind == "paths":
+            out[param] = [*(out[param] or []), Path(value)]
+            continue
         if param in seen:
             return None
         seen.add(param)
@@ -129,10 +135,11 @@ def parse_argv(argv: Sequence[str]) -> dict[str, Any] | None:
 
 
 def exit_code(d: Diagnosis, fail_on: FailOn) -> int:
-    """0 nothing at or above --fail-on, 1 something is (run findings and config findings alike)."""
+    """0 nothing at or above --fail-on, 1 something is (run findings and config findings alike;
+    a run that crashed counts as an error, whatever it showed before)."""
     if fail_on == FailOn.never:
         return Exit.OK
-    worst: Severity | None = d.worst()
+    worst: Severity | None = Severity.error if d.status == "crashed" else d.worst()
     return Exit.FINDINGS if worst is not None and worst.rank >= _FAIL_RANK[fail_on] else Exit.OK
 
 
@@ -170,14 +177,15 @@ def _same_file(a: Path, b: Path) -> bool:
 def _check_outputs(
     metrics: Path,
     config: Path | None,
-    previous: Path | None,
+    previous: Path | Sequence[Path] | None,
     output: Path | None,
     patched: Path | None,
     plots_dir: Path | None = None,
 ) -> dict[str, Path]:
     """Refuse, before any work, an output that would overwrite an input or that is no place
     for a file (see resources.destination); the checked destinations by flag."""
-    inputs = [p for p in (metrics, config, previous) if p is not None]
+    earlier = [previous] if isinstance(previous, Path) else list(previous or [])
+    inputs = [p for p in (metrics, config, *earlier) if p is not None]
     out: dict[str, Path] = {}
     for flag, path in (("--output", output), ("--patched-config", patched)):
         if path is None:
@@ -231,7 +239,7 @@ def execute(
     format: OutputFormat = OutputFormat.markdown,
     output: Path | None = None,
     patched_config: Path | None = None,
-    previous: Path | None = None,
+    previous: Sequence[Path] | None = None,
     fail_on: FailOn = FailOn.error,
     training_samples: int | None = None,
     ignore: list[str] | None = None,
@@ -256,9 +264,9 @@ def execute(
         # the read starts before the API's import (pydantic, the rulebooks' models), which it
         # overlaps (advisor.reading); this module imports neither
         reading = Reading(metrics)
-        from advisor.api import diagnose_reading, file_changes
+        from advisor.api import diagnose_job, file_changes
 
-        d = diagnose_reading(
+        d, job = diagnose_job(
             reading, config, sets or (), previous, training_samples, ignore=ignore or ()
         )
         if names:
@@ -280,7 +288,9 @@ def execute(
     if patched_config is not None:
         # Written even when nothing changes, so a CI step can always resubmit PATH.
         changes = file_changes(d.patch)
-        items.append(("--patched-config", dests["--patched-config"], _patched(config, changes)))
+        # from the job file as the diagnosis read it: not read or parsed again
+        patched = _patched(job.loaded.file or config, changes)
+        items.append(("--patched-config", dests["--patched-config"], patched))
     if output is not None:
         items.append(("--output", dests["--output"], text.encode("utf-8")))
     write_all(items)
@@ -320,15 +330,16 @@ def _renamed(d: Diagnosis, names: dict[str, str]) -> Diagnosis:
     )
 
 
-def _patched(config: Path | None, changes: dict[str, object]) -> bytes:
+def _patched(config: Path | JobFile | None, changes: dict[str, object]) -> bytes:
     from advisor.config import patched_text
 
+    source = getattr(config, "path", config)  # a JobFile's path
     try:
         return without_surrogates(patched_text(config, changes)).encode("utf-8")
     except InputError:
         raise
     except Exception as err:  # a job shape the patcher cannot place the change in
         raise InputError(
-            f"--patched-config: cannot apply {', '.join(changes)} to {config} "
+            f"--patched-config: cannot apply {', '.join(changes)} to {source} "
             f"({type(err).__name__}: {err}); expected hyper_parameters as a mapping"
         ) from None
