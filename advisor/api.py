@@ -425,11 +425,15 @@ def assemble(
     silenced = set(silenced)
     findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
     framework = framework or framework_of_run(run.format, run.frame.columns, run.config_hints)
-    speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin or {})
     facts = run_facts(run)
+    origin = dict(origin or {})
+    if "temperature" in facts:
+        origin.setdefault("temperature", "run")  # a framework's own setting the run showed
     known = (framework_facts or {}).get("temperature")  # the job file's, over the log's
     if isinstance(known, int | float) and not isinstance(known, bool):
         facts["temperature"] = float(known)
+        origin["temperature"] = "file"
+    speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin)
     planned = remedy.plan(
         findings,
         hp,

@@ -234,7 +234,7 @@ def test_failing_steps_grow_geometrically(first: float, rounds: int) -> None:
 
 
 # ------------------------------------------------------------------------------ sampling
-@pytest.mark.parametrize("fid", ["P9", "P1", "DAPO-ZSTD"])
+@pytest.mark.parametrize("fid", ["DIV", "P9", "P1", "DAPO-ZSTD"])
 @pytest.mark.parametrize(
     ("framework", "key"),
     [("trl", "temperature"), ("verl", "actor_rollout_ref.rollout.temperature"), ("platform", None)],
