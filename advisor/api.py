@@ -23,7 +23,7 @@ from typing import Any, cast
 
 from advisor import lazy
 from advisor._version import __version__
-from advisor.config import LoadedConfig, load_config, write_patched
+from advisor.config import JobFile, LoadedConfig, load_config, write_patched
 from advisor.dialect import Speaker, framework_assumed, framework_of_run
 from advisor.ingest.frame import trl_without_kl
 from advisor.reading import Reading
@@ -300,6 +300,19 @@ def diagnose_reading(
 ) -> Diagnosis:
     """`diagnose` of a run whose read has started (advisor.reading): the engine is imported
     while it reads. The command starts the read before it imports this module."""
+    return diagnose_job(reading, config, sets, previous, training_samples, ignore)[0]
+
+
+def diagnose_job(
+    reading: Reading,
+    config: Path | str | None = None,
+    sets: Sequence[str] = (),
+    previous: Path | str | None = None,
+    training_samples: int | None = None,
+    ignore: Sequence[str] = (),
+) -> tuple[Diagnosis, Job]:
+    """`diagnose_reading`, with the Job it resolved: its job file is read and parsed once
+    (`loaded.file`), for the diff and for the patched copy the command writes."""
     silenced = _silenced(ignore)
     from advisor.history import read_history  # the remedy's Round: after the read started
 
@@ -325,7 +338,7 @@ def diagnose_reading(
         framework_facts=job.loaded.facts,
         framework_assumed=job.framework_assumed,
     )
-    return with_file_diff(diagnosis, config)
+    return with_file_diff(diagnosis, job.loaded.file or config), job
 
 
 RUN_FILE = "rl-advisor-run.json"  # left in a TRL output dir by the transformers callback
@@ -378,24 +391,28 @@ def file_changes(patch: Any) -> dict[str, Any]:
     return {c.param: c.to for c in patch.changes}
 
 
-def with_file_diff(diagnosis: Diagnosis, config: Path | str | None) -> Diagnosis:
-    """Add the patch as a diff of the user's job file (diagnose and the online Advisor alike)."""
+def with_file_diff(diagnosis: Diagnosis, config: Path | str | JobFile | None) -> Diagnosis:
+    """Add the patch as a diff of the user's job file (diagnose and the online Advisor alike);
+    a JobFile (the job file as loaded) is not read again."""
     if config is not None and diagnosis.patch is not None and diagnosis.patch.changes:
+        source = config if isinstance(config, JobFile) else Path(config)
         try:
-            diagnosis.patch_diff = _file_diff(Path(config), file_changes(diagnosis.patch))
+            diagnosis.patch_diff = _file_diff(source, file_changes(diagnosis.patch))
         except InputError as err:  # a job shape the change has no place in: said, not raised
             diagnosis.patch.notes.append(f"Not applied to the job file: {err}")
     return diagnosis
 
 
-def _file_diff(source: Path, changes: Mapping[str, Any]) -> str:
+def _file_diff(source: Path | JobFile, changes: Mapping[str, Any]) -> str:
     """The patch as the unified diff of the user's own job file (its layout and comments)."""
+    path = source.path if isinstance(source, JobFile) else source
     with tempfile.TemporaryDirectory() as tmp:
-        dest = Path(tmp) / source.name
+        dest = Path(tmp) / path.name
         write_patched(source, changes, dest)
         new = dest.read_text(encoding="utf-8").splitlines()
-    old = source.read_text(encoding="utf-8").splitlines()
-    lines = difflib.unified_diff(old, new, source.name, f"{source.name} (patched)", n=2)
+    raw = source.raw if isinstance(source, JobFile) else path.read_text(encoding="utf-8")
+    old = raw.splitlines()
+    lines = difflib.unified_diff(old, new, path.name, f"{path.name} (patched)", n=2)
     return "\n".join(line.rstrip("\n") for line in lines)
 
 

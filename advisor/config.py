@@ -42,9 +42,9 @@ from advisor.dialect import (
     trl_hints,
     verl_facts,
 )
-from advisor.ingest import json_depth
+from advisor.ingest.depth import json_depth
 from advisor.ingest.hints import verl_hints
-from advisor.pyconfig import read_python_job
+from advisor.pyconfig import LinedDict, read_python_job
 from advisor.resources import write_text_atomic
 from advisor.static import FieldSpec, fmt, rulebook
 from advisor.types import ConfigFinding, InputError, Scalar, Severity
@@ -280,6 +280,8 @@ class LoadedConfig:
     # the `defaults` of load_config that stood (no file, hint or --set gave the value): the
     # run's framework's own defaults, assumptions as the platform's are
     defaults_taken: dict[str, Scalar] = field(default_factory=dict)
+    # the job file as read once (None without one): the diff and the patched copy start from it
+    file: JobFile | None = None
 
     def line_of(self, params: Sequence[str]) -> int | None:
         """The file line of the first param that has one."""
@@ -353,8 +355,25 @@ def _joined_surrogates(obj: Any) -> Any:
     return obj
 
 
+@dataclass(frozen=True)
+class JobFile:
+    """A job file read and parsed once, handed on to what loads, diffs and patches it: `raw` as
+    read (the diff's old side), `text` as parsed (a Python file's `job =` stripped) and the
+    parsed `document`, which is never changed (a patch is applied to a copy)."""
+
+    path: Path
+    raw: str
+    text: str
+    document: Any
+
+
 def read_document(path: Path) -> Any:
     """Parse a YAML or JSON job file (ruamel, YAML 1.2: `1e-6` is a float) keeping line info."""
+    return read_job_file(path).document
+
+
+def read_job_file(path: Path) -> JobFile:
+    """`read_document`, with the text it read (see JobFile)."""
 
     if not path.exists():
         raise InputError(f"{path}: no such file")
@@ -376,14 +395,15 @@ def read_document(path: Path) -> Any:
         _check_nesting(path, text)  # before json.loads, which recurses once per level
         _json_error(path, text, always=True)  # a .json file must be JSON, not any YAML
     if path.suffix.lower() == ".py" and (pydoc := _python_job(text)) is not None:
-        return pydoc
+        return JobFile(path, text, text, pydoc)
     source_text, text = text, _strip_assignment(text)
     _check_nesting(path, text)
     try:
         doc = _yaml().load(text)
     except lazy.yaml.error.MarkedYAMLError as err:
         if (pydoc := _python_job(source_text)) is not None:
-            return pydoc  # client.run(...) written in Python, as the guide shows it
+            # client.run(...) written in Python, as the guide shows it
+            return JobFile(path, source_text, text, pydoc)
         _json_error(path, text)  # a JSON file: JSON's own message is more precise
         mark = err.problem_mark or err.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -403,7 +423,7 @@ def read_document(path: Path) -> Any:
         raise InputError(f"{path}:1: empty file, expected a mapping of job config keys")
     if not isinstance(doc, Mapping):
         raise InputError(f"{path}:1: expected a mapping of job config keys, got a {_kind(doc)}")
-    return doc
+    return JobFile(path, source_text, text, doc)
 
 
 # A job file is a few levels deep; YAML nested past this (by indentation or brackets) is
@@ -544,6 +564,8 @@ def _plain(value: Any) -> Any:
 
 
 def detect_layout(doc: Mapping[str, Any]) -> Layout:
+    if isinstance(doc, LinedDict):  # a run() / submit_job() call written in Python
+        return "keyword"
     keys = set(map(str, doc))
     if "job_id" in keys and keys & {"status", "hyper_parameters", "training_type", "base_model"}:
         return "platform"
@@ -588,6 +610,10 @@ class _Pass:
         # finding rests on the default that replaced the user's value
         self.invalid: set[str] = set()
         self.unknown_keys = 0
+        # plain scalars YAML 1.1 (the SDK) reads as strings, YAML 1.2 as numbers, by path; a
+        # field that is a string to the SDK takes the text (yaml11_taken), others get C009
+        self.yaml11: dict[str, tuple[str, int]] = {}
+        self.yaml11_taken: set[str] = set()
 
     # -- findings
     def add(
@@ -625,12 +651,31 @@ class _Pass:
         sugg = candidates.get(key) or (candidates[near[0]] if near else None)
         self.add("C001", [path], f"{path} is not a known field{hint}", suggested=sugg, line=line)
 
+    def as_sdk_reads(self, path: str, raw: Any, kind: str) -> Any:
+        """`raw` as the SDK's YAML 1.1 loader reads it where a string is what the SDK takes
+        (`0e0` is the string '0e0' to it, the number 0.0 to YAML 1.2)."""
+        if kind in ("str", "choice") and path in self.yaml11:
+            self.yaml11_taken.add(path)
+            return self.yaml11[path][0]
+        if kind == "list" and isinstance(raw, list):
+            out = list(raw)
+            for i in range(len(out)):
+                if (item := f"{path}[{i}]") in self.yaml11:
+                    self.yaml11_taken.add(item)
+                    out[i] = self.yaml11[item][0]
+            return out
+        if kind == "mapping":  # the runtime's env: values of any type, sent as they are read
+            self.yaml11_taken.update(p for p in self.yaml11 if p.startswith(path + "."))
+        return raw
+
     # -- scalars
     def value(
         self, path: str, raw: Any, spec: Any, line: int | None, param: str | None = None
     ) -> Any:
         """Validate one scalar against a FieldSpec; return the clean value or None if invalid."""
         name = param or path
+        if self.yaml11:
+            raw = self.as_sdk_reads(path, raw, spec.type)
 
         def invalid(rule_id: str, problem: str, suggested: Any) -> None:
             self.invalid.add(name)
@@ -748,8 +793,9 @@ def _coerce(raw: Any, spec: Any) -> Any:
             raise _Bad("a string")
         return raw
     if kind == "bool":
-        if isinstance(raw, str) and raw.lower() in ("true", "false"):
-            return raw.lower() == "true"
+        # yes / no / on / off: booleans to YAML 1.1 (the SDK's loader), strings to YAML 1.2
+        if isinstance(raw, str) and raw.lower() in ("true", "false", "yes", "no", "on", "off"):
+            return raw.lower() in ("true", "yes", "on")
         if not isinstance(raw, bool):
             raise _Bad("true or false")
         return raw
@@ -964,6 +1010,7 @@ class _Walker(_Pass):
             self.sdk_model(raw, path, line)
         elif key == "observability":
             self.mapping(raw, path, line)  # the SDK's Observability takes any fields
+            self.as_sdk_reads(path, raw, "mapping")
         elif key == "training_type":
             self.training_type(raw, path, line)
         elif key in ("model", "base_model") and self.layout == "platform":
@@ -1339,8 +1386,10 @@ def load_config(
     walker = _Walker(str(source or "<none>"), lines, "none")
     framework: str | None = None
     facts: dict[str, Any] = {}
+    job_file: JobFile | None = None
     if source is not None:
-        doc = read_document(source)
+        job_file = read_job_file(source)
+        doc = job_file.document
         framework, facts = _framework_file(doc)
         if framework is not None:
             # a TRL or verl file: its values in the guide's names, read as a flat job; the
@@ -1352,12 +1401,13 @@ def load_config(
             doc = _one_platform_job(doc, source)
             layout = detect_layout(doc)
             walker = _Walker(str(source), lines, layout)
+            if layout in ("yaml", "sdk"):  # the layouts `dashscope rl run -c` is given
+                walker.yaml11 = yaml11_texts(job_file)
             walker.walk(doc)
             _not_a_job(walker, source, doc, layout)
             if layout == "yaml":
                 _guide_layout(walker, source, doc)
-            if layout in ("yaml", "sdk"):  # the layouts `dashscope rl run -c` is given
-                _yaml11_strings(walker, source)
+            _yaml11_strings(walker)
     origin: dict[str, Origin] = {k: "file" for k in walker.hp}
     extras: dict[str, Any] = {}
     _layer_hints(walker, hints or {}, origin, source is not None, extras)
@@ -1396,6 +1446,7 @@ def load_config(
         framework=framework,
         facts=facts,
         defaults_taken=taken,
+        file=job_file,
     )
 
 
@@ -1537,15 +1588,17 @@ def yaml11_number(value: float) -> str:
     return f"{mantissa}e{exponent}"
 
 
-def _yaml11_strings(walker: _Walker, source: Path) -> None:
-    """C009 where the file has a number the SDK's YAML 1.1 loader reads as a string."""
-    if source.suffix.lower() == ".py":
-        return
+def yaml11_texts(job_file: JobFile) -> dict[str, tuple[str, int]]:
+    """Path -> (text, line) of each plain scalar YAML 1.2 reads as a number and YAML 1.1 (the
+    SDK's loader) as a string: `2e-6`, `0e0`. Paths as the walker writes them; the scalars as
+    written, from the text the job file was read from."""
+    if job_file.path.suffix.lower() == ".py":
+        return {}
     try:
-        text = _strip_assignment(source.read_text(encoding="utf-8"))
-        root = _yaml().compose(text)
+        root = _yaml().compose(job_file.text)
     except Exception:  # read once already; a document composed differently is not judged
-        return
+        return {}
+    found: dict[str, tuple[str, int]] = {}
 
     def visit(node: Any, path: str) -> None:
         kind = type(node).__name__
@@ -1557,26 +1610,37 @@ def _yaml11_strings(walker: _Walker, source: Path) -> None:
                 visit(value, f"{path}[{i}]")
         elif kind == "ScalarNode" and node.style is None and node.tag in _NUMBER_TAGS:
             raw = str(node.value)
-            if _YAML11_FLOAT.fullmatch(raw) or _YAML11_INT.fullmatch(raw):
-                return
-            try:
-                number = float(raw.replace("_", ""))
-            except ValueError:
-                return
-            safe = yaml11_number(number) if node.tag.endswith("float") else str(int(number))
-            name = path.rsplit(".", 1)[-1]
-            param = name if name in walker.book.hyper_parameters else path
-            walker.add(
-                "C009",
-                [param],
-                f"{path} = {raw}: the platform SDK reads job files as YAML 1.1 (PyYAML's "
-                f"SafeLoader), which takes {raw} for the string '{raw}', not a number; write "
-                f"{safe}",
-                suggested=safe,
-                line=node.start_mark.line + 1,
-            )
+            if not (_YAML11_FLOAT.fullmatch(raw) or _YAML11_INT.fullmatch(raw)):
+                found[path] = (raw, node.start_mark.line + 1)
 
     visit(root, "")
+    return found
+
+
+def _yaml11_strings(walker: _Walker) -> None:
+    """C009 where the file has a number the SDK's YAML 1.1 loader reads as a string (a field
+    that is a string to the SDK took the text as written: no finding there)."""
+    for path, (raw, line) in walker.yaml11.items():
+        if path in walker.yaml11_taken:
+            continue
+        try:
+            number = float(raw.replace("_", ""))
+        except ValueError:
+            continue
+        if not math.isfinite(number):
+            continue  # 1e999: no number either way
+        safe = yaml11_number(number) if number != int(number) or "e" in raw.lower() else raw
+        name = path.rsplit(".", 1)[-1]
+        param = name if name in walker.book.hyper_parameters else path
+        walker.add(
+            "C009",
+            [param],
+            f"{path} = {raw}: the platform SDK reads job files as YAML 1.1 (PyYAML's "
+            f"SafeLoader), which takes {raw} for the string '{raw}', not a number; write "
+            f"{safe}",
+            suggested=safe,
+            line=line,
+        )
 
 
 def _layer_hints(
@@ -1814,7 +1878,9 @@ def _count_lines(path: Path) -> int:
 # Writing a patched job file.
 
 
-def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -> None:
+def write_patched(
+    source: Path | JobFile | None, changes: Mapping[str, Any], dest: Path
+) -> None:
     """Write `source` with `changes` applied to `dest`, keeping comments, order and layout.
 
     Keys of `changes` are hyperparameter names (placed where the file keeps its
@@ -1822,21 +1888,26 @@ def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -
     dest == source; writes atomically (a temp file renamed into place).
     """
     dest = Path(dest)
-    if source is not None and Path(source).resolve() == dest.resolve():
+    path = source.path if isinstance(source, JobFile) else source
+    if path is not None and Path(path).resolve() == dest.resolve():
         raise InputError(f"{dest}: the patched config must not overwrite its source")
     write_text_atomic(dest, patched_text(source, changes))
 
 
-def patched_text(source: Path | None, changes: Mapping[str, Any]) -> str:
-    """The text `write_patched` writes: `source` with `changes` applied (nothing written)."""
+def patched_text(source: Path | JobFile | None, changes: Mapping[str, Any]) -> str:
+    """The text `write_patched` writes: `source` with `changes` applied (nothing written). A
+    JobFile is patched without reading or parsing the file again."""
     clean = {str(k): _plain(_scalar(v)) for k, v in changes.items()}
     if source is None:
         doc: Any = {"training": {"hyper_parameters": dict(clean)}}
         text, is_json = None, False
     else:
-        source = Path(source)
-        doc = read_document(source)
-        text = _strip_assignment(source.read_text(encoding="utf-8"))
+        if isinstance(source, JobFile):
+            read, doc = source, copy.deepcopy(source.document)
+        else:
+            read = read_job_file(Path(source))
+            doc = read.document
+        source, text = read.path, read.text
         is_json = text.lstrip().startswith("{")
         job = _one_platform_job(doc, source)
         _apply_changes(job, clean, detect_layout(job), source)
@@ -2022,9 +2093,17 @@ def _cannot_patch(
     )
 
 
+# A JSON string, or a number in exponent form (json.dumps writes 1e-05)
+_JSON_EXPONENT = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?[eE][-+]?\d+')
+
+
 def _dump(doc: Any, text: str | None, is_json: bool) -> str:
     if is_json:
-        return json.dumps(_plain(doc), indent=2, ensure_ascii=False) + "\n"
+        out = json.dumps(_plain(doc), indent=2, ensure_ascii=False) + "\n"
+        # the SDK reads a job file with a YAML 1.1 loader, JSON included: 1e-05 -> 1.0e-05
+        return _JSON_EXPONENT.sub(
+            lambda m: m[0] if m[0][0] == '"' else yaml11_number(float(m[0])), out
+        )
     y = _yaml()
     y.Representer = _yaml11_representer()
     if text is not None:

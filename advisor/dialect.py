@@ -1,5 +1,6 @@
-"""Saying the advice in the user's framework: the name table (`rulebook/dialects.yaml`) and
-the Speaker that renders a guide-named Change as TRL GRPOConfig fields or verl Hydra keys.
+"""Saying the advice in the user's framework: the Speaker renders a guide-named Change as TRL
+GRPOConfig fields or verl Hydra keys, by the name table (`rulebook/dialects.yaml`, read by
+advisor/book/dialects.py).
 
 The remedy plans with the guide's names (knowledge.md §2, the platform's job); everything a
 person or a patch sees passes through `Speaker`: the change's framework keys and values, the
@@ -13,75 +14,16 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from advisor import schema
+from advisor.book.dialects import (
+    FRAMEWORKS,
+    Framework,
+    Name,
+    dialects,
+)
 from advisor.ingest.hints import _get, trl_algorithm
-from advisor.resources import load_validated, read_yaml_data, rulebook_dir
-from advisor.schema import STRICT, Plain
 from advisor.types import Change, FrameworkKey
-
-Framework = Literal["platform", "trl", "verl", "openrlhf"]
-FRAMEWORKS: tuple[str, ...] = ("platform", "trl", "verl", "openrlhf")
-
-
-# ----------------------------------------------------------------------------- schema
-class _Strict(Plain):
-    __pydantic_config__ = STRICT
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Case(_Strict):
-    when: dict[str, Any]
-    key: str
-    also: dict[str, Any] | None = None
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Name(_Strict):
-    """One guide hyperparameter in one framework."""
-
-    key: str | None = None
-    cases: list[Case] = dataclasses.field(default_factory=list)
-    also: dict[str, Any] = dataclasses.field(default_factory=dict)
-    minus: str | None = None
-    divide_by: str | None = None
-    scale: bool = False
-    values: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
-    none: str | None = None
-    note: str | None = None
-    since_absent: str | None = None  # the key is gone from newer releases: why, if so
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class FrameworkInfo(_Strict):
-    title: str
-    file: str
-    package: str | None = None
-    same_as: str | None = None
-    defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class DialectBook(_Strict):
-    version: int
-    frameworks: dict[str, FrameworkInfo]
-    names: dict[str, dict[str, Name]]
-    # settings of the frameworks that are no guide hyperparameter (the sampling temperature):
-    # a rule may advise them for a run of a framework that has them (rulebook `first_when`)
-    sampling: dict[str, dict[str, Name]] = dataclasses.field(default_factory=dict)
-
-
-@cache
-def dialects() -> DialectBook:
-    """The name table, validated against its schema (cached)."""
-
-    def build(path: Path) -> DialectBook:
-        return schema.validate_file(DialectBook, read_yaml_data(path), path)
-
-    return load_validated(rulebook_dir() / "dialects.yaml", build, __name__)
-
 
 # ----------------------------------------------------------------------------- detection
 _TRL_COLUMNS = ("frac_reward_zero_std", "completions/mean_length", "completions/clipped_ratio")

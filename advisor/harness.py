@@ -181,6 +181,7 @@ class RealRunScore:
     status: str = ""
     error: str | None = None
     note: str = ""
+    expected_any: list[str] = field(default_factory=list)  # one of them must be found
 
 
 @dataclass
@@ -622,6 +623,7 @@ def _real_score(
         status=pred.status,
         error=pred.error,
         note=str(spec.get("note", "")),
+        expected_any=v.expected_any,
     )
 
 
@@ -969,8 +971,11 @@ def _real_markdown(real: Sequence[RealRunScore], title: str = "Public runs") -> 
     ]
     for r in real:
         result = "pass" if r.passed else ("error: " + r.error if r.error else "FAIL")
+        expected = ", ".join(r.expected)
+        if r.expected_any:
+            expected += (", " if expected else "") + "one of " + "/".join(r.expected_any)
         lines.append(
-            f"| {r.name} | {', '.join(r.expected) or '(healthy)'} | {', '.join(r.alarms) or '-'} "
+            f"| {r.name} | {expected or '(healthy)'} | {', '.join(r.alarms) or '-'} "
             f"| {', '.join(r.missing) or '-'} | {', '.join(r.forbidden_hits) or '-'} "
             f"| {result.replace('|', '/')} |"
         )

@@ -107,6 +107,11 @@ class Platform:
             wait = float(2 ** (attempt - 1))
             try:
                 resp = call(*args, api_key=self._key, request_timeout=self.timeout, **kwargs)
+            except requests.exceptions.JSONDecodeError:
+                raise PlatformError(
+                    f"job {job_id}: the platform's answer for {what} is not JSON (a proxy's "
+                    "page?); expected the platform's API at DASHSCOPE_HTTP_BASE_URL"
+                ) from None
             except requests.exceptions.Timeout:
                 if last:
                     raise PlatformError(
@@ -124,6 +129,13 @@ class Platform:
                     ) from None
                 self._sleep(wait)
                 continue
+            except Exception as err:  # the SDK's own failure: said, the key masked
+                raise PlatformError(
+                    self._masked(
+                        f"job {job_id}: the platform's SDK failed on {what} "
+                        f"({type(err).__name__}: {' '.join(str(err).split())[:200]})"
+                    )
+                ) from None
             status = int(getattr(resp, "status_code", 0) or 0)
             if status == 200:
                 return getattr(resp, "output", None)

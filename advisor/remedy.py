@@ -22,14 +22,14 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from advisor.book.symptoms import ActionSpec, ChangeSpec, FirstWhen, SizeBy, SizeSpec
 from advisor.config import HyperParams, load_config
-from advisor.engine import ActionSpec, ChangeSpec, FirstWhen, SizeBy, SizeSpec
 from advisor.static import RequireCheck, Unknown, check, evaluate, render, rulebook
 from advisor.types import Action, Change, ConfigFinding, Finding, Patch, Scalar
 
 if TYPE_CHECKING:
+    from advisor.book.symptoms import SymptomRulebook
     from advisor.dialect import Speaker
-    from advisor.engine import SymptomRulebook
 
 # The smallest sensible value where the valid range excludes its minimum: (0, 1] for the
 # rollout's GPU memory share, where 0 itself is invalid. The ranges themselves come from the

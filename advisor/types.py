@@ -1,7 +1,7 @@
 """The core types every stage shares: reader -> Run -> detectors -> Finding -> Patch -> Diagnosis.
 
 The result types (Evidence ... Diagnosis) are also the JSON contract (`--format json`,
-schema_version 1 of `shared/spec/contract.md`): field names are the contract's names (`from_`
+schema_version 1 of `docs/contract.md`): field names are the contract's names (`from_`
 is `from`); extend, never rename.
 """
 
@@ -359,6 +359,13 @@ class RunEnding(_Data):
     message: str = ""
 
 
+# A run's standing, the JSON's `status` (docs/contract.md): "crashed" when it ended in one of
+# CRASHED, whatever it showed before; "issues" when a warning or error fired; else
+# "insufficient_data" before the warm-up was over, or "healthy".
+Status = Literal["healthy", "issues", "insufficient_data", "crashed"]
+CRASHED = frozenset({"oom", "nccl", "traceback", "disk_full", "killed", "failed"})
+
+
 @dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class RunInfo(_Data):
     """The `run` block of the JSON output."""
@@ -448,7 +455,7 @@ class Diagnosis(_Data):
     schema_version: int = SCHEMA_VERSION
     tool: dict[str, str] = field(default_factory=_tool)
     run: RunInfo | None = None
-    status: Literal["healthy", "issues", "insufficient_data"] = "healthy"
+    status: Status = "healthy"
     warmup_steps: int | None = None
     findings: list[Finding] = field(default_factory=list)
     config_findings: list[ConfigFinding] = field(default_factory=list)

@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.cli import Exit, FailOn, OutputFormat
 from advisor.reading import Reading
@@ -34,6 +34,9 @@ from advisor.types import (
     no_metric_read,
     without_surrogates,
 )
+
+if TYPE_CHECKING:
+    from advisor.config import JobFile
 
 _FAIL_RANK = {FailOn.error: 2, FailOn.warning: 1, FailOn.info: 0}
 
@@ -132,10 +135,11 @@ def parse_argv(argv: Sequence[str]) -> dict[str, Any] | None:
 
 
 def exit_code(d: Diagnosis, fail_on: FailOn) -> int:
-    """0 nothing at or above --fail-on, 1 something is (run findings and config findings alike)."""
+    """0 nothing at or above --fail-on, 1 something is (run findings and config findings alike;
+    a run that crashed counts as an error, whatever it showed before)."""
     if fail_on == FailOn.never:
         return Exit.OK
-    worst: Severity | None = d.worst()
+    worst: Severity | None = Severity.error if d.status == "crashed" else d.worst()
     return Exit.FINDINGS if worst is not None and worst.rank >= _FAIL_RANK[fail_on] else Exit.OK
 
 
@@ -260,9 +264,9 @@ def execute(
         # the read starts before the API's import (pydantic, the rulebooks' models), which it
         # overlaps (advisor.reading); this module imports neither
         reading = Reading(metrics)
-        from advisor.api import diagnose_reading, file_changes
+        from advisor.api import diagnose_job, file_changes
 
-        d = diagnose_reading(
+        d, job = diagnose_job(
             reading, config, sets or (), previous, training_samples, ignore=ignore or ()
         )
         if names:
@@ -284,7 +288,9 @@ def execute(
     if patched_config is not None:
         # Written even when nothing changes, so a CI step can always resubmit PATH.
         changes = file_changes(d.patch)
-        items.append(("--patched-config", dests["--patched-config"], _patched(config, changes)))
+        # from the job file as the diagnosis read it: not read or parsed again
+        patched = _patched(job.loaded.file or config, changes)
+        items.append(("--patched-config", dests["--patched-config"], patched))
     if output is not None:
         items.append(("--output", dests["--output"], text.encode("utf-8")))
     write_all(items)
@@ -324,15 +330,16 @@ def _renamed(d: Diagnosis, names: dict[str, str]) -> Diagnosis:
     )
 
 
-def _patched(config: Path | None, changes: dict[str, object]) -> bytes:
+def _patched(config: Path | JobFile | None, changes: dict[str, object]) -> bytes:
     from advisor.config import patched_text
 
+    source = getattr(config, "path", config)  # a JobFile's path
     try:
         return without_surrogates(patched_text(config, changes)).encode("utf-8")
     except InputError:
         raise
     except Exception as err:  # a job shape the patcher cannot place the change in
         raise InputError(
-            f"--patched-config: cannot apply {', '.join(changes)} to {config} "
+            f"--patched-config: cannot apply {', '.join(changes)} to {source} "
             f"({type(err).__name__}: {err}); expected hyper_parameters as a mapping"
         ) from None

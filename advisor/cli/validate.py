@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     from advisor.config import LoadedConfig
     from advisor.types import ConfigFinding, Diagnosis
 
-_JOB_HELP = "Job config: the YAML layout, run() keywords (YAML/JSON) or a hyper_parameters dict."
+_JOB_HELP = (
+    "Job config: the SDK's job file, the guide's YAML layout, run() keywords (YAML/JSON), a "
+    "hyper_parameters dict, or a job object the platform returns."
+)
 _SET_HELP = (
     "Override KEY=VALUE (repeatable); KEY is a hyperparameter or a dotted path such as "
     "resources.mtu_capacity; VALUE is read as YAML."

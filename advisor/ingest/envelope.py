@@ -53,9 +53,14 @@ def may_be_envelope(head: bytes) -> bool:
     return b'"logs"' in head or b'"content"' in head
 
 
-def unwrap(p: Path, text: str) -> tuple[str, str] | None:
-    """(the console text, what it came from) when `text` (the JSON document in file `p`) is a
-    log envelope, else None. An envelope without a line is refused here."""
+# lines the service returns per request at most: an envelope holding exactly this many (or
+# fewer than the `total` it states) is one page of a log that may go on
+PAGE = 1000
+
+
+def unwrap(p: Path, text: str) -> tuple[str, str, list[str]] | None:
+    """(the console text, what it came from, warnings) when `text` (the JSON document in file
+    `p`) is a log envelope, else None. An envelope without a line is refused here."""
     try:
         doc = json.loads(text)
     except ValueError:
@@ -79,8 +84,26 @@ def unwrap(p: Path, text: str) -> tuple[str, str] | None:
         named = f" of job {job}" if isinstance(job, str) and job else ""
         if not body.strip():
             raise InputError(f"{p}: `{where}{key}`: the platform's log{named} is empty")
-        return _ANSI.sub("", body), f"the platform's log{named} (`{where}{key}`)"
+        return (
+            _ANSI.sub("", body),
+            f"the platform's log{named} (`{where}{key}`)",
+            _partial(obj[key], obj.get("total"), job),
+        )
     return None
+
+
+def _partial(logs: Any, total: Any, job: Any) -> list[str]:
+    """What is said of an envelope that holds one page of a longer log."""
+    held = len(logs) if isinstance(logs, list) else logs.count("\n") + 1
+    whole = f"`rl-advisor diagnose --job {job if isinstance(job, str) and job else 'JOB_ID'}`"
+    if isinstance(total, int) and total > held:
+        return [f"the file holds {held} of the log's {total} lines; {whole} reads them all"]
+    if held == PAGE and not isinstance(total, int):
+        return [
+            f"the file holds {PAGE} lines, one page of the platform's log (what `dashscope rl "
+            f"logs` fetches at most): the log may go on; {whole} reads it whole"
+        ]
+    return []
 
 
 def _text(value: Any) -> str | None:

@@ -96,6 +96,7 @@ def verl_hints(cfg: Mapping[str, Any]) -> dict[str, Any]:
         "clip_ratio_high": f"{actor}.clip_ratio_high",
         "entropy_coeff": f"{actor}.entropy_coeff",
         "temperature": "actor_rollout_ref.rollout.temperature",
+        "use_kl_in_reward": "algorithm.use_kl_in_reward",
     }.items():
         v = _get(cfg, path)
         if v is not None:

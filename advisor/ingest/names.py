@@ -1,6 +1,6 @@
 """Framework metric keys -> the canonical vocabulary of contract.md.
 
-One table for every framework of `shared/spec/metrics.md` (verl, TRL, OpenRLHF, ROLL, slime,
+One table for every framework of `docs/metrics.md` (verl, TRL, OpenRLHF, ROLL, slime,
 NeMo-RL, AReaL). Each canonical name lists its raw keys best first: when a run logs several
 (verl's critic/rewards/mean and critic/score/mean), the first present wins. Validation keys that
 carry a dataset name (val-core/<ds>/reward/mean@N ...) are matched by pattern and averaged.
@@ -28,6 +28,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "ppo_actor/task_reward/avg",  # AReaL
         "objective/rlhf_reward",  # TRL PPOTrainer: score minus the KL penalty
         "objective/scores",  # TRL PPOTrainer: the reward model's score
+        "Reward",  # MiniMind
     ),
     "reward_std": ("critic/rewards/std", "critic/score/std", "reward_std", "train/reward_std"),
     "ppo_kl": ("actor/ppo_kl", "policy/approxkl_avg"),  # TRL PPOTrainer: approx KL old/new
@@ -42,6 +43,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "train/kl_penalty",  # NeMo-RL
         "ppo_actor/kl_rewards/avg",  # AReaL
         "objective/kl",  # TRL PPO
+        "KL_ref",  # MiniMind
         "train/kl",  # TRL through W&B
     ),
     "grad_norm": (
@@ -88,6 +90,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "train/mean_gen_tokens_per_sample",  # NeMo-RL
         "train/completions/mean_length",
         "train/completion_length",
+        "Avg Response Len",  # MiniMind's GRPO
+        "Avg Len",  # MiniMind's R1-style GRPO
     ),
     "pg_clipfrac": (
         "actor/pg_clipfrac",
@@ -100,7 +104,16 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "policy/clipfrac_avg",  # TRL PPOTrainer
         "train/clip_ratio/region_mean",
     ),
-    "lr": ("actor/lr", "learning_rate", "lr", "train/lr", "train/learning_rate", "actor_lr"),
+    "lr": (
+        "actor/lr",
+        "learning_rate",
+        "lr",
+        "train/lr",
+        "train/learning_rate",
+        "actor_lr",
+        "Learning Rate",  # MiniMind
+        "LR",  # MiniMind's R1-style GRPO
+    ),
     "step_time": (
         "timing_s/step",
         "timing/step",
@@ -117,6 +130,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "policy_loss",
         "train/pg_loss",
         "loss/policy_avg",  # TRL PPOTrainer
+        "Actor Loss",  # MiniMind
     ),
     # what the remedy sizes and words advice with (advisor.runfacts), not symptom metrics
     "terminated_length": (
@@ -152,6 +166,13 @@ def is_training_record(keys: Iterable[str]) -> bool:
     """Some key of the record (with a value) is a training one."""
     return any(map(is_training_key, keys))
 
+
+# KL to the reference that is a penalty inside the reward (PPO with a critic: verl's
+# algorithm.use_kl_in_reward, AReaL's kl_rewards), not a term of the loss: its yardstick is
+# not the KL loss's (the engine reads which kl_ref alias a run's column came from).
+KL_IN_REWARD: frozenset[str] = frozenset(
+    {"actor/reward_kl_penalty", "critic/kl", "ppo_actor/kl_rewards/avg"}
+)
 
 # Keys whose exact 0 means "not measured" (ROLL logs entropy 0 when it skipped it).
 ZERO_MEANS_MISSING: frozenset[str] = frozenset({"critic/entropy/mean"})

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from advisor import lazy
-from advisor.ingest.console import iter_lines
 from advisor.ingest.frame import build_run
 from advisor.ingest.jsonfiles import _cadence_logging
+from advisor.ingest.lines import iter_lines
 from advisor.types import InputError, Run
 
 FORMAT = "notebook-table"

@@ -105,6 +105,8 @@ def _verdict(d: Diagnosis) -> str:
     if not ordered:
         extra = f"; {len(d.config_findings)} config finding(s) below" if d.config_findings else ""
         wait = f"trends judged after a warm-up of {d.warmup_steps} steps"
+        if d.status == "crashed":  # verdict() says how it ended
+            return f"Crashed: no symptom in the metrics before the end ({wait}){extra}."
         return f"Healthy: no symptom ({wait}){extra}."
     ordered = list({f.id: f for f in reversed(ordered)}.values())[::-1]  # episodes: one issue
     counts = {

@@ -19,9 +19,9 @@ from config_helpers import JOBS, write_yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from advisor.api import validate_job
 from advisor.cli import main
 from advisor.config import load_config, sdk_layout_text, write_patched
-from advisor.static import validate_job
 
 sdk = pytest.importorskip("dashscope.finetune.reinforcement.common.model")
 types = pytest.importorskip("dashscope.finetune.reinforcement.common.model_types")
@@ -502,3 +502,140 @@ def test_a_listing_of_several_jobs_is_one_line_exit_2(
     code = main(["validate", str(path)])
     _, err = capsys.readouterr()
     assert code == 2 and "2 platform jobs" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("path", sorted(JOBS.glob("sdk_*.yaml")), ids=lambda p: p.name)
+def test_the_shipped_sdk_samples_load_in_the_sdk(path: Path) -> None:
+    sdk.TuningModel.load_from_yaml(str(path))
+    loaded, diag = validate_job(path)
+    assert loaded.layout == "sdk"
+    assert not {"C001", "C002", "C003", "C004", "C008", "C009"} & {
+        f.id for f in diag.config_findings
+    }
+    twin = JOBS / path.name.removeprefix("sdk_")
+    assert _ids(path) == _ids(twin, drop=("C008", "C009"))
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=False))
+def test_a_written_float_is_a_number_to_yaml_1_1_and_1_2(value: float) -> None:
+    from ruamel.yaml import YAML
+
+    from advisor.config import yaml11_number
+
+    text = yaml11_number(value)
+    assert yaml.safe_load(text) == value  # PyYAML: YAML 1.1, the SDK's loader
+    assert YAML(typ="safe", pure=True).load(text) == value  # ruamel: YAML 1.2
+
+
+_runtimes = st.fixed_dictionaries(
+    {},
+    optional={
+        "cpu": st.sampled_from([0.25, 0.5, 1.0, 2.0, 4.0, 8.0]),
+        "memory_size": st.integers(128, 65536),
+        "disk_size": st.integers(64, 10240),
+        "concurrency": st.integers(1, 200),
+        "capacity": st.integers(0, 50),
+        "max_capacity": st.integers(50, 200),
+        "memory_scale_threshold": st.floats(0, 1),
+        "concurrency_scale_threshold": st.floats(0, 1),
+        "enable_vpc_config": st.booleans(),
+        "enable_log": st.booleans(),
+        "switch_ids": st.lists(st.text("abcdef0123456789-", min_size=1), max_size=3),
+        "layer_code": st.text("abcdef0123456789-", min_size=1, max_size=12),
+        "env": st.dictionaries(st.sampled_from(["A", "ENABLE_TRAJECTORY"]), st.booleans()),
+    },
+)
+_functions = st.lists(
+    st.builds(
+        dict,
+        type=st.sampled_from(["rollout", "reward", "group_reward"]),
+        name=st.text("abcxyz-", min_size=1, max_size=8),
+        timeout=st.integers(1, 3600),
+        runtime=_runtimes,
+        fcmodel=st.sampled_from(
+            [{"classpath": "functions.f.F"}, {"filepath": "functions/f.py", "classname": "F"}]
+        ),
+    ),
+    max_size=4,
+)
+_datasets = st.lists(
+    st.builds(
+        dict,
+        type=st.sampled_from(["training", "validation", "testing"]),
+        data_source_type=st.just("file_id"),
+        file_id=st.text("abc123-", min_size=1, max_size=8),
+    ),
+    max_size=3,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    functions=_functions,
+    datasets=_datasets,
+    model=st.sampled_from(["qwen3.5-9b", "qwen3.5-35b-a3b", "my-model"]),
+    training_type=st.sampled_from(["reinforcement", "pg_opd"]),
+    lr=st.floats(1e-8, 1e-3),
+)
+def test_no_load_error_on_any_file_the_sdk_writes(
+    functions: list[dict[str, Any]],
+    datasets: list[dict[str, Any]],
+    model: str,
+    training_type: str,
+    lr: float,
+) -> None:
+    """Whatever valid job the SDK's classes hold and write, the file is read without an unknown
+    key, a wrong type or a bad choice (C001-C004), and without a number C009 would respell."""
+    spec = _job(
+        model=model,
+        functions=functions,
+        datasets=datasets,
+        training_type=training_type,
+        hyper_parameters={**HP, "learning_rate": lr},
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "job.yaml"
+        _sdk_model(spec).to_yaml(str(path))
+        loaded = load_config(path)
+        assert loaded.layout == "sdk"
+        bad = [
+            (f.id, f.message)
+            for f in loaded.findings
+            if f.id in ("C001", "C002", "C003", "C004", "C009")
+        ]
+        assert bad == []
+        assert [f.type for f in loaded.config.functions] == [f["type"] for f in functions]
+        assert loaded.hyper_parameters["learning_rate"] == lr
+
+
+def test_strings_yaml_1_2_would_read_as_numbers_are_read_as_the_sdk_reads_them(
+    tmp_path: Path,
+) -> None:
+    """PyYAML writes the strings '0e0' and '1e09' unquoted (numbers to YAML 1.2 only) and
+    reads `yes` as true: the SDK's reading is the one that counts."""
+    spec = _job(
+        functions=[
+            _with(
+                ROLLOUT,
+                runtime={
+                    **RUNTIME,
+                    "layer_code": "0e0",
+                    "switch_ids": ["1e09"],
+                    "enable_log": True,
+                },
+            )
+        ]
+    )
+    path = tmp_path / "job.yaml"
+    _sdk_model(spec).to_yaml(str(path))
+    text = path.read_text().replace("enable_log: true", "enable_log: yes")
+    assert "layer_code: 0e0" in text and "- 1e09" in text and "enable_log: yes" in text
+    path.write_text(text)
+    loaded = load_config(path)
+    runtime = loaded.config.functions[0].runtime or {}
+    assert (runtime["layer_code"], runtime["switch_ids"], runtime["enable_log"]) == (
+        "0e0",
+        ["1e09"],
+        True,
+    )
+    assert not [f for f in loaded.findings if f.id in ("C002", "C009")]

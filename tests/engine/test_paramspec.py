@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from advisor import detectors
-from advisor.book.paramspec import check_rulebook, detector_book, walk
-from advisor.engine import parse_symptom_rules, rulebook_path
+from advisor.book.paramspec import detector_book
+from advisor.book.symptoms import check_rulebook, parse_symptom_rules, rulebook_path, walk
 from advisor.types import InputError
 
 # Keys the engine passes in, and the companion each stands for.

@@ -211,3 +211,124 @@ def test_prose_that_tells_of_a_crash_is_no_ending(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match="expected training metrics"):
         load_run(p)
+
+
+def _trl_dict(step: int) -> str:
+    return (
+        f"{{'loss': 0.0{step}, 'grad_norm': 0.{step + 1}, 'learning_rate': 1e-06, "
+        f"'completions/mean_length': {500 + step}.0, 'completions/clipped_ratio': 0.9{step}, "
+        f"'reward': 0.{step}, 'reward_std': 0.2, 'frac_reward_zero_std': 0.5, "
+        f"'entropy': 0.{9 - step}, 'epoch': 0.0{step}}}"
+    )
+
+
+def _hard_wrap(line: str, width: int) -> list[str]:
+    return [line[i : i + width] for i in range(0, len(line), width)]
+
+
+def test_trl_dicts_hard_wrapped_by_a_terminal_are_joined(tmp_path: Path) -> None:
+    lines: list[str] = ["Starting training"]
+    for s in range(1, 6):
+        lines.append(f"{s * 20}%|##        | {s}/5 [00:0{s}<00:10, 1.2s/it]")
+        lines += _hard_wrap(_trl_dict(s), 97)  # 4 pieces a dict, cut mid-key and mid-number
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = load_run(p)
+    assert run.steps == 5
+    assert run.frame["loss"].to_list() == pytest.approx([0.01, 0.02, 0.03, 0.04, 0.05])
+    assert run.frame["truncation_rate"].to_list()[0] == pytest.approx(0.91)
+    assert any("5 metric record(s) broken over several lines" in w for w in run.warnings)
+
+
+def test_a_verl_step_line_broken_mid_key_by_an_issue_tracker(tmp_path: Path) -> None:
+    step3 = (
+        "(TaskRunner pid=7) step:3 - actor/entropy:0.6 - actor/ppo_kl:0.0\n"
+        "00 - c\n"
+        "ritic/score/mean:0.3 - actor/grad_norm:0.5 - response_length/mean:103.0\n"
+    )
+    p = tmp_path / "issue.txt"
+    p.write_bytes(_verl_steps(2) + step3.encode() + _verl_steps(3, start=4))
+    run = load_run(p)
+    assert run.frame["step"].to_list() == [1, 2, 3, 4, 5, 6]
+    row = run.frame.filter(run.frame["step"] == 3)
+    assert row["reward_mean"].to_list() == [0.3] and row["ppo_kl"].to_list() == [0.0]
+    assert any(":3: 1 metric record(s) broken" in w for w in run.warnings)
+
+
+def test_pieces_that_do_not_make_one_record_are_left_alone(tmp_path: Path) -> None:
+    # a step line followed by a line of its own that merely looks like a piece
+    p = tmp_path / "train.log"
+    p.write_bytes(_verl_steps(3) + b"done - ok\n" + _verl_steps(2, start=4))
+    run = load_run(p)
+    assert run.steps == 5 and not any("broken over" in w for w in run.warnings)
+
+
+def _kernel_log(n: int) -> str:
+    """Kaggle's kernel log of a TRL run: stream records, bars redrawn with \\r and coloured,
+    a dict split between two records."""
+    import json
+
+    recs: list[dict[str, object]] = [
+        {"stream_name": "stderr", "time": 1.5, "data": "\x1b[34m\x1b[1mwandb\x1b[0m: disabled\n"}
+    ]
+    for s in range(1, n + 1):
+        bar = "".join(f"\r\x1b[32m{k:3d}%|\x1b[0m{'#' * (k // 10)}| {s}/{n} [00:0{s}<00:10]"
+                      for k in range(0, 101, 25))
+        recs.append({"stream_name": "stderr", "time": 2.0 * s, "data": bar})
+        d = _trl_dict(s % 9 + 1).replace("'epoch': ", f"'step_hint': {s}, 'epoch': ")
+        cut = len(d) // 2
+        recs.append({"stream_name": "stdout", "time": 2.0 * s + 0.1, "data": "\n" + d[:cut]})
+        recs.append({"stream_name": "stdout", "time": 2.0 * s + 0.2, "data": d[cut:] + "\n"})
+    return json.dumps(recs, indent=1)
+
+
+def test_a_kaggle_kernel_log_is_read_through_its_strings(tmp_path: Path) -> None:
+    p = tmp_path / "kernel.log"
+    text = _kernel_log(12)
+    assert text.count("[") - text.count("]") > 64  # colour codes: deep by a bracket count
+    p.write_text(text)
+    run = load_run(p)
+    assert run.steps == 12 and run.frame["step"].to_list() == list(range(1, 13))
+    assert run.frame["truncation_rate"].to_list()[0] == pytest.approx(0.92)
+    assert any("notebook kernel log (37 stream records)" in w for w in run.warnings)
+    assert not list(tmp_path.glob("*.log"))[1:]  # nothing left beside the input
+
+
+def test_a_kernel_log_without_output_text_is_one_clear_line(tmp_path: Path) -> None:
+    p = tmp_path / "kernel.json"
+    p.write_text('[{"stream_name": "stdout", "time": 1.0, "data": ""}]')
+    with pytest.raises(InputError, match="no output text"):
+        load_run(p)
+
+
+def test_minimind_step_lines(tmp_path: Path) -> None:
+    p = tmp_path / "grpo.log"
+    lines = ["Model Params: 30.03M", "past_key_values should not be None"]
+    for e in (1, 2):
+        for i in range(1, 4):
+            lines.append(
+                f"Epoch:[{e}/2]({i}/3), Reward: -1.{e}{i}00, KL_ref: -0.0010, Adv Std: 0.9258, "
+                f"Adv Mean: -0.0000, Actor Loss: 0.0000, Avg Response Len: 27{i}.38, "
+                "Learning Rate: 0.00000030"
+            )
+    p.write_text("\n".join(lines) + "\n")
+    run = load_run(p)
+    assert run.format == "minimind-console"
+    assert run.frame["step"].to_list() == [1, 2, 3, 4, 5, 6]  # (epoch - 1) x 3 + i
+    assert run.frame["reward_mean"].to_list()[3] == pytest.approx(-1.21)
+    assert run.frame["response_length"][0] == pytest.approx(271.38)
+    assert run.frame["lr"][0] == pytest.approx(3e-7) and "Adv Std" in run.frame.columns
+
+
+def test_a_dict_with_the_bar_redrawn_after_it_on_its_line_is_read(tmp_path: Path) -> None:
+    # nohup output: stdout's dict has no newline before stderr's bar redraws (\r ...)
+    lines = []
+    for s in range(1, 5):
+        marks = range(20 * s - 19, 20 * s + 1)
+        bars = "".join(f"\r{k}/80 [00:0{s}<00:10, 60.1s/it]" for k in marks)
+        lines.append(_trl_dict(s) + bars)
+    p = tmp_path / "grpo.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = load_run(p)
+    assert run.steps == 4
+    assert run.frame["loss"].to_list() == pytest.approx([0.01, 0.02, 0.03, 0.04])

@@ -21,6 +21,7 @@ SCENARIO maps a job id to:
   fail_first: optional [http status, n]: the first n requests about the job answer so
   retry_after optional: the Retry-After header (seconds) sent with an error
   delay:      optional seconds to wait before answering (a timeout)
+  html:       optional: every request about the job answers 200 with an HTML page (a proxy's)
 Every request is appended to `requests.jsonl` beside SCENARIO (path, query, Authorization
 present or not), so a test can check the paging and that a key was sent.
 """
@@ -96,6 +97,14 @@ def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
                 return
             if spec.get("delay"):
                 time.sleep(float(spec["delay"]))
+            if spec.get("html"):
+                page = b"<html><body>Sign in</body></html>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+                return
             with state.lock:
                 asked = state.asked[job_id] = state.asked.get(job_id, 0) + 1
             error = spec.get("error")

@@ -37,13 +37,16 @@ def _findings(out: str) -> tuple[str, list[tuple[Any, ...]]]:
 
 @pytest.mark.parametrize("logs_as", ["list", "string"])
 def test_sdk_json_logs_give_the_findings_of_the_raw_text(platform_server, tmp_path, logs_as):
+    runs = RUNS if logs_as == "list" else RUNS[:1]  # the server's documented shape: all
     jobs = {
         name: {"job": job(name), "log_file": str(CORPUS / name / "train.log"), "logs_as": logs_as}
-        for name in RUNS
+        for name in runs
     }
     env = platform_server(jobs)
-    for name in RUNS:
-        got = sdk_cli(env, "rl", "logs", name, "--offset", "0", "-o", "json")
+    for name in runs:
+        # as a user runs it (the CLI's --offset 1 skips the log's first line), and whole
+        offset = ("--offset", "0") if logs_as == "string" else ()
+        got = sdk_cli(env, "rl", "logs", name, *offset, "-o", "json")
         assert got.returncode == 0, got.stderr
         saved = tmp_path / f"{name}.json"
         saved.write_text(got.stdout, encoding="utf-8")
@@ -124,3 +127,21 @@ def test_an_empty_envelope_is_refused_in_one_line(tmp_path: Path) -> None:
         p.write_text(json.dumps(body), encoding="utf-8")
         out = advisor_cli(dict(os.environ), "diagnose", str(p))
         assert out.returncode == 2 and says in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_one_page_of_a_longer_log_is_said(tmp_path: Path) -> None:
+    lines = (CORPUS / RUNS[0] / "train.log").read_text(encoding="utf-8").splitlines()
+    lines = (lines * 3)[:1000]
+    for body, says in (
+        ({"job_id": "ft-9", "logs": lines}, "holds 1000 lines, one page of the platform's log"),
+        ({"output": {"total": 1302, "logs": lines}}, "holds 1000 of the log's 1302 lines"),
+    ):
+        p = tmp_path / "logs.json"
+        p.write_text(json.dumps(body), encoding="utf-8")
+        out = advisor_cli(dict(os.environ), "diagnose", str(p), "--format", "json")
+        warnings = json.loads(out.stdout)["run"]["warnings"]
+        assert any(says in w and "rl-advisor diagnose --job" in w for w in warnings), warnings
+    whole = {"job_id": "ft-9", "logs": lines[:999]}
+    p.write_text(json.dumps(whole), encoding="utf-8")
+    out = advisor_cli(dict(os.environ), "diagnose", str(p), "--format", "json")
+    assert not any("one page" in w for w in json.loads(out.stdout)["run"]["warnings"])

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from advisor import schema
-from advisor.engine import ActionSpec
+from advisor.book.symptoms import ActionSpec
 from advisor.types import Evidence, Finding, Severity
 
 SPECS: dict[str, dict[str, Any]] = {

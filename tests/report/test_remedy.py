@@ -9,7 +9,7 @@ import pytest
 from report_helpers import builtin_anti_patterns, finding, rule_actions
 
 from advisor import remedy
-from advisor.engine import ChangeSpec
+from advisor.book.symptoms import ChangeSpec
 
 
 def plan(findings: list, hp: dict[str, Any], rules: Any, previous: dict | None = None):
