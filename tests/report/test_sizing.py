@@ -260,3 +260,14 @@ def test_near_greedy_sampling_names_the_temperature(fid, framework, key) -> None
 def test_a_temperature_in_the_healthy_band_keeps_the_rules_own_action() -> None:
     res = plan("P9", job(), {"temperature": 0.7})
     assert res.patch.changes[0].param == "max_length"
+
+
+def test_rules_id_shows_the_sizing_and_what_goes_first(capsys) -> None:
+    from advisor.cli import main
+
+    assert main(["rules", "P1"]) == 0
+    out = capsys.readouterr().out
+    assert "## Step size" in out and "x1.5 and x100" in out and "kl_ref_median" in out
+    assert "## Goes first" in out and "temperature is below 0.5" in out
+    assert main(["rules", "NAN"]) == 0
+    assert "nonfinite:reward_mean or stopped:reward_mean" in capsys.readouterr().out
