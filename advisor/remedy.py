@@ -1083,7 +1083,13 @@ def _patch(
         steps.append(f"Then {g.id} ({g.name}, {g.severity.value}): {what}")
     for g in {g.id: g for g in reversed(findings[:top])}.values():
         what = say(g.action.advice, []) if g.action else "see the finding's evidence."
-        steps.insert(0, f"{g.id} ({g.name}): no parameter change applies; {what}")
+        if _passed(g):
+            steps.insert(0, f"{g.id} ({g.name}): cleared at step {g.cleared_step}; only if it "
+                         f"comes back: {what}")  # fmt: skip
+        elif g.severity.value == "info":
+            steps.insert(0, f"{g.id} ({g.name}, info): no reason to change the job; {what}")
+        else:
+            steps.insert(0, f"{g.id} ({g.name}): no parameter change applies; {what}")
     patch = Patch(
         from_finding=f.id,
         kind="fallback" if r.action.kind == "fallback" else "primary",
