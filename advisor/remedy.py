@@ -502,7 +502,8 @@ def stepped(
         # the evidence now says the step is no more off than the rule's mild end (signed: a
         # raise is spent when the run asks for less than x mild, or for a cut)
         asked = math.log(by_run[1]) * direction if by_run is not None else math.inf
-        if asked < abs(math.log(mild)):
+        spent_at = size.spent_at if size.spent_at is not None else mild
+        if asked < math.log(spent_at) * direction:
             return Stepped(None, "", spent=(
                 f"the previous run already moved {spec.param} x{_round_sig(last, 2):g} and the "
                 f"run now moves (by its {size.by[0].fact}): the knob is not what holds it"

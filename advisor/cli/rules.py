@@ -94,7 +94,13 @@ def _size_lines(change: Any) -> list[str]:
     if size.escalate:
         lines.append(
             f"A step that did not cure (`--previous`) is followed by its factor to the power "
-            f"{size.escalate:g}, kept between values earlier runs showed too low and too high."
+            f"{size.escalate:g}, kept between values earlier runs showed too low and too high"
+            + (
+                f", while the run still asks for at least x{size.spent_at:g}"
+                if size.spent_at is not None
+                else ""
+            )
+            + "."
         )
     lines.append(f"Source: {size.source}")
     return lines

@@ -150,10 +150,21 @@ def test_a_raise_is_squared_when_the_evidence_says_less() -> None:
 
 
 def test_a_raise_that_made_the_policy_move_falls_back() -> None:
+    """Past the top of the healthy KL band (0.06) a policy that still learns nothing is not
+    held by the rate: the fallback (the reward function, the data)."""
     history = [Round({"learning_rate": 2e-6})]
-    res = plan("P1", job(learning_rate=4e-6), {"kl_ref_median": 0.05}, history)
+    res = plan("P1", job(learning_rate=4e-6), {"kl_ref_median": 0.1}, history)
     (f,) = res.findings
     assert f.action.kind == "fallback" and "reward function" in f.action.advice
+
+
+def test_a_raise_inside_the_healthy_band_goes_on() -> None:
+    """KL 0.01 after a x100 raise, nothing learnt: the band's low end is no proof the rate is
+    right for this task (its healthy KL may be far higher): the raise goes on, squared."""
+    history = [Round({"learning_rate": 5e-7})]
+    res = plan("P1", job(learning_rate=5e-5), {"kl_ref_median": 0.01}, history)
+    (c,) = res.patch.changes
+    assert c.param == "learning_rate" and c.to == pytest.approx(5e-3)
 
 
 def test_no_ping_pong_after_a_fallback_round() -> None:
