@@ -139,3 +139,25 @@ def test_a_previous_record_is_read_or_refused_in_one_line(tmp_path_factory, shap
         return
     assert r.hp and set(r.hp) <= set(rulebook().hyper_parameters)
     assert all(r.hp[k] == body[k] for k in r.hp)
+
+
+def test_near_greedy_sampling_patches_the_temperature(tmp_path, capsys) -> None:
+    """A `trl grpo --config` file sampling at 0.1: the patch written from it raises the
+    temperature (a TRL setting, no guide hyperparameter) and the ready flag says so."""
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "learning_rate: 5.0e-7\nbeta: 0.1\nnum_generations: 8\nmax_completion_length: 48\n"
+        "per_device_train_batch_size: 64\ntemperature: 0.1\n"
+    )
+    patched = tmp_path / "next.yaml"
+    code = main([
+        "diagnose", str(RUN), "--config", str(job), "--patched-config", str(patched),
+        "--format", "json",
+    ])  # fmt: skip
+    d = json.loads(capsys.readouterr().out)
+    assert code == 1
+    (c,) = d["patch"]["changes"]
+    assert (c["param"], c["from"], c["to"], c["assumed"]) == ("temperature", 0.1, 1.0, False)
+    assert d["patch"]["override_args"] == "--temperature 1"
+    text = patched.read_text()
+    assert "temperature: 1.0" in text and "learning_rate: 5.0e-7" in text
