@@ -1895,7 +1895,12 @@ class Monitor(_Lifecycle):
         wait = max(3 * self.eval_steps, st.min_warmup_steps)
         if expected:
             cap = max(st.min_warmup_steps, math.ceil(st.max_warmup_share * expected))
-            if cap < wait:
+
+            def ends(w: int) -> int:  # where a warm-up of w steps ends: on a block boundary
+                block = max(1, w // st.warmup_blocks)
+                return -(-w // block) * block
+
+            if ends(cap) < ends(wait):
                 self._notes["warmup_cap"] = (
                     f"warm-up capped at {{warmup}} steps, {st.max_warmup_share:.0%} of the "
                     f"{expected} steps logged (eval_steps {self.eval_steps} x 3 = "
