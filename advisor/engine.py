@@ -393,6 +393,17 @@ class SymptomRule(_M):
         list[str], Field(description="RunEnding kinds that fire it")
     ] = field(default_factory=list)
     urgent: Urgent | None = None
+    recovery: Annotated[
+        Literal["cleared", "learnt"],
+        Field(
+            description="when an episode that cleared is over: `cleared`, once it stayed clear "
+            "for clear_after evaluations; `learnt`, also only if the run's reward then stands "
+            "above its untrained level (settings.learning_metric: the median of its last 3 "
+            "block means above every point of its first logged block). A run back at the "
+            "untrained policy's level after a collapse or a stall has not recovered: its "
+            "episode keeps its severity"
+        ),
+    ] = "cleared"
     fallback_first: Annotated[
         list[str],
         Field(
@@ -462,6 +473,22 @@ class Settings(_M):
             "logged)"
         ),
     ] = "gen_batches"
+    learning_metric: Annotated[
+        str,
+        Field(
+            description="the metric whose level says whether a run learnt (rules with "
+            "`recovery: learnt`): higher is better, and its first logged block is the untrained "
+            "policy's level"
+        ),
+    ] = "reward_mean"
+    learning_low: Annotated[
+        float,
+        Field(
+            description="a learning_metric level ending at or above this is no failure to "
+            "learn, whatever its start (a run saturated from its first step ends where it "
+            "started): 0.5, the low_reward condition's level on an accuracy-like 0..1 reward"
+        ),
+    ] = 0.5
     evaluation_metric: Annotated[
         str,
         Field(
@@ -812,7 +839,8 @@ class _Track:
     peak3_ctx: dict[str, float] = field(default_factory=dict)
     trough: float | None = None
     trough_step: int | None = None
-    first: tuple[float, float, float] = (math.nan, math.nan, math.nan)  # first block mean, lo, hi
+    # the first block's mean, lowest and highest point, and its within-block sd
+    first: tuple[float, float, float, float] = (math.nan, math.nan, math.nan, math.nan)
     total: int = 0
     warm: list[tuple[float, float, int]] = field(default_factory=list)  # warm-up, bounded
     wander: list[tuple[int, float]] = field(default_factory=list)  # chunks, bounded
@@ -1305,7 +1333,7 @@ class _BlockFolding:
             logged = True
             if n:
                 if not math.isfinite(t.first[0]):
-                    t.first = (mean, lo, hi)
+                    t.first = (mean, lo, hi, sd)
                 if t.peak is None or mean > t.peak:
                     t.peak, t.peak_step = mean, end
                 t.last3 = [*t.last3[-2:], (mean, end, start)]
@@ -1407,7 +1435,9 @@ class _BlockFolding:
             got = fresh[counted]
             means = got[:, MEAN]
             if not math.isfinite(t.first[0]):
-                t.first = (float(means[0]), float(got[0, LO]), float(got[0, HI]))
+                t.first = (
+                    float(means[0]), float(got[0, LO]), float(got[0, HI]), float(got[0, SD])
+                )
             top, low = int(np.argmax(means)), int(np.argmin(means))
             if t.peak is None or means[top] > t.peak:
                 t.peak, t.peak_step = float(means[top]), int(got[top, END])
@@ -2187,11 +2217,23 @@ class _Lifecycle(_RuleEvaluation):
         end is over: reported as recovered, at info, so it neither sets the exit code nor
         drives the patch. One that cleared only at the run's last blocks keeps its severity:
         a few quiet blocks at the end are not yet a recovery."""
+        learnt = self._learnt()
         for f in self.findings:
             if f.cleared_step is None or f.recovered_from is not None:
                 continue
             if id(f) in self._ended_clearing:
                 continue
+            rule = self._by_id.get(f.id)
+            if rule is not None and rule.recovery == "learnt" and learnt is not None:
+                ok, level, untrained = learnt
+                if not ok and f.severity != Severity.info:
+                    self._notes[f"unrecovered:{f.id}:{f.onset_step}"] = (
+                        f"{f.id} {f.name} from step {f.onset_step} cleared by step "
+                        f"{f.cleared_step}, but {self._st.learning_metric} ended at "
+                        f"{level:.3g}, no higher than its untrained level (up to {untrained:.3g} "
+                        "in its first logged block): not a recovery; kept at its severity."
+                    )
+                    continue
             if f.severity != Severity.info:
                 f.recovered_from = f.severity
                 f.severity = Severity.info
@@ -2199,6 +2241,50 @@ class _Lifecycle(_RuleEvaluation):
                     f"{f.id} {f.name} from step {f.onset_step} recovered by step "
                     f"{f.cleared_step}: reported as info, with no change to make for it."
                 )
+
+    def _borderline(self) -> None:
+        """A borderline finding never sets the verdict alone: when every warning or error the
+        run raised is borderline (low confidence, one piece of evidence and that one less than
+        x1.2 past its threshold: a level or a shift just past it, with nothing to corroborate
+        it, and it never grew surer while it held), they are reported at info, so they set
+        neither the status, the exit code nor the patch; the note says what to confirm. Beside
+        a finding the evidence is sure of, they keep their severity; a young finding with
+        corroborating evidence (a constant reward with no gradient, in a 3-step excerpt) is not
+        borderline."""
+        alarms = [f for f in self.findings if f.severity.rank >= Severity.warning.rank]
+        if not alarms or not all(
+            f.confidence == "low" and len(f.evidence) == 1 and _excess_of(f.evidence[0]) < 1.2
+            for f in alarms
+        ):
+            return
+        for f in alarms:
+            self._notes[f"borderline:{f.id}:{f.onset_step}"] = (
+                f"{f.id} {f.name} from step {f.onset_step} rests on one piece of evidence just "
+                f"past its threshold (low confidence): reported as info ({f.severity.value} if "
+                "it holds), with no change to make; confirm it over the next evaluations."
+            )
+            f.severity = Severity.info
+
+    def _learnt(self) -> tuple[bool, float, float] | None:
+        """Whether the run's reward (settings.learning_metric) ended above its untrained level:
+        (learnt, its latest level, the untrained level). The latest level is the median of its
+        last 3 block means (one block is noise); the untrained level is the highest point of
+        its first logged block, the policy before training moved it (a collapse inside that
+        block lowers its mean, not its first steps), plus that block's within-block sd: with
+        few points before a collapse their highest is one noisy draw of the untrained reward,
+        which a run back at that level passes half the time. A level at or above
+        settings.learning_low is learnt whatever the start (a run saturated from its first
+        step). None when the metric was not logged."""
+        t = self._tracks.get(self._st.learning_metric)
+        if t is None or not t.nb or not math.isfinite(t.first[2]):
+            return None
+        y = t.buf[: t.nb, MEAN]
+        y = y[np.isfinite(y)][-3:]
+        if not len(y):
+            return None
+        noise = t.first[3] if math.isfinite(t.first[3]) else 0.0
+        level, untrained = float(median(y)), float(t.first[2]) + noise
+        return level > untrained or level >= self._st.learning_low, level, untrained
 
     def _confidence(
         self, evidence: list[Evidence], excess: float, trend: bool = True
@@ -2536,6 +2622,7 @@ class Monitor(_Lifecycle):
         self._closed = True
         self.ending = ending
         if ending is None:
+            self._borderline()
             return new
         step = ending.step if ending.step is not None else self._last
         for rule in self._rules:
@@ -2568,6 +2655,7 @@ class Monitor(_Lifecycle):
                 + (f" ({ending.message.strip()[:120]})" if ending.message else "")
                 + f": {what}"
             )
+        self._borderline()
         return new
 
 
