@@ -90,6 +90,11 @@ def verdict(d: Diagnosis) -> str:
 
 def _verdict(d: Diagnosis) -> str:
     ordered = d.findings
+    if d.status == "insufficient_data" and d.run is not None and d.run.steps and not d.run.metrics:
+        return (
+            f"Not judged: {d.run.steps} steps read, none with a metric the advisor judges "
+            "(reward, KL, entropy, lengths ...)."
+        )
     if d.status == "insufficient_data":
         steps = d.run.steps if d.run else 0
         need = d.warmup_steps or 0
