@@ -88,3 +88,36 @@ def test_a_rise_that_holds_still_clears_it() -> None:
     j = _judge(s)
     p1s = [f for f in j.findings if f.id == "P1"]
     assert p1s and p1s[-1].cleared_step is not None and p1s[-1].cleared_step > 250
+
+
+VARIANTS = Path(__file__).resolve().parents[1] / "livefire" / "variants"
+
+
+def _alarms(d: dict) -> set[str]:
+    return {f["id"] for f in d["findings"] if f["severity"] in ("warning", "error")}
+
+
+def test_beta_one_is_kl0_not_healthy(capsys) -> None:
+    # beta 1: the reward flat at 0.30 from step 60, KL steady, entropy at its start
+    d = _json(capsys, str(VARIANTS / "beta-one" / "trainer_state.json"))
+    assert d["status"] == "issues" and "KL0" in _alarms(d)
+    assert d["patch"]["from_finding"] == "KL0"
+    assert [(c["param"], c["to"]) for c in d["patch"]["changes"]] == [("kl_loss_coef", 0.1)]
+
+
+def test_lr_5e_6_flat_at_the_random_level_is_p1(capsys) -> None:
+    # KL grew past 1e-4 (KL0 passed), but the reward never left the random policy's level
+    d = _json(capsys, str(VARIANTS / "lr-5e-6" / "trainer_state.json"))
+    assert d["status"] == "issues" and "P1" in _alarms(d)
+    assert d["patch"]["from_finding"] == "P1"
+    assert d["patch"]["changes"][0]["param"] == "learning_rate"
+
+
+@pytest.mark.parametrize("case", ["cap-8", "temp-0.7", "lr-1e-2"])
+def test_runs_that_learn_are_healthy_with_no_change(capsys, case: str) -> None:
+    # cap-8: KL rises to 1.7 with the reward (0.13 -> 0.97) and most groups end all correct:
+    # no P3 error, and no DAPO switch handed over as the change
+    d = _json(capsys, str(VARIANTS / case / "trainer_state.json"))
+    assert d["status"] == "healthy" and not _alarms(d)
+    assert d["patch"] is None or not d["patch"]["changes"]
+    assert _config(d, "C201")["severity"] == "info"
