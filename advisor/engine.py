@@ -17,7 +17,11 @@ How a run is judged (knowledge.md §4 "How to judge"):
   run endings (OOM) fire whenever the run ends.
 - Lifecycle: a finding that cleared and stayed clear for `clear_after` evaluations before the
   end is recovered: reported at info with `recovered_from`, it sets neither the exit code nor
-  the patch. A finding whose evidence is low-confidence never becomes the one change.
+  the patch. A rule with `recovery: learnt` (DIV, P1) recovers only when the reward ends above
+  the untrained policy's level (a run back at it after a collapse or a stall keeps the
+  severity). A finding whose evidence is low-confidence never becomes the one change, and
+  when every alarm is borderline (low confidence, one piece of evidence just past its
+  threshold) they are reported as info.
 - Blocks: `push` is O(1): it folds each tracked metric into the current block's accumulators
   (sum, count, non-finite count, min, max). Block length = warm-up / `warmup_blocks` steps (at
   least 1), so the warm-up always gives about the same number of block means to calibrate on,
@@ -1759,8 +1763,9 @@ class _Lifecycle(_RuleEvaluation):
                     self._notes[f"unrecovered:{f.id}:{f.onset_step}"] = (
                         f"{f.id} {f.name} from step {f.onset_step} cleared by step "
                         f"{f.cleared_step}, but {self._st.learning_metric} ended at "
-                        f"{level:.3g}, no higher than its untrained level (up to {untrained:.3g} "
-                        "in its first logged block): not a recovery; kept at its severity."
+                        f"{level:.3g}, no higher than its untrained level {untrained:.3g} (the "
+                        "highest point of its first logged block plus that block's spread): not "
+                        "a recovery; kept at its severity."
                     )
                     continue
             if f.severity != Severity.info:

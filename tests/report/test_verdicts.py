@@ -121,3 +121,12 @@ def test_runs_that_learn_are_healthy_with_no_change(capsys, case: str) -> None:
     assert d["status"] == "healthy" and not _alarms(d)
     assert d["patch"] is None or not d["patch"]["changes"]
     assert _config(d, "C201")["severity"] == "info"
+
+
+def test_a_healthy_run_with_info_findings_reads_healthy(capsys) -> None:
+    # cap-8 ends with info findings (uniform groups, entropy easing, a passed truncation):
+    # the verdict line says healthy, with nothing to change, not "the one thing to do"
+    main(["diagnose", str(VARIANTS / "cap-8" / "trainer_state.json"), "--fail-on", "never"])
+    out = capsys.readouterr().out
+    assert "**Verdict:** Healthy: no warning or error" in out
+    assert "nothing to change in this run" in out and "one thing to do" not in out
