@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn, cast
 
 from advisor import lazy
+from advisor.book.config import FieldSpec, rulebook
+from advisor.book.expressions import fmt
 from advisor.dialect import (
     dialects,
     framework_key_params,
@@ -46,7 +48,6 @@ from advisor.ingest.depth import json_depth
 from advisor.ingest.hints import verl_hints
 from advisor.pyconfig import LinedDict, read_python_job
 from advisor.resources import write_text_atomic
-from advisor.static import FieldSpec, fmt, rulebook
 from advisor.types import ConfigFinding, InputError, Scalar, Severity
 
 # A job's values by name (a choice is its string), what the engine, the remedy and the hooks take.

@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from advisor.book.config import rulebook
 from advisor.book.paramspec import meanings, summary
 from advisor.cli import OutputFormat, app
 from advisor.report.escape import Md, prose
 from advisor.report.templating import render
-from advisor.static import rulebook
 from advisor.types import InputError
 
 if TYPE_CHECKING:
+    from advisor.book.config import ConfigRule, CouplingRepair
     from advisor.book.symptoms import Leaf, Node, SymptomRule
-    from advisor.static import ConfigRule, CouplingRepair
 
 
 @dataclass(frozen=True)
