@@ -943,9 +943,11 @@ def plan(
     speaker: Speaker | None = None,
     facts: Mapping[str, object] | None = None,
     history: Sequence[Round] = (),
+    healthy: bool = False,
 ) -> RemedyResult:
     """Resolve every finding's action; patch only the top one's first change (one variable at
-    a time, knowledge.md §4 "How to judge"); the rest become ordered next steps.
+    a time, knowledge.md §4 "How to judge"); the rest become ordered next steps. A `healthy`
+    run (no warning or error) gets no patch: its info findings' advice is for a next run.
 
     `into_range`: carry a change on until the job's own config findings clear (`_into_range`);
     off without a job file, where the values are the log's and the job's context (a LoRA run's
@@ -969,6 +971,8 @@ def plan(
             )
         out.append(replace(f, action=r.action, fallback=fallback))
         resolved.append(r)
+    if healthy:
+        return RemedyResult(Patch(kind="none", hyper_parameters=dict(hp)), [], out)
     escalating = {
         f.id
         for f in ranked

@@ -355,6 +355,17 @@ class SymptomRule(_M):
         list[str], Field(description="RunEnding kinds that fire it")
     ] = field(default_factory=list)
     urgent: Urgent | None = None
+    recovery: Annotated[
+        Literal["cleared", "learnt"],
+        Field(
+            description="when an episode that cleared is over: `cleared`, once it stayed clear "
+            "for clear_after evaluations; `learnt`, also only if the run's reward then stands "
+            "above its untrained level (settings.learning_metric: the median of its last 3 "
+            "block means above every point of its first logged block, by that block's sd) or "
+            "at settings.learning_low or more. A run back at the untrained policy's level "
+            "after a collapse or a stall has not recovered: its episode keeps its severity"
+        ),
+    ] = "cleared"
     fallback_first: Annotated[
         list[str],
         Field(
@@ -445,6 +456,22 @@ class Settings(_M):
             "logged)"
         ),
     ] = "gen_batches"
+    learning_metric: Annotated[
+        str,
+        Field(
+            description="the metric whose level says whether a run learnt (rules with "
+            "`recovery: learnt`): higher is better, and its first logged block is the untrained "
+            "policy's level"
+        ),
+    ] = "reward_mean"
+    learning_low: Annotated[
+        float,
+        Field(
+            description="a learning_metric level ending at or above this is no failure to "
+            "learn, whatever its start (a run saturated from its first step ends where it "
+            "started): 0.5, the low_reward condition's level on an accuracy-like 0..1 reward"
+        ),
+    ] = 0.5
     evaluation_metric: Annotated[
         str,
         Field(

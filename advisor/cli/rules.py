@@ -165,6 +165,12 @@ def _symptom_doc(rule: SymptomRule, conditions: dict[str, str]) -> RuleDoc:
             "",
             *_when_lines(rule.when, 0, conditions),
         ])
+    if rule.recovery == "learnt":
+        extra["When it ends"] = (
+            "An episode that cleared counts as recovered (info) only when the reward ends above "
+            "the untrained policy's level (its first logged block) or at the rulebook's "
+            "learning_low (0.5) or more; one back at that level keeps its severity."
+        )
     return RuleDoc(
         id=rule.id,
         name=rule.name,
