@@ -2303,9 +2303,9 @@ class _Lifecycle(_RuleEvaluation):
                 continue
             rule = by_id[rid]
             note = f" {rule.absent_note}" if rule.absent_note else ""
+            need = sorted({DERIVED.get(m, m) for m in metrics})  # a derived one: its source
             out.append(
-                f"{rid} {rule.name} not judged: needs {', '.join(sorted(metrics))}, "
-                f"not in this run.{note}"
+                f"{rid} {rule.name} not judged: needs {', '.join(need)}, not in this run.{note}"
             )
         return out
 
