@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from advisor.detectors import DETECTORS
-from advisor.engine import (
+from advisor.book.symptoms import (
     SymptomRulebook,
-    _leaves,
     export_schema,
     load_symptom_rules,
     parse_symptom_rules,
     rulebook_path,
 )
+from advisor.book.symptoms import leaves as _leaves
+from advisor.detectors import DETECTORS
 from advisor.types import InputError
 
 CONTRACT_IDS = {
@@ -68,7 +68,7 @@ def test_detectors_and_params_exist(book: SymptomRulebook) -> None:
 def test_exported_schema_is_fresh() -> None:
     committed = json.loads((rulebook_path().parent / "schema_symptoms.json").read_text())
     assert committed == json.loads(json.dumps(export_schema())), (
-        "rulebook/schema_symptoms.json is stale: run `python -m advisor.engine`"
+        "rulebook/schema_symptoms.json is stale: run `python -m advisor.book.symptoms`"
     )
 
 
