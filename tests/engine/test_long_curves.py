@@ -216,3 +216,34 @@ def test_a_reward_off_the_unit_scale_says_difficulty_unknown() -> None:
 def test_few_uniform_groups_and_no_zero_gradient_are_no_waste() -> None:
     j = judge_run(_run(base(300, seed=4)), HP)
     assert "WASTE" not in {f.id for f in j.findings}
+
+
+# ----------------------------------------------------------------------------- P1, KL ~0 signed
+def _flat_rm_run(seed: int, kl: np.ndarray) -> Run:
+    """A reward model's score flat at -1.8 over 2,000 steps (a policy that does not move), no
+    gradient or ppo_kl logged: MiniMind's GRPO log's columns."""
+    rng = np.random.default_rng(seed)
+    n = len(kl)
+    return _run({
+        "reward_mean": -1.8 + rng.normal(0, 0.3, n),
+        "kl_ref": kl,
+        "response_length": 210 * np.exp(rng.normal(0, 0.3, n)),
+        "lr": np.full(n, 3e-7),
+    })
+
+
+def test_a_signed_kl_averaging_zero_on_a_flat_reward_is_p1() -> None:
+    for seed in range(3):
+        rng = np.random.default_rng(seed + 10)
+        kl = np.round(rng.normal(0, 0.002, 2000), 4)  # k1 estimates around 0, 4 decimals
+        j = judge_run(_flat_rm_run(seed, kl), {})
+        p1 = [f for f in j.findings if f.id == "P1"]
+        assert p1 and any(e.metric == "kl_ref" for e in p1[0].evidence), j.findings
+
+
+def test_a_kl_that_grows_on_a_flat_reward_is_not_that_evidence() -> None:
+    t = np.arange(2000, dtype=float)
+    kl = 0.03 * (1 - np.exp(-t / 400)) + 1e-4
+    j = judge_run(_flat_rm_run(0, kl), {})
+    for f in j.findings:
+        assert not any(e.metric == "kl_ref" and e.detector == "below" for e in f.evidence)
