@@ -224,12 +224,14 @@ def _flat_rm_run(seed: int, kl: np.ndarray) -> Run:
     gradient or ppo_kl logged: MiniMind's GRPO log's columns."""
     rng = np.random.default_rng(seed)
     n = len(kl)
-    return _run({
-        "reward_mean": -1.8 + rng.normal(0, 0.3, n),
-        "kl_ref": kl,
-        "response_length": 210 * np.exp(rng.normal(0, 0.3, n)),
-        "lr": np.full(n, 3e-7),
-    })
+    return _run(
+        {
+            "reward_mean": -1.8 + rng.normal(0, 0.3, n),
+            "kl_ref": kl,
+            "response_length": 210 * np.exp(rng.normal(0, 0.3, n)),
+            "lr": np.full(n, 3e-7),
+        }
+    )
 
 
 def test_a_signed_kl_averaging_zero_on_a_flat_reward_is_p1() -> None:
