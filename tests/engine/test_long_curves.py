@@ -4,6 +4,8 @@ match, the compute wasted on zero-gradient steps and groups that score alike."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 from engine_series import HP, base
@@ -249,3 +251,22 @@ def test_a_kl_that_grows_on_a_flat_reward_is_not_that_evidence() -> None:
     j = judge_run(_flat_rm_run(0, kl), {})
     for f in j.findings:
         assert not any(e.metric == "kl_ref" and e.detector == "below" for e in f.evidence)
+
+
+# ----------------------------------------------------------------------------- a real shape
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_a_verl_ppo_baseline_in_reward_kl_is_not_p3() -> None:
+    """critic/kl 0 -> 0.32 over 435 steps of a maintainers' PPO baseline (fixtures/README.md):
+    in the reward, no explosion; the same curve as a KL loss is judged by the loss's yardstick."""
+    from advisor.ingest import load_run
+
+    src = FIXTURES / "verl_ppo_in_reward_kl.csv"
+    run = load_run(src)
+    assert run.frame["kl_ref"].max() > 0.3
+    j = judge_run(run, {"eval_steps": 10})
+    assert "P3" not in {f.id for f in j.findings}
+    as_loss = run.frame.rename({"critic/kl": "actor/kl_loss"})
+    j = judge_run(Run(frame=as_loss, source=str(src), format="csv"), {"eval_steps": 10})
+    assert "P3" in {f.id for f in j.findings}
