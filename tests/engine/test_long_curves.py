@@ -270,3 +270,22 @@ def test_a_verl_ppo_baseline_in_reward_kl_is_not_p3() -> None:
     as_loss = run.frame.rename({"critic/kl": "actor/kl_loss"})
     j = judge_run(Run(frame=as_loss, source=str(src), format="csv"), {"eval_steps": 10})
     assert "P3" in {f.id for f in j.findings}
+
+
+def test_observe_reads_an_in_reward_kl_by_its_name_as_diagnose_does() -> None:
+    from advisor import Advisor
+
+    rows = _run(_ppo_kl(0)).frame.to_dicts()
+    judged = {}
+    for name in ("critic/kl", "actor/kl_loss"):
+        adv = Advisor(hyper_parameters=PPO_HP)
+        for r in rows:
+            step = r.pop("step")
+            r[name] = r.pop("kl_ref")
+            r["critic/rewards/mean"] = r.pop("reward_mean")
+            adv.observe(step, r)
+            r["kl_ref"], r["reward_mean"] = r.pop(name), r.pop("critic/rewards/mean")
+            r["step"] = step
+        adv.close()
+        judged[name] = {f.id for f in adv.findings}
+    assert "P3" not in judged["critic/kl"] and "P3" in judged["actor/kl_loss"]
