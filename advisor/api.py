@@ -307,7 +307,7 @@ def diagnose_job(
     reading: Reading,
     config: Path | str | None = None,
     sets: Sequence[str] = (),
-    previous: Path | str | None = None,
+    previous: Previous = None,
     training_samples: int | None = None,
     ignore: Sequence[str] = (),
 ) -> tuple[Diagnosis, Job]:
