@@ -289,3 +289,17 @@ def test_observe_reads_an_in_reward_kl_by_its_name_as_diagnose_does() -> None:
         adv.close()
         judged[name] = {f.id for f in adv.findings}
     assert "P3" not in judged["critic/kl"] and "P3" in judged["actor/kl_loss"]
+
+
+def test_a_trl_vlm_run_that_collapsed_inside_its_warm_up_is_p4() -> None:
+    """The real shape of item 1 (fixtures/README.md): P4 from the first points, the zero-gradient
+    steps' share as WASTE, and no alarm beyond those its label allows (P1, DIV)."""
+    from advisor.ingest import load_run
+
+    j = judge_run(load_run(FIXTURES / "trl_vlm_grpo_warmup_collapse.csv"), {})
+    ids = {f.id: f for f in j.findings}
+    assert ids["P4"].severity.value == "warning" and ids["P4"].onset_step <= 150
+    alarms = {i for i, f in ids.items() if f.severity.rank >= 1}
+    assert alarms <= {"P4", "P1", "DIV"}
+    share = next(e for e in ids["WASTE"].evidence if e.metric == "grad_zero").statistic["share"]
+    assert share >= 0.8
