@@ -442,7 +442,8 @@ def assemble(
     silenced = set(silenced)
     findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
     framework = framework or framework_of_run(run.format, run.frame.columns, run.config_hints)
-    speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin or {})
+    origin = _sampling_origin(run, framework_facts, origin)
+    speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin)
     facts = run_facts(run)
     known = (framework_facts or {}).get("temperature")  # the job file's, over the log's
     if isinstance(known, int | float) and not isinstance(known, bool):
@@ -509,6 +510,19 @@ def _history_said(history: Sequence[Any], hp: Mapping[str, Any]) -> list[dict[st
     from advisor.history import said
 
     return said(history, hp)
+
+
+def _sampling_origin(
+    run: Run, framework_facts: Mapping[str, Any] | None, origin: Mapping[str, str] | None
+) -> dict[str, str]:
+    """`origin` with the sampling temperature's, a framework's own setting: the job file's,
+    else the run's record of it (a known value, not an assumed one)."""
+    out = dict(origin or {})
+    for where, values in (("file", framework_facts or {}), ("run", run.config_hints)):
+        value = values.get("temperature")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out.setdefault("temperature", where)
+    return out
 
 
 def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping[str, str]) -> Any:

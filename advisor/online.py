@@ -543,7 +543,9 @@ class Advisor:
 
     @property
     def status(self) -> str:
-        return str(self._monitor.status) if self._monitor is not None else "insufficient_data"
+        status = str(self._monitor.status) if self._monitor is not None else "insufficient_data"
+        # no canonical metric seen: not judged, never "healthy" (as the Diagnosis says)
+        return "insufficient_data" if status == "healthy" and not self._seen else status
 
     @property
     def warmup_steps(self) -> int | None:

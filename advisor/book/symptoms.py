@@ -201,6 +201,14 @@ class SizeSpec(_M):
             "(2: x10 then x100); none: a failed step falls back"
         ),
     ] = None
+    spent_at: Annotated[
+        float | None,
+        Field(
+            description="after a step that did not cure, the raw factor the run's evidence "
+            "must ask for at least (in the step's direction) for the same setting to go on; "
+            "below it the setting is spent and the fallback is used (default: the mild bound)"
+        ),
+    ] = None
     source: Annotated[str, Field(min_length=1, description="where the sizing comes from")]
 
 
