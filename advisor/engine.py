@@ -70,7 +70,7 @@ False-alarm budget: ~1 % of healthy runs per warning/error symptom; see `advisor
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -1886,9 +1886,9 @@ class _Lifecycle(_RuleEvaluation):
                 continue
             rule = by_id[rid]
             note = f" {rule.absent_note}" if rule.absent_note else ""
+            need = sorted({DERIVED.get(m, m) for m in metrics})  # a derived one: its source
             out.append(
-                f"{rid} {rule.name} not judged: needs {', '.join(sorted(metrics))}, "
-                f"not in this run.{note}"
+                f"{rid} {rule.name} not judged: needs {', '.join(need)}, not in this run.{note}"
             )
         return out
 
@@ -1949,6 +1949,14 @@ class Monitor(_Lifecycle):
             )
             return None
         return algo
+
+    def kl_names(self, names: Iterable[str]) -> None:
+        """The run's own metric names (a reader's columns; online, the keys of the first step
+        that logs a KL): a KL to the reference read from a KL-in-reward name (verl's critic/kl,
+        actor/reward_kl_penalty) makes `kl_in_reward` a fact, unless the job says whether
+        the KL is in the reward (use_kl_in_reward)."""
+        if "use_kl_in_reward" not in self.hp and _kl_in_reward_column(list(names)):
+            self._pred["kl_in_reward"] = True
 
     def _warmup(self, expected: int | None) -> int:
         """eval_steps x 3 (the guide's wait), never below the rulebook's minimum, and never more
@@ -2236,11 +2244,10 @@ def judge_run(
 
     frame = run.frame
     merged = {**(run.config_hints or {}), **{k: v for k, v in (hp or {}).items() if v is not None}}
-    if "use_kl_in_reward" not in merged and _kl_in_reward_column(frame.columns):
-        merged["use_kl_in_reward"] = True
     steps = frame["step"].to_list() if "step" in frame.columns and frame.height else []
     expected = int(steps[-1] - steps[0] + 1) if steps else None
     mon = Monitor(merged, rules, origin=origin, expected_steps=expected)
+    mon.kl_names(frame.columns)
     cols = [c for c in mon.tracked if c in frame.columns]
     data = frame.select([pl.col(c).cast(pl.Float64, strict=False) for c in cols])
     # what push would be given row by row; a null (not logged, or not a number) is skipped
