@@ -25,6 +25,8 @@ reported too), and leaves in its directory what such a run leaves: the console a
 (`train.log`, stdout and stderr together), `trainer_state.json` when training returned, and
 what the callback writes (`rl-advisor-run.json`, `rl-advisor-report.md` / `.json`, plots).
 `label.json` (what the cause implies, hand-written) is kept when the directory is rewritten.
+`--refresh RUN_DIR...` rewrites the callback's reports of recorded runs as today's code writes
+them, by replaying their trainer_state.json through the callback (no training).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -299,8 +302,6 @@ def settings_of(
 def run_case(case: Case, out_dir: Path, settings: dict[str, Any]) -> None:
     """Train one case in this process with `settings` (settings_of), writing into `out_dir`."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import shutil
-
     from trl import GRPOConfig, GRPOTrainer
 
     from advisor.integrations.transformers import AdvisorCallback, reporting
@@ -331,6 +332,59 @@ def run_case(case: Case, out_dir: Path, settings: dict[str, Any]) -> None:
         trainer.save_state()  # output_dir/trainer_state.json, as a finished run leaves it
     finally:
         shutil.rmtree(model_dir, ignore_errors=True)
+
+
+REPORTS = ("rl-advisor-report.md", "rl-advisor-report.json")
+
+
+def replay_reports(run_dir: Path, out_dir: Path) -> Path:
+    """The reports AdvisorCallback writes for the run recorded in `run_dir`, by today's code,
+    into `out_dir`: its trainer_state.json log replayed through the callback as the Trainer
+    called it, with the arguments the run had (its rl-advisor-run.json). No training."""
+    from types import SimpleNamespace
+
+    from advisor.integrations.transformers import RUN_FILE, AdvisorCallback
+
+    known = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    settings = {**known["training_arguments"], "output_dir": str(out_dir)}
+    args = SimpleNamespace(**settings)
+    entries = json.loads((run_dir / "trainer_state.json").read_text(encoding="utf-8"))[
+        "log_history"
+    ]
+    cb = AdvisorCallback()
+    state = SimpleNamespace(
+        max_steps=settings["max_steps"], global_step=0, is_world_process_zero=True
+    )
+    cb.on_train_begin(args, state, SimpleNamespace(should_training_stop=False))
+    for i, entry in enumerate(entries):
+        if "train_runtime" in entry:
+            continue
+        state.global_step = entry["step"]
+        nxt = entries[i + 1] if i + 1 < len(entries) else {}
+        evaluates = nxt.get("step") == entry["step"] and any(k.startswith("eval_") for k in nxt)
+        control = SimpleNamespace(
+            should_evaluate=evaluates and "loss" in entry, should_training_stop=False
+        )
+        cb.on_log(args, state, control, logs={k: v for k, v in entry.items() if k != "step"})
+        if any(k.startswith("eval_") for k in entry):
+            cb.on_evaluate(args, state, control)
+    cb.on_train_end(args, state, SimpleNamespace(should_training_stop=False))
+    return out_dir / REPORTS[0]
+
+
+def refresh(run_dir: Path) -> bool:
+    """Rewrite the callback's reports (and plots) recorded in `run_dir` as today's code writes
+    them; False (nothing touched) for a run that left no trainer_state.json (a crash)."""
+    if not (run_dir / "trainer_state.json").is_file():
+        return False
+    with tempfile.TemporaryDirectory(prefix="livefire-refresh-") as tmp:
+        replay_reports(run_dir, Path(tmp))
+        for old in run_dir.glob("report-*.png"):
+            old.unlink()
+        for made in Path(tmp).iterdir():
+            if made.name in REPORTS or (made.name.startswith("report-") and made.suffix == ".png"):
+                shutil.copyfile(made, run_dir / made.name)
+    return True
 
 
 def _clear(out_dir: Path) -> None:
@@ -424,8 +478,21 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="Train from this trl grpo --config YAML instead of the case's settings.",
     )
+    ap.add_argument(
+        "--refresh",
+        nargs="+",
+        type=Path,
+        metavar="RUN_DIR",
+        help="Rewrite the callback's reports in these recorded runs as today's code writes "
+        "them (no training).",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)  # internal: train one case here
     ns = ap.parse_args(argv)
+    if ns.refresh:
+        for d in ns.refresh:
+            said = "refreshed" if refresh(d) else "skipped (no trainer_state.json: a crash)"
+            print(f"{d}: {said}")
+        return 0
     sets = dict(_parse_set(kv) for kv in ns.set)
     config = read_config(ns.config) if ns.config is not None else None
     if ns.child:

@@ -274,7 +274,7 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
                 write_run_file(args, hints, Path(out_dir) / RUN_FILE)
             except Exception as err:
                 self.hook._error("run file", err)
-            if hasattr(args, "num_generations"):  # a TRL GRPOConfig: resubmittable as YAML
+            if hasattr(args, "num_generations") and dataclasses.is_dataclass(args):  # TRL's
                 try:
                     write_job_file(args, Path(out_dir) / JOB_FILE)
                 except Exception as err:
