@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from advisor._version import __version__
 
 __all__ = ["Advisor", "__version__", "diagnose", "load_config", "load_run", "validate"]
 

@@ -21,14 +21,24 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
-from advisor import __version__, lazy
-from advisor.config import LoadedConfig, load_config, write_patched
+from advisor import lazy
+from advisor._version import __version__
+from advisor.config import JobFile, LoadedConfig, load_config, write_patched
 from advisor.dialect import Speaker, framework_assumed, framework_of_run
 from advisor.ingest.frame import trl_without_kl
 from advisor.reading import Reading
 from advisor.runfacts import concrete_fallback, run_facts
-from advisor.static import check, rulebook, scale_caps, validate_job
-from advisor.types import Diagnosis, Finding, InputError, Run
+from advisor.static import (
+    check,
+    compare_previous,
+    compare_profile,
+    fmt,
+    model_scale,
+    rulebook,
+    scale_caps,
+    sort_findings,
+)
+from advisor.types import Diagnosis, Finding, InputError, Run, Severity
 
 # Hyperparameters whose value changes a conclusion, and what it changes (for the assumptions).
 _WEIGHS_ON = {
@@ -48,7 +58,9 @@ _ALWAYS_DRAWN = ("reward_mean", "val_reward")
 
 def _rules() -> Any:
     """The symptom rulebook (cached per file by the engine, so a batch worker reads it once)."""
-    return lazy.engine.load_symptom_rules()
+    from advisor.engine import load_symptom_rules
+
+    return load_symptom_rules()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,11 +160,24 @@ def _load_config_once(
     return copy.deepcopy(loaded)
 
 
-def previous_hp(previous: Path | str | None) -> dict[str, Any] | None:
-    """The hyperparameters of `--previous` (what the last run already tried), or None."""
+Previous = Path | str | Sequence[Path | str] | None
+
+
+def previous_paths(previous: Previous) -> list[Path]:
+    """`--previous` as a list of paths, oldest first (one path or several)."""
     if previous is None:
-        return None
-    return dict(_load_config_once(previous).hyper_parameters)
+        return []
+    if isinstance(previous, str | Path):
+        return [Path(previous)]
+    return [Path(p) for p in previous]
+
+
+def previous_hp(previous: Previous) -> dict[str, Any] | None:
+    """The settings the last of `--previous` is known to have run with, or None."""
+    from advisor.history import read_history
+
+    rounds = read_history(previous_paths(previous), _load_config_once)
+    return dict(rounds[-1].hp) if rounds else None
 
 
 def config_findings_of(loaded: Any) -> list[Any]:
@@ -190,6 +215,42 @@ def _silenced(ignore: Sequence[str]) -> set[str]:
     return ids
 
 
+def validate_job(
+    path: Path | None,
+    sets: Sequence[str] = (),
+    training_samples: int | None = None,
+    profile: str | None = None,
+    hints: Mapping[str, object] | None = None,
+    previous: Path | None = None,
+) -> tuple[LoadedConfig, Diagnosis]:
+    """Load, check and wrap as a Diagnosis (run null, findings empty): the one verdict on a job
+    config, what `rl-advisor validate` prints and `advisor.validate` returns. Status "issues"
+    when a finding is a warning or an error, else "healthy"."""
+    loaded = load_config(path, sets, hints=hints, training_samples=training_samples)
+    found = loaded.findings + check(loaded)
+    notes = list(loaded.notes)
+    model = loaded.config.model
+    kind, params_b, active_b = model_scale(model)
+    if model and kind != "unknown" and model.strip().lower() not in rulebook().models:
+        size = f"{fmt(params_b)}B" if params_b else "size unknown"
+        active = f", {fmt(active_b)}B active" if active_b else ""
+        notes.append(f"model {model} read from its name as {kind} ({size}{active}): a heuristic")
+    if profile:
+        found += compare_profile(loaded, profile)
+    if previous is not None:
+        found += compare_previous(loaded, load_config(previous))
+    found = sort_findings(found)
+    worst = max((f.severity.rank for f in found), default=-1)
+    diag = Diagnosis(
+        tool={"name": "rl-advisor", "version": __version__},
+        status="issues" if worst >= Severity.warning.rank else "healthy",
+        config_findings=found,
+        hyper_parameters=dict(loaded.hyper_parameters),
+        assumptions=notes,
+    )
+    return loaded, diag
+
+
 def validate(
     config: Path | str | None,
     sets: Sequence[str] = (),
@@ -199,7 +260,7 @@ def validate(
     previous: Path | str | None = None,
 ) -> Diagnosis:
     """The static checks of a job file alone: the diagnose object with `run` None, and the
-    verdict `rl-advisor validate` gives (`advisor.static.validate_job`, its one home)."""
+    verdict `rl-advisor validate` gives (`validate_job`, its one home)."""
     _, diagnosis = validate_job(
         Path(config) if config is not None else None,
         sets,
@@ -214,14 +275,15 @@ def diagnose(
     metrics: Path | str,
     config: Path | str | None = None,
     sets: Sequence[str] = (),
-    previous: Path | str | None = None,
+    previous: Previous = None,
     training_samples: int | None = None,
     ignore: Sequence[str] = (),
 ) -> Diagnosis:
     """Read a run, judge it against its job config, and plan the one change to make.
 
     `ignore`: finding ids to silence (e.g. ["SLOW"]); they are dropped before the remedy, so
-    the patch never follows a silenced finding."""
+    the patch never follows a silenced finding. `previous`: the earlier runs of the same job,
+    oldest first (advisor.history): what was tried, for the step's size and direction."""
     _silenced(ignore)  # a typo in --ignore is an unusable call: said before any work
     return diagnose_reading(
         Reading(Path(metrics)), config, sets, previous, training_samples, ignore
@@ -232,18 +294,35 @@ def diagnose_reading(
     reading: Reading,
     config: Path | str | None = None,
     sets: Sequence[str] = (),
-    previous: Path | str | None = None,
+    previous: Previous = None,
     training_samples: int | None = None,
     ignore: Sequence[str] = (),
 ) -> Diagnosis:
     """`diagnose` of a run whose read has started (advisor.reading): the engine is imported
     while it reads. The command starts the read before it imports this module."""
+    return diagnose_job(reading, config, sets, previous, training_samples, ignore)[0]
+
+
+def diagnose_job(
+    reading: Reading,
+    config: Path | str | None = None,
+    sets: Sequence[str] = (),
+    previous: Previous = None,
+    training_samples: int | None = None,
+    ignore: Sequence[str] = (),
+) -> tuple[Diagnosis, Job]:
+    """`diagnose_reading`, with the Job it resolved: its job file is read and parsed once
+    (`loaded.file`), for the diff and for the patched copy the command writes."""
     silenced = _silenced(ignore)
-    lazy.engine  # noqa: B018  (imported alongside the read)
+    from advisor.history import read_history  # the remedy's Round: after the read started
+
+    # unreadable: refused before any work; a batch loads each job file once
+    history = read_history(previous_paths(previous), _load_config_once)
+    from advisor import engine  # imported alongside the read
     run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
-    judgement = lazy.engine.judge_run(run, job.judged_hp, origin=job.judged_origin)
+    judgement = engine.judge_run(run, job.judged_hp, origin=job.judged_origin)
     diagnosis = assemble(
         job.run,
         job.hp,
@@ -251,7 +330,7 @@ def diagnose_reading(
         config_findings=config_findings_of(job.loaded),
         origin=job.origin,
         config_given=config is not None,
-        previous=previous_hp(previous),
+        history=history,
         training_samples=training_samples,
         silenced=silenced,
         caps=scale_caps(job.loaded),
@@ -259,7 +338,7 @@ def diagnose_reading(
         framework_facts=job.loaded.facts,
         framework_assumed=job.framework_assumed,
     )
-    return with_file_diff(diagnosis, config)
+    return with_file_diff(diagnosis, job.loaded.file or config), job
 
 
 RUN_FILE = "rl-advisor-run.json"  # left in a TRL output dir by the transformers callback
@@ -283,6 +362,10 @@ def _with_run_file(metrics: Path, run: Run) -> Run:
         if not isinstance(hints, dict):
             return run
         joined = {**run.config_hints, **hints}
+        args = data.get("training_arguments")
+        sampled = args.get("temperature") if isinstance(args, dict) else None
+        if isinstance(sampled, int | float) and not isinstance(sampled, bool):
+            joined.setdefault("temperature", float(sampled))  # a record from before the hint
         if isinstance(data.get("framework"), str):
             joined.setdefault("framework", data["framework"])
         return dataclasses.replace(run, config_hints=joined)
@@ -308,24 +391,28 @@ def file_changes(patch: Any) -> dict[str, Any]:
     return {c.param: c.to for c in patch.changes}
 
 
-def with_file_diff(diagnosis: Diagnosis, config: Path | str | None) -> Diagnosis:
-    """Add the patch as a diff of the user's job file (diagnose and the online Advisor alike)."""
+def with_file_diff(diagnosis: Diagnosis, config: Path | str | JobFile | None) -> Diagnosis:
+    """Add the patch as a diff of the user's job file (diagnose and the online Advisor alike);
+    a JobFile (the job file as loaded) is not read again."""
     if config is not None and diagnosis.patch is not None and diagnosis.patch.changes:
+        source = config if isinstance(config, JobFile) else Path(config)
         try:
-            diagnosis.patch_diff = _file_diff(Path(config), file_changes(diagnosis.patch))
+            diagnosis.patch_diff = _file_diff(source, file_changes(diagnosis.patch))
         except InputError as err:  # a job shape the change has no place in: said, not raised
             diagnosis.patch.notes.append(f"Not applied to the job file: {err}")
     return diagnosis
 
 
-def _file_diff(source: Path, changes: Mapping[str, Any]) -> str:
+def _file_diff(source: Path | JobFile, changes: Mapping[str, Any]) -> str:
     """The patch as the unified diff of the user's own job file (its layout and comments)."""
+    path = source.path if isinstance(source, JobFile) else source
     with tempfile.TemporaryDirectory() as tmp:
-        dest = Path(tmp) / source.name
+        dest = Path(tmp) / path.name
         write_patched(source, changes, dest)
         new = dest.read_text(encoding="utf-8").splitlines()
-    old = source.read_text(encoding="utf-8").splitlines()
-    lines = difflib.unified_diff(old, new, source.name, f"{source.name} (patched)", n=2)
+    raw = source.raw if isinstance(source, JobFile) else path.read_text(encoding="utf-8")
+    old = raw.splitlines()
+    lines = difflib.unified_diff(old, new, path.name, f"{path.name} (patched)", n=2)
     return "\n".join(line.rstrip("\n") for line in lines)
 
 
@@ -344,17 +431,23 @@ def assemble(
     framework: str | None = None,
     framework_facts: Mapping[str, Any] | None = None,
     framework_assumed: Mapping[str, Any] | None = None,
+    history: Sequence[Any] = (),
 ) -> Diagnosis:
     """Judgement + job -> Diagnosis: remedy, checkpoint advice, assumptions, drawn series.
 
     Split from `diagnose` so the online Advisor can build the same object from its Monitor.
     """
+    from advisor import remedy
+
     silenced = set(silenced)
     findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
     framework = framework or framework_of_run(run.format, run.frame.columns, run.config_hints)
     speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin or {})
     facts = run_facts(run)
-    planned = lazy.remedy.plan(
+    known = (framework_facts or {}).get("temperature")  # the job file's, over the log's
+    if isinstance(known, int | float) and not isinstance(known, bool):
+        facts["temperature"] = float(known)
+    planned = remedy.plan(
         findings,
         hp,
         rules if rules is not None else _rules(),
@@ -363,12 +456,13 @@ def assemble(
         into_range=config_given,
         speaker=speaker,
         facts=facts,
+        history=history,
     )
     info = dataclasses.replace(run.info(), framework=framework)
     save_hp, save_notes = _save_settings(hp, origin or {})
     # Only a run that completed saved at its last step; a crash or a cut log did not (or may not).
     completed = info.ending is not None and info.ending.kind == "completed"
-    checkpoint = lazy.remedy.checkpoint_advice(
+    checkpoint = remedy.checkpoint_advice(
         _points(run, "val_reward"), save_hp, info.last_step, training_samples, completed
     )
     if checkpoint is None or "best_step" not in checkpoint:
@@ -402,10 +496,19 @@ def assemble(
         ]
         + ([f"Silenced with --ignore: {', '.join(sorted(silenced))}."] if silenced else []),
         next_steps=_restart_step(planned.findings, checkpoint) + planned.next_steps,
+        history=_history_said(history, hp),
         checkpoint=_checkpoint_said(checkpoint, speaker),
         hyper_parameters=dict(hp),
         series=_series(run, planned.findings),
     )
+
+
+def _history_said(history: Sequence[Any], hp: Mapping[str, Any]) -> list[dict[str, Any]]:
+    if not history:
+        return []
+    from advisor.history import said
+
+    return said(history, hp)
 
 
 def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping[str, str]) -> Any:
@@ -454,6 +557,7 @@ def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping
             framework=speaker.framework,
             settings=speaker.settings(changes) if speaker.native else {},
             override=speaker.override_line(changes) if speaker.native else None,
+            override_args=speaker.override_args(changes),
         )
     return SimpleNamespace(findings=findings, patch=patch)
 

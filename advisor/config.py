@@ -1,7 +1,13 @@
-"""The job config: its three shapes, layering (defaults < file < run < --set), and patching.
+"""The job config: its shapes, layering (defaults < file < run < --set), and patching.
 
-Shapes the platform accepts (knowledge.md section 1), all read into one `JobConfig`:
-- "yaml":    the config.yaml layout (job_name, model, datasets, functions, training: {...});
+Shapes the platform accepts (knowledge.md section 1, and its SDK), all read into one `JobConfig`:
+- "sdk":     the SDK's own job file, what `TuningModel.to_yaml` writes and `dashscope rl run -c`
+             reads (name, model: {name}, teacher_model, functions, datasets, training: {type,
+             hyper_parameters, resources}, observability);
+- "yaml":    the guide's config.yaml layout (job_name, workspace_dir, model as a string, mode,
+             datasets, functions, training: {...}), which the SDK's TuningModel refuses;
+- "platform": a job object the platform returns (`dashscope rl list -o json`: job_id, status,
+             model, training_type, hyper_parameters, ...);
 - "keyword": the keyword arguments of run() / submit_job() written as YAML or JSON
              (top-level hyper_parameters, resources, functions, training_datasets, ...);
 - "flat":    a bare hyperparameter dict ({"algorithm": "gspo", "batch_size": 64, ...}).
@@ -25,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, cast
 
 from advisor import lazy
 from advisor.dialect import (
@@ -36,9 +42,9 @@ from advisor.dialect import (
     trl_hints,
     verl_facts,
 )
-from advisor.ingest import json_depth
+from advisor.ingest.depth import json_depth
 from advisor.ingest.hints import verl_hints
-from advisor.pyconfig import read_python_job
+from advisor.pyconfig import LinedDict, read_python_job
 from advisor.resources import write_text_atomic
 from advisor.static import FieldSpec, fmt, rulebook
 from advisor.types import ConfigFinding, InputError, Scalar, Severity
@@ -46,13 +52,14 @@ from advisor.types import ConfigFinding, InputError, Scalar, Severity
 # A job's values by name (a choice is its string), what the engine, the remedy and the hooks take.
 HyperParams = Mapping[str, Scalar]
 Origin = Literal["default", "file", "run", "set"]
-Layout = Literal["yaml", "keyword", "flat", "none"]
+Layout = Literal["sdk", "yaml", "platform", "keyword", "flat", "none"]
 
 # Top-level keys of each shape (KB 1 and the seed's run()/submit_job() examples).
 _YAML_TOP = (
     "job_name",
     "workspace_dir",
     "model",
+    "teacher_model",
     "mode",
     "tuned_model_name",
     "datasets",
@@ -63,6 +70,7 @@ _KEYWORD_TOP = (
     "job_name",
     "workspace_dir",
     "model",
+    "teacher_model",
     "mode",
     "tuned_model_name",
     "functions",
@@ -75,9 +83,44 @@ _KEYWORD_TOP = (
     "datasets",
     *("rollout_id", "reward_ids", "rollout_runtime", "reward_runtimes"),
 )
+# The SDK's job file (dashscope TuningModel, pydantic with extra="forbid": it refuses every other
+# top-level key), and the guide's keys it refuses with where the SDK keeps the same setting.
+_SDK_TOP = ("name", "model", "teacher_model", "functions", "datasets", "training", "observability")
+_GUIDE_ONLY = {
+    "job_name": "name",
+    "mode": "training.type",
+    "workspace_dir": "functions[i].fcmodel.zipdir",
+    "tuned_model_name": None,
+}
+# A job object the platform returns (the SDK's FineTuneOutput, `dashscope rl list -o json`).
+_PLATFORM_JOB = (
+    "job_id",
+    "job_name",
+    "status",
+    "model",
+    "base_model",
+    "finetuned_output",
+    "training_file_ids",
+    "validation_file_ids",
+    "hyper_parameters",
+    "training_type",
+    "create_time",
+    "end_time",
+    "user_identity",
+    "modifier",
+    "creator",
+    "group",
+    "usage",
+)
+_FUNCTION_TYPES = ("rollout", "reward", "group_reward")
+_DATASET_TYPES = ("training", "validation", "testing")
+_TRAINING_TYPES = ("reinforcement", "pg_opd")
+_DATA_SOURCES = ("file_id", "download_url", "oss_mount")
 # submit_job() with registered entity ids (the seed's `dashscope rl submit --rollout-id
 # --reward-ids` and its FAQ "reward_runtimes must be as long as reward_ids"): read as functions.
 _ENTITY_KEYS = ("rollout_id", "reward_ids", "rollout_runtime", "reward_runtimes")
+# what the SDK fills in on a registered function (instance_status an int, the others strings)
+_INSTANCE_KEYS = ("instance_id", "instance_status", "instance_url", "instance_token")
 _FUNCTION_KEYS = (
     "type",
     "name",
@@ -87,9 +130,30 @@ _FUNCTION_KEYS = (
     "fcmodel",
     "entity_id",
     "runtime",
+    *_INSTANCE_KEYS,
 )
-_DATASET_KEYS = ("type", "data_source_type", "file_name", "file_id")
-_KEYWORD_DATASET_KEYS = ("data_source_type", "file_name", "file_id")
+# fcmodel: the code by classpath, or by filepath + classname, under zipdir (the SDK's
+# FunctionComponentModel); oss_* are filled in by the SDK at registration.
+_FCMODEL_KEYS = (
+    "zipdir",
+    "classpath",
+    "filepath",
+    "classname",
+    "requirements_path",
+    "extra_files",
+    "oss_id",
+    "oss_signed_url",
+)
+_DATASET_KEYS = (
+    "type",
+    "data_source_type",
+    "file_name",
+    "file_id",
+    "download_url",
+    "mount_storage",
+)
+_KEYWORD_DATASET_KEYS = _DATASET_KEYS[1:]
+_MOUNT_KEYS = ("region", "bucket", "file_path")
 # Advisor-only settings accepted by --set and run hints (not platform fields).
 _EXTRAS: dict[str, Literal["float", "int"]] = {
     "expected_step_seconds": "float",
@@ -105,13 +169,20 @@ _EXTRAS: dict[str, Literal["float", "int"]] = {
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FcModel:
     classpath: str | None = None
+    zipdir: str | None = None
+    filepath: str | None = None
+    classname: str | None = None
+    requirements_path: str | None = None
+    extra_files: list[str] | None = None
+    oss_id: str | None = None
+    oss_signed_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Function:
-    type: Literal["rollout", "reward"] | None = None
+    type: Literal["rollout", "reward", "group_reward"] | None = None
     name: str | None = None
-    timeout: float | None = None
+    timeout: int | None = None
     weight: float | None = None
     reward_metric_weight: dict[str, float] | None = None
     fcmodel: FcModel | None = None
@@ -121,10 +192,12 @@ class Function:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Dataset:
-    type: Literal["training", "validation"] | None = None
+    type: Literal["training", "validation", "testing"] | None = None
     data_source_type: str | None = None
     file_name: str | None = None
     file_id: str | None = None
+    download_url: str | None = None
+    mount_storage: dict[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,7 +214,8 @@ class JobConfig:
     job_name: str | None = None
     workspace_dir: str | None = None
     model: str | None = None
-    mode: Literal["reinforcement"] | None = None
+    teacher_model: str | None = None
+    mode: Literal["reinforcement", "pg_opd"] | None = None  # the SDK's training.type
     tuned_model_name: str | None = None
     datasets: list[Dataset] = field(default_factory=list)
     functions: list[Function] = field(default_factory=list)
@@ -206,6 +280,8 @@ class LoadedConfig:
     # the `defaults` of load_config that stood (no file, hint or --set gave the value): the
     # run's framework's own defaults, assumptions as the platform's are
     defaults_taken: dict[str, Scalar] = field(default_factory=dict)
+    # the job file as read once (None without one): the diff and the patched copy start from it
+    file: JobFile | None = None
 
     def line_of(self, params: Sequence[str]) -> int | None:
         """The file line of the first param that has one."""
@@ -238,13 +314,13 @@ def _function_fields() -> dict[str, FieldSpec]:
     return {
         "name": _spec("str"),
         "entity_id": _spec("str"),
-        "timeout": _spec("float", 1),
+        "timeout": _spec("int", 1),
         "weight": _spec("float", 0),
     }
 
 
 def _spec(
-    kind: Literal["int", "float", "choice", "str"],
+    kind: Literal["int", "float", "choice", "str", "list"],
     low: float | None = None,
     choices: tuple[str, ...] | None = None,
 ) -> FieldSpec:
@@ -279,8 +355,25 @@ def _joined_surrogates(obj: Any) -> Any:
     return obj
 
 
+@dataclass(frozen=True)
+class JobFile:
+    """A job file read and parsed once, handed on to what loads, diffs and patches it: `raw` as
+    read (the diff's old side), `text` as parsed (a Python file's `job =` stripped) and the
+    parsed `document`, which is never changed (a patch is applied to a copy)."""
+
+    path: Path
+    raw: str
+    text: str
+    document: Any
+
+
 def read_document(path: Path) -> Any:
     """Parse a YAML or JSON job file (ruamel, YAML 1.2: `1e-6` is a float) keeping line info."""
+    return read_job_file(path).document
+
+
+def read_job_file(path: Path) -> JobFile:
+    """`read_document`, with the text it read (see JobFile)."""
 
     if not path.exists():
         raise InputError(f"{path}: no such file")
@@ -302,14 +395,15 @@ def read_document(path: Path) -> Any:
         _check_nesting(path, text)  # before json.loads, which recurses once per level
         _json_error(path, text, always=True)  # a .json file must be JSON, not any YAML
     if path.suffix.lower() == ".py" and (pydoc := _python_job(text)) is not None:
-        return pydoc
+        return JobFile(path, text, text, pydoc)
     source_text, text = text, _strip_assignment(text)
     _check_nesting(path, text)
     try:
         doc = _yaml().load(text)
     except lazy.yaml.error.MarkedYAMLError as err:
         if (pydoc := _python_job(source_text)) is not None:
-            return pydoc  # client.run(...) written in Python, as the guide shows it
+            # client.run(...) written in Python, as the guide shows it
+            return JobFile(path, source_text, text, pydoc)
         _json_error(path, text)  # a JSON file: JSON's own message is more precise
         mark = err.problem_mark or err.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -329,7 +423,7 @@ def read_document(path: Path) -> Any:
         raise InputError(f"{path}:1: empty file, expected a mapping of job config keys")
     if not isinstance(doc, Mapping):
         raise InputError(f"{path}:1: expected a mapping of job config keys, got a {_kind(doc)}")
-    return doc
+    return JobFile(path, source_text, text, doc)
 
 
 # A job file is a few levels deep; YAML nested past this (by indentation or brackets) is
@@ -470,7 +564,21 @@ def _plain(value: Any) -> Any:
 
 
 def detect_layout(doc: Mapping[str, Any]) -> Layout:
+    if isinstance(doc, LinedDict):  # a run() / submit_job() call written in Python
+        return "keyword"
     keys = set(map(str, doc))
+    if "job_id" in keys and keys & {"status", "hyper_parameters", "training_type", "base_model"}:
+        return "platform"
+    training = doc.get("training")
+    model = doc.get("model")
+    guide = bool(keys & set(_GUIDE_ONLY)) or isinstance(model, str)
+    signs = (
+        keys & {"teacher_model", "observability"}
+        or (isinstance(training, Mapping) and "type" in training)
+        or ("name" in keys and keys & {"training", "functions", "datasets"})
+    )
+    if (isinstance(model, Mapping) and "name" in model) or (signs and not guide):
+        return "sdk"
     if "training" in keys or keys & {"datasets", "mode", "workspace_dir"}:
         return "yaml"
     if "hyper_parameters" in keys:
@@ -502,6 +610,10 @@ class _Pass:
         # finding rests on the default that replaced the user's value
         self.invalid: set[str] = set()
         self.unknown_keys = 0
+        # plain scalars YAML 1.1 (the SDK) reads as strings, YAML 1.2 as numbers, by path; a
+        # field that is a string to the SDK takes the text (yaml11_taken), others get C009
+        self.yaml11: dict[str, tuple[str, int]] = {}
+        self.yaml11_taken: set[str] = set()
 
     # -- findings
     def add(
@@ -539,12 +651,31 @@ class _Pass:
         sugg = candidates.get(key) or (candidates[near[0]] if near else None)
         self.add("C001", [path], f"{path} is not a known field{hint}", suggested=sugg, line=line)
 
+    def as_sdk_reads(self, path: str, raw: Any, kind: str) -> Any:
+        """`raw` as the SDK's YAML 1.1 loader reads it where a string is what the SDK takes
+        (`0e0` is the string '0e0' to it, the number 0.0 to YAML 1.2)."""
+        if kind in ("str", "choice") and path in self.yaml11:
+            self.yaml11_taken.add(path)
+            return self.yaml11[path][0]
+        if kind == "list" and isinstance(raw, list):
+            out = list(raw)
+            for i in range(len(out)):
+                if (item := f"{path}[{i}]") in self.yaml11:
+                    self.yaml11_taken.add(item)
+                    out[i] = self.yaml11[item][0]
+            return out
+        if kind == "mapping":  # the runtime's env: values of any type, sent as they are read
+            self.yaml11_taken.update(p for p in self.yaml11 if p.startswith(path + "."))
+        return raw
+
     # -- scalars
     def value(
         self, path: str, raw: Any, spec: Any, line: int | None, param: str | None = None
     ) -> Any:
         """Validate one scalar against a FieldSpec; return the clean value or None if invalid."""
         name = param or path
+        if self.yaml11:
+            raw = self.as_sdk_reads(path, raw, spec.type)
 
         def invalid(rule_id: str, problem: str, suggested: Any) -> None:
             self.invalid.add(name)
@@ -662,11 +793,16 @@ def _coerce(raw: Any, spec: Any) -> Any:
             raise _Bad("a string")
         return raw
     if kind == "bool":
-        if isinstance(raw, str) and raw.lower() in ("true", "false"):
-            return raw.lower() == "true"
+        # yes / no / on / off: booleans to YAML 1.1 (the SDK's loader), strings to YAML 1.2
+        if isinstance(raw, str) and raw.lower() in ("true", "false", "yes", "no", "on", "off"):
+            return raw.lower() in ("true", "yes", "on")
         if not isinstance(raw, bool):
             raise _Bad("true or false")
         return raw
+    if kind == "list":
+        if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+            raise _Bad("a list of strings")
+        return [str(v) for v in raw]
     if not isinstance(raw, Mapping):  # mapping
         raise _Bad("a mapping")
     return _plain(raw)
@@ -714,14 +850,21 @@ class _Walker(_Pass):
         # given, even if invalid (then reported, not "missing"), in the file's order
         self.seen_hp: dict[str, None] = {}
         self.out: dict[str, Any] = {"datasets": [], "functions": [], "resources": {}}
-        hp_at = {"yaml": "training.hyper_parameters.", "keyword": "hyper_parameters.", "flat": ""}
+        hp_at = {
+            "yaml": "training.hyper_parameters.",
+            "sdk": "training.hyper_parameters.",
+            "keyword": "hyper_parameters.",
+            "platform": "hyper_parameters.",
+        }
         self.hp_prefix = hp_at.get(layout, "")
         self.entity_args: dict[str, tuple[Any, int | None]] = {}
         # per function, where its fields were written when not under functions[i]
         self.fn_paths: list[dict[str, str]] = []
+        self.platform: dict[str, Any] = {}  # a platform job object's own fields (job_id, status)
 
     def walk(self, doc: Mapping[str, Any]) -> None:
-        top = {"yaml": _YAML_TOP, "keyword": _KEYWORD_TOP}.get(self.layout, _KEYWORD_TOP)
+        tops = {"yaml": _YAML_TOP, "sdk": _SDK_TOP, "platform": _PLATFORM_JOB}
+        top = tops.get(self.layout, _KEYWORD_TOP)
         if self.layout == "flat":
             self.lines["hyper_parameters"] = 1
             hp = {k: v for k, v in doc.items() if str(k) not in top}
@@ -732,10 +875,16 @@ class _Walker(_Pass):
             self.entity_functions()
             return
         candidates = {k: k for k in top}
+        if self.layout == "sdk":
+            candidates |= {k: v for k, v in _GUIDE_ONLY.items() if v}
         for key, raw in doc.items():
             key, line = str(key), _line(doc, key)
             if key in top:
                 self.section(key, raw, key, line)
+            elif self.layout == "platform":
+                continue  # the platform's own bookkeeping, written by no user
+            elif self.layout == "sdk" and key in _GUIDE_ONLY:
+                self.guide_key(key, raw, line)
             elif key in self.book.hyper_parameters:  # a hyperparameter at the top: use it, warn
                 self.unknown(key, key, {key: self.hp_prefix + key}, line)
                 self.hp_value(key, raw, key, line)
@@ -815,10 +964,63 @@ class _Walker(_Pass):
     def _hp_candidates(self) -> dict[str, str]:
         return {k: self.hp_prefix + k for k in self.book.hyper_parameters}
 
+    def guide_key(self, key: str, raw: Any, line: int | None) -> None:
+        """A key of the guide's layout in an SDK file: the SDK refuses it; say where the SDK
+        keeps the same setting (its value is still read, so the rules judge the job)."""
+        where = _GUIDE_ONLY[key]
+        hint = f"; the SDK's TuningModel refuses it: write it as {where}" if where else (
+            "; the SDK's TuningModel refuses it and has no such field: remove it"
+        )
+        self.add("C001", [key], f"{key} is not a field of the SDK's job file{hint}",
+                 severity=Severity.error, suggested=where, line=line)  # fmt: skip
+        if key == "mode":
+            self.training_type(raw, key, line)
+        elif key != "workspace_dir":
+            self.top_scalar("job_name" if key == "job_name" else key, raw, key, line)
+
+    def training_type(self, raw: Any, path: str, line: int | None) -> None:
+        if isinstance(raw, str):  # TrainingType.PG_OPD written as PG_OPD
+            raw = raw.split(".")[-1].lower()
+        value = self.value(path, raw, _spec("choice", choices=_TRAINING_TYPES), line)
+        if value is not None:
+            self.out["mode"] = value
+            self.lines["mode"] = line or 0
+
+    def sdk_model(self, raw: Any, path: str, line: int | None) -> None:
+        """The SDK's `model: {name: ...}` (a FoundationModel)."""
+        if isinstance(raw, str):  # the guide's form: the SDK refuses it, its meaning is plain
+            self.add("C002", [path], f"{path} = {_show(raw)} must be a mapping {{name: {raw}}} "
+                     "in the SDK's job file", suggested={"name": raw}, line=line)  # fmt: skip
+            self.top_scalar("model", raw, path, line)
+            return
+        m = self.mapping(raw, path, line)
+        for key, sub in (m or {}).items():
+            key, sub_line = str(key), _line(m, key)
+            if key == "name":
+                self.top_scalar("model", sub, f"{path}.name", sub_line)
+            else:
+                self.unknown(f"{path}.{key}", key, {"name": f"{path}.name"}, sub_line)
+
     def section(self, key: str, raw: Any, path: str, line: int | None) -> None:
         if line:
             self.lines.setdefault(path, line)  # C516/C517/C701 point at `functions:` etc.
-        if key == "training":
+        if self.layout == "sdk" and key == "name":
+            self.top_scalar("job_name", raw, path, line)
+        elif self.layout == "sdk" and key == "model":
+            self.sdk_model(raw, path, line)
+        elif key == "observability":
+            self.mapping(raw, path, line)  # the SDK's Observability takes any fields
+            self.as_sdk_reads(path, raw, "mapping")
+        elif key == "training_type":
+            self.training_type(raw, path, line)
+        elif key in ("model", "base_model") and self.layout == "platform":
+            if key == "model" or "model" not in self.out:
+                self.top_scalar("model", raw, path, line)
+        elif self.layout == "platform" and key not in ("job_name", "hyper_parameters") and (
+            key not in ("training_file_ids", "validation_file_ids")
+        ):
+            self.platform[key] = _plain(raw)
+        elif key == "training":
             self.training(raw, path, line)
         elif key == "hyper_parameters":
             self.hyper_parameters(raw, path + ".", line)
@@ -843,12 +1045,10 @@ class _Walker(_Pass):
         return None
 
     def top_scalar(self, key: str, raw: Any, path: str, line: int | None) -> None:
-        spec = (
-            _spec("choice", choices=("reinforcement",))
-            if key == "mode"
-            else _spec("str")
-        )
-        value = self.value(path, raw, spec, line)
+        if key == "mode":
+            self.training_type(raw, path, line)
+            return
+        value = self.value(path, raw, _spec("str"), line)
         if value is not None:
             self.out[key] = value
             self.lines[key] = line or 0
@@ -861,6 +1061,8 @@ class _Walker(_Pass):
                 self.hyper_parameters(sub, f"{path}.{key}.", sub_line)
             elif key == "resources":
                 self.resources(sub, f"{path}.{key}", sub_line)
+            elif key == "type" and self.layout == "sdk":
+                self.training_type(sub, f"{path}.type", sub_line)
             elif key in self.book.hyper_parameters:
                 self.unknown(
                     f"{path}.{key}", key, {key: f"{path}.hyper_parameters.{key}"}, sub_line
@@ -871,6 +1073,8 @@ class _Walker(_Pass):
                     "hyper_parameters": f"{path}.hyper_parameters",
                     "resources": f"{path}.resources",
                 }
+                if self.layout == "sdk":
+                    cands |= {"type": f"{path}.type", "mode": f"{path}.type"}
                 self.unknown(f"{path}.{key}", key, cands, sub_line)
 
     def hyper_parameters(self, raw: Any, prefix: str, line: int | None = None) -> None:
@@ -935,15 +1139,20 @@ class _Walker(_Pass):
                 fn[key] = self.fcmodel(sub, full, sub_line)
             elif key == "runtime":
                 fn[key] = self.runtime(sub, full, sub_line)
+            elif key in _INSTANCE_KEYS:  # filled in by the SDK; checked, not judged
+                kind: Literal["int", "str"] = "int" if key == "instance_status" else "str"
+                self.value(full, sub, _spec(kind), sub_line)
             else:
                 self.unknown(full, key, {k: f"{path}.{k}" for k in _FUNCTION_KEYS}, sub_line)
         if fn.get("type") is None and "type" not in m:
             fn["type"] = _infer_type(fn)
-            if fn["type"] is None:
+            if fn["type"] is None and self.layout == "sdk":
+                fn["type"] = "rollout"  # the SDK's own default for a function without a type
+            elif fn["type"] is None:
                 self.add(
                     "C002",
                     [f"{path}.type"],
-                    f"{path}.type is missing: must be rollout or reward",
+                    f"{path}.type is missing: must be rollout, reward or group_reward",
                     line=line,
                 )
         self.out["functions"].append({k: v for k, v in fn.items() if v is not None})
@@ -951,7 +1160,7 @@ class _Walker(_Pass):
     def function_type(self, raw: Any, path: str, line: int | None) -> str | None:
         if isinstance(raw, str):  # FunctionType.ROLLOUT written as ROLLOUT
             raw = raw.split(".")[-1].lower()
-        return self.value(path, raw, _spec("choice", choices=("rollout", "reward")), line)
+        return self.value(path, raw, _spec("choice", choices=_FUNCTION_TYPES), line)
 
     def metric_weights(self, raw: Any, path: str, line: int | None) -> dict[str, float] | None:
         m = self.mapping(raw, path, line)
@@ -966,13 +1175,15 @@ class _Walker(_Pass):
         out = {}
         for key, sub in (m or {}).items():
             key, sub_line = str(key), _line(m, key)
-            if key == "classpath":
-                out[key] = self.value(f"{path}.{key}", sub, _spec("str"), sub_line)
+            if key in _FCMODEL_KEYS:
+                kind: Literal["list", "str"] = "list" if key == "extra_files" else "str"
+                out[key] = self.value(f"{path}.{key}", sub, _spec(kind), sub_line)
                 if sub_line:
                     self.lines[f"{path}.{key}"] = sub_line
             else:
-                self.unknown(f"{path}.{key}", key, {"classpath": f"{path}.classpath"}, sub_line)
-        return out if m is not None else None
+                self.unknown(f"{path}.{key}", key, {k: f"{path}.{k}" for k in _FCMODEL_KEYS},
+                             sub_line)  # fmt: skip
+        return {k: v for k, v in out.items() if v is not None} if m is not None else None
 
     def runtime(self, raw: Any, path: str, line: int | None) -> dict[str, Any] | None:
         m = self.mapping(raw, path, line)
@@ -1008,16 +1219,28 @@ class _Walker(_Pass):
                 if k not in allowed:
                     self.unknown(f"{ipath}.{k}", k, {a: f"{ipath}.{a}" for a in allowed}, sub_line)
                     continue
-                spec = (
-                    _spec("choice", choices=("training", "validation"))
-                    if k == "type"
-                    else _spec("str")
-                )
-                if k == "type" and isinstance(sub, str):  # DatasetType.TRAINING / "Training"
+                if k == "mount_storage":
+                    ds[k] = self.mount_storage(sub, f"{ipath}.{k}", sub_line)
+                    continue
+                choices = {"type": _DATASET_TYPES, "data_source_type": _DATA_SOURCES}.get(k)
+                spec = _spec("choice", choices=choices) if choices else _spec("str")
+                if choices and isinstance(sub, str):  # DatasetType.TRAINING / "Training"
                     sub = sub.split(".")[-1].lower()
                 ds[k] = self.value(f"{ipath}.{k}", sub, spec, sub_line)
             if m is not None:
                 self.out["datasets"].append({k: v for k, v in ds.items() if v is not None})
+
+    def mount_storage(self, raw: Any, path: str, line: int | None) -> dict[str, str] | None:
+        m = self.mapping(raw, path, line)
+        out = {}
+        for key, sub in (m or {}).items():
+            key, sub_line = str(key), _line(m, key)
+            if key in _MOUNT_KEYS:
+                out[key] = self.value(f"{path}.{key}", sub, _spec("str"), sub_line)
+            else:
+                self.unknown(f"{path}.{key}", key, {k: f"{path}.{k}" for k in _MOUNT_KEYS},
+                             sub_line)  # fmt: skip
+        return {k: v for k, v in out.items() if v is not None} if m is not None else None
 
     def file_ids(self, key: str, raw: Any, path: str, line: int | None) -> None:
         ids = raw if isinstance(raw, list) else [raw]
@@ -1100,7 +1323,7 @@ def _set_target(key: str) -> tuple[str, str]:
             return "resources", name
         if name in _EXTRAS:
             return "extra", name
-        if name in ("model", "job_name", "tuned_model_name", "workspace_dir"):
+        if name in ("model", "teacher_model", "job_name", "tuned_model_name", "workspace_dir"):
             return "top", name
     if len(parts) >= 3 and parts[0] == "functions" and parts[1].isdigit():
         return "function", key
@@ -1163,8 +1386,10 @@ def load_config(
     walker = _Walker(str(source or "<none>"), lines, "none")
     framework: str | None = None
     facts: dict[str, Any] = {}
+    job_file: JobFile | None = None
     if source is not None:
-        doc = read_document(source)
+        job_file = read_job_file(source)
+        doc = job_file.document
         framework, facts = _framework_file(doc)
         if framework is not None:
             # a TRL or verl file: its values in the guide's names, read as a flat job; the
@@ -1173,10 +1398,16 @@ def load_config(
             walker.walk({k: v for k, v in facts.items() if k in book.hyper_parameters})
             lines.update(_framework_lines(doc, framework))
         else:
+            doc = _one_platform_job(doc, source)
             layout = detect_layout(doc)
             walker = _Walker(str(source), lines, layout)
+            if layout in ("yaml", "sdk"):  # the layouts `dashscope rl run -c` is given
+                walker.yaml11 = yaml11_texts(job_file)
             walker.walk(doc)
             _not_a_job(walker, source, doc, layout)
+            if layout == "yaml":
+                _guide_layout(walker, source, doc)
+            _yaml11_strings(walker)
     origin: dict[str, Origin] = {k: "file" for k in walker.hp}
     extras: dict[str, Any] = {}
     _layer_hints(walker, hints or {}, origin, source is not None, extras)
@@ -1187,6 +1418,13 @@ def load_config(
     )
     taken = {k: v for k, v in (defaults or {}).items() if k in hp and origin.get(k) == "default"}
     hp.update(taken)
+    if walker.platform:
+        job = walker.platform
+        notes.append(
+            f"a job object the platform returned (job_id {job.get('job_id', '?')}, status "
+            f"{job.get('status', '?')}): its model and hyper_parameters are judged; its "
+            "functions and resources are not in it"
+        )
     samples = _training_samples(training_samples, extras, walker.out, source, notes)
     walker.out["hyper_parameters"] = hp
     walked = _joined_surrogates(walker.out)  # a new tree: the job shares no dict with `hp`
@@ -1208,7 +1446,26 @@ def load_config(
         framework=framework,
         facts=facts,
         defaults_taken=taken,
+        file=job_file,
     )
+
+
+def _one_platform_job(doc: Mapping[str, Any], source: Path) -> Mapping[str, Any]:
+    """The job of a platform listing (`dashscope rl list -o json`: {jobs: [...], ...}) that
+    holds one; a listing of several is refused (which one is meant cannot be guessed)."""
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, list) or "job_id" in doc:
+        return doc
+    found = [j for j in jobs if isinstance(j, Mapping) and "job_id" in j]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        ids = ", ".join(str(j["job_id"]) for j in found[:3]) + (", ..." if len(found) > 3 else "")
+        raise InputError(
+            f"{source}:{_line(doc, 'jobs') or 1}: a listing of {len(found)} platform jobs "
+            f"({ids}); expected one job: save one, e.g. `jq '.jobs[0]' {source.name}`"
+        )
+    return doc
 
 
 def _framework_file(doc: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
@@ -1259,7 +1516,8 @@ def _not_a_job(walker: _Walker, source: Path, doc: Mapping[str, Any], layout: La
     if extra > 0:
         walker.add("C001", [], f"... and {extra:,} more unknown keys (the first "
                    f"{_SAID_UNKNOWN} are listed)", line=None)  # fmt: skip
-    known = set(_hp_names()) | set(_YAML_TOP) | set(_KEYWORD_TOP) | set(walker.book.hp_aliases)
+    known = set(_hp_names()) | set(_YAML_TOP) | set(_KEYWORD_TOP) | set(_SDK_TOP)
+    known |= set(walker.book.hp_aliases)
     keys = [str(k) for k in doc]
     if layout == "flat" and "log_history" in keys:
         walker.add(
@@ -1279,6 +1537,109 @@ def _not_a_job(walker: _Walker, source: Path, doc: Mapping[str, Any], layout: La
             "a job field or a hyperparameter",
             severity=Severity.error,
             line=1,
+        )
+
+
+def _guide_layout(walker: _Walker, source: Path, doc: Mapping[str, Any]) -> None:
+    """C008: a file in the guide's layout holds keys the platform SDK refuses; one finding
+    naming them and the command that writes the same job in the SDK's layout."""
+    refused = [str(k) for k in doc if str(k) in _GUIDE_ONLY]
+    if "model" in doc and not isinstance(doc["model"], Mapping):
+        refused.append("model")
+    if not refused:
+        return
+    where = [w for k in refused if (w := _line(doc, k))]
+    shown = ", ".join("model (a string)" if k == "model" else k for k in refused)
+    walker.add(
+        "C008",
+        refused,
+        f"the guide's layout: {shown}; the platform SDK's job file (TuningModel.load_from_yaml, "
+        "`dashscope rl run -c`) refuses these keys; `rl-advisor validate "
+        f"{source.name} --convert-to sdk -o {source.stem}.sdk.yaml` writes the same job in the "
+        "SDK's layout",
+        line=min(where) if where else 1,
+    )
+
+
+# YAML 1.1 (PyYAML's SafeLoader, what the SDK loads job files with) reads a number only in these
+# shapes: `1e-05` and `2e-6` (no dot, or an unsigned exponent) are strings to it, numbers to
+# YAML 1.2. From the YAML 1.1 type repository (float and int).
+_YAML11_FLOAT = re.compile(
+    r"[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?"
+    r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
+)
+_YAML11_INT = re.compile(
+    r"[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
+    r"|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+"
+)
+_NUMBER_TAGS = ("tag:yaml.org,2002:float", "tag:yaml.org,2002:int")
+
+
+def yaml11_number(value: float) -> str:
+    """A float as YAML 1.1 and 1.2 both read it as a number: `1.0e-05`, never `1e-05`."""
+    text = repr(float(value))
+    mantissa, e, exponent = text.partition("e")
+    if not e or not math.isfinite(value):
+        return {"inf": ".inf", "-inf": "-.inf", "nan": ".nan"}.get(text, text)
+    if "." not in mantissa:
+        mantissa += ".0"
+    if exponent[0] not in "+-":
+        exponent = "+" + exponent
+    return f"{mantissa}e{exponent}"
+
+
+def yaml11_texts(job_file: JobFile) -> dict[str, tuple[str, int]]:
+    """Path -> (text, line) of each plain scalar YAML 1.2 reads as a number and YAML 1.1 (the
+    SDK's loader) as a string: `2e-6`, `0e0`. Paths as the walker writes them; the scalars as
+    written, from the text the job file was read from."""
+    if job_file.path.suffix.lower() == ".py":
+        return {}
+    try:
+        root = _yaml().compose(job_file.text)
+    except Exception:  # read once already; a document composed differently is not judged
+        return {}
+    found: dict[str, tuple[str, int]] = {}
+
+    def visit(node: Any, path: str) -> None:
+        kind = type(node).__name__
+        if kind == "MappingNode":
+            for key, value in node.value:
+                visit(value, f"{path}.{key.value}" if path else str(key.value))
+        elif kind == "SequenceNode":
+            for i, value in enumerate(node.value):
+                visit(value, f"{path}[{i}]")
+        elif kind == "ScalarNode" and node.style is None and node.tag in _NUMBER_TAGS:
+            raw = str(node.value)
+            if not (_YAML11_FLOAT.fullmatch(raw) or _YAML11_INT.fullmatch(raw)):
+                found[path] = (raw, node.start_mark.line + 1)
+
+    visit(root, "")
+    return found
+
+
+def _yaml11_strings(walker: _Walker) -> None:
+    """C009 where the file has a number the SDK's YAML 1.1 loader reads as a string (a field
+    that is a string to the SDK took the text as written: no finding there)."""
+    for path, (raw, line) in walker.yaml11.items():
+        if path in walker.yaml11_taken:
+            continue
+        try:
+            number = float(raw.replace("_", ""))
+        except ValueError:
+            continue
+        if not math.isfinite(number):
+            continue  # 1e999: no number either way
+        safe = yaml11_number(number) if number != int(number) or "e" in raw.lower() else raw
+        name = path.rsplit(".", 1)[-1]
+        param = name if name in walker.book.hyper_parameters else path
+        walker.add(
+            "C009",
+            [param],
+            f"{path} = {raw}: the platform SDK reads job files as YAML 1.1 (PyYAML's "
+            f"SafeLoader), which takes {raw} for the string '{raw}', not a number; write "
+            f"{safe}",
+            suggested=safe,
+            line=line,
         )
 
 
@@ -1517,7 +1878,9 @@ def _count_lines(path: Path) -> int:
 # Writing a patched job file.
 
 
-def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -> None:
+def write_patched(
+    source: Path | JobFile | None, changes: Mapping[str, Any], dest: Path
+) -> None:
     """Write `source` with `changes` applied to `dest`, keeping comments, order and layout.
 
     Keys of `changes` are hyperparameter names (placed where the file keeps its
@@ -1525,26 +1888,143 @@ def write_patched(source: Path | None, changes: Mapping[str, Any], dest: Path) -
     dest == source; writes atomically (a temp file renamed into place).
     """
     dest = Path(dest)
-    if source is not None and Path(source).resolve() == dest.resolve():
+    path = source.path if isinstance(source, JobFile) else source
+    if path is not None and Path(path).resolve() == dest.resolve():
         raise InputError(f"{dest}: the patched config must not overwrite its source")
     write_text_atomic(dest, patched_text(source, changes))
 
 
-def patched_text(source: Path | None, changes: Mapping[str, Any]) -> str:
-    """The text `write_patched` writes: `source` with `changes` applied (nothing written)."""
+def patched_text(source: Path | JobFile | None, changes: Mapping[str, Any]) -> str:
+    """The text `write_patched` writes: `source` with `changes` applied (nothing written). A
+    JobFile is patched without reading or parsing the file again."""
     clean = {str(k): _plain(_scalar(v)) for k, v in changes.items()}
     if source is None:
         doc: Any = {"training": {"hyper_parameters": dict(clean)}}
         text, is_json = None, False
     else:
-        source = Path(source)
-        doc = read_document(source)
-        text = _strip_assignment(source.read_text(encoding="utf-8"))
+        if isinstance(source, JobFile):
+            read, doc = source, copy.deepcopy(source.document)
+        else:
+            read = read_job_file(Path(source))
+            doc = read.document
+        source, text = read.path, read.text
         is_json = text.lstrip().startswith("{")
-        _apply_changes(doc, clean, detect_layout(doc), source)
+        job = _one_platform_job(doc, source)
+        _apply_changes(job, clean, detect_layout(job), source)
         if not hasattr(doc, "ca"):  # read from Python source: written as the YAML keyword form
             doc, text, is_json = _plain(doc), None, False
     return _dump(doc, text, is_json)
+
+
+# ---------------------------------------------------------------------------------------------
+# Converting a job to the SDK's layout.
+
+
+def sdk_layout_text(source: Path) -> tuple[str, list[str]]:
+    """(the job of `source` as the SDK's job file, notes on what has no place in it).
+
+    A file in the guide's layout is edited where it stands, comments and order kept: job_name
+    becomes name, model a mapping {name}, mode training.type, workspace_dir each function's
+    fcmodel.zipdir. Other layouts (run() keywords, a hyperparameter dict, a platform job) are
+    written from the job read. Numbers are written as YAML 1.1 reads them (1.0e-06).
+    """
+    source = Path(source)
+    doc = read_document(source)
+    framework = framework_of_document(doc)
+    if framework is not None:
+        raise InputError(f"{source}: a {framework} config, not a platform job; nothing to convert")
+    layout = detect_layout(doc)
+    notes: list[str] = []
+    if layout == "sdk":
+        notes.append(f"{source.name} is in the SDK's layout already: copied, numbers respelt")
+    elif layout == "yaml" and hasattr(doc, "ca"):
+        _guide_to_sdk(doc, notes)
+    else:
+        doc = _job_to_sdk(load_config(source), notes)
+    _respell_numbers(doc)
+    text = None if not hasattr(doc, "ca") else _strip_assignment(source.read_text("utf-8"))
+    return _dump(doc, text, False), notes
+
+
+def _rename(m: Any, old: str, new: str, value: Any) -> None:
+    """Key `old` of the ruamel mapping `m` becomes `new` (holding `value`), in its place."""
+    pos = list(m).index(old)
+    comment = m.ca.items.pop(old, None)
+    del m[old]
+    m.insert(pos, new, value)
+    if comment:
+        m.ca.items[new] = comment
+
+
+def _guide_to_sdk(doc: Any, notes: list[str]) -> None:
+    mapping = type(doc)
+    if "job_name" in doc:
+        _rename(doc, "job_name", "name", doc["job_name"])
+    if "model" in doc and not isinstance(doc["model"], Mapping):
+        _rename(doc, "model", "model", mapping([("name", doc["model"])]))
+    if "mode" in doc:
+        training = doc.get("training")
+        if not isinstance(training, Mapping):
+            doc["training"] = training = mapping()
+        training.insert(0, "type", doc["mode"])
+        doc.ca.items.pop("mode", None)
+        del doc["mode"]
+    if "workspace_dir" in doc:
+        for fn in doc.get("functions") or ():
+            fc: Any = fn.get("fcmodel") if isinstance(fn, Mapping) else None
+            if isinstance(fc, Mapping) and "zipdir" not in fc:
+                cast(Any, fc).insert(0, "zipdir", doc["workspace_dir"])  # a ruamel mapping
+        doc.ca.items.pop("workspace_dir", None)
+        del doc["workspace_dir"]
+    if "tuned_model_name" in doc:
+        notes.append(
+            f"tuned_model_name {doc['tuned_model_name']} left out: the SDK's job file has no "
+            "such field"
+        )
+        doc.ca.items.pop("tuned_model_name", None)
+        del doc["tuned_model_name"]
+
+
+def _job_to_sdk(loaded: LoadedConfig, notes: list[str]) -> dict[str, Any]:
+    cfg = loaded.config.to_dict()
+    out: dict[str, Any] = {}
+    if "job_name" in cfg:
+        out["name"] = cfg["job_name"]
+    if "model" in cfg:
+        out["model"] = {"name": cfg["model"]}
+    if "teacher_model" in cfg:
+        out["teacher_model"] = cfg["teacher_model"]
+    functions = cfg.get("functions") or []
+    for fn in functions:
+        if "workspace_dir" in cfg and "fcmodel" in fn:
+            fn["fcmodel"] = {"zipdir": cfg["workspace_dir"], **fn["fcmodel"]}
+    if functions:
+        out["functions"] = functions
+    if cfg.get("datasets"):
+        out["datasets"] = cfg["datasets"]
+    training: dict[str, Any] = {"type": cfg["mode"]} if "mode" in cfg else {}
+    given = {k: v for k, v in loaded.hyper_parameters.items() if loaded.origin.get(k) == "file"}
+    if given:
+        training["hyper_parameters"] = given
+    if cfg.get("resources"):
+        training["resources"] = cfg["resources"]
+    if training:
+        out["training"] = training
+    if "tuned_model_name" in cfg:
+        notes.append(f"tuned_model_name {cfg['tuned_model_name']} left out: the SDK's job file "
+                     "has no such field")  # fmt: skip
+    return out
+
+
+def _respell_numbers(node: Any) -> None:
+    """Floats the file spelt in exponent form become plain floats, written as 1.0e-06."""
+    items = node.items() if isinstance(node, Mapping) else enumerate(node) if isinstance(
+        node, list) else ()  # fmt: skip
+    for key, value in list(items):
+        if isinstance(value, float) and getattr(value, "_exp", None):
+            node[key] = float(value)
+        elif isinstance(value, Mapping | list):
+            _respell_numbers(value)
 
 
 def _scalar(value: Any) -> Any:
@@ -1560,10 +2040,15 @@ def _apply_changes(
     of another kind on the way (`hyper_parameters: [1, 2]`) is an InputError, not replaced."""
 
     book = rulebook()
-    hp_path = {"yaml": ["training", "hyper_parameters"], "keyword": ["hyper_parameters"]}.get(
-        layout, []
+    hp_path = {
+        "yaml": ["training", "hyper_parameters"],
+        "sdk": ["training", "hyper_parameters"],
+        "keyword": ["hyper_parameters"],
+        "platform": ["hyper_parameters"],
+    }.get(layout, [])
+    res_path = {"yaml": ["training", "resources"], "sdk": ["training", "resources"]}.get(
+        layout, ["resources"]
     )
-    res_path = {"yaml": ["training", "resources"]}.get(layout, ["resources"])
     for key, value in changes.items():
         if "." in key:
             path = key.split(".")
@@ -1608,10 +2093,19 @@ def _cannot_patch(
     )
 
 
+# A JSON string, or a number in exponent form (json.dumps writes 1e-05)
+_JSON_EXPONENT = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?[eE][-+]?\d+')
+
+
 def _dump(doc: Any, text: str | None, is_json: bool) -> str:
     if is_json:
-        return json.dumps(_plain(doc), indent=2, ensure_ascii=False) + "\n"
+        out = json.dumps(_plain(doc), indent=2, ensure_ascii=False) + "\n"
+        # the SDK reads a job file with a YAML 1.1 loader, JSON included: 1e-05 -> 1.0e-05
+        return _JSON_EXPONENT.sub(
+            lambda m: m[0] if m[0][0] == '"' else yaml11_number(float(m[0])), out
+        )
     y = _yaml()
+    y.Representer = _yaml11_representer()
     if text is not None:
         # ruamel's guess reads the text's lines; the document it would also load (its `yaml`)
         # is the one already read and patched, so its loader is one that loads nothing
@@ -1621,6 +2115,22 @@ def _dump(doc: Any, text: str | None, is_json: bool) -> str:
     buf = io.StringIO()
     y.dump(doc, buf)
     return buf.getvalue()
+
+
+@cache
+def _yaml11_representer() -> type:
+    """ruamel's round-trip representer, new floats written as YAML 1.1 reads them as numbers
+    (`1.0e-05`: the SDK loads job files with PyYAML's SafeLoader). The file's own numbers keep
+    their spelling (ruamel's ScalarFloat has its own representer)."""
+
+    class Yaml11Floats(lazy.yaml.representer.RoundTripRepresenter):  # type: ignore[misc,name-defined]
+        pass
+
+    def represent(rep: Any, value: float) -> Any:
+        return rep.represent_scalar("tag:yaml.org,2002:float", yaml11_number(value))
+
+    Yaml11Floats.add_representer(float, represent)
+    return Yaml11Floats
 
 
 class _NoLoad:

@@ -75,6 +75,10 @@ READS_WANDER = frozenset({"volatility"})
 # the summary only of the evidence the finding keeps (Monitor.push_columns).
 BRIEF = frozenset({"shift", "above", "below"})
 
+# Metrics that are the share of logged steps where something held (the engine derives them,
+# advisor.engine.DERIVED): what held, for the evidence sentence.
+SHARES: dict[str, str] = {"grad_zero": "had a gradient of exactly 0"}
+
 # 1.4826 turns a median absolute deviation into a normal sigma.
 _MAD_TO_SIGMA = 1.4826
 
@@ -642,6 +646,10 @@ def _evidence(
     )
 
 
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f} %" if math.isfinite(x) else "?"
+
+
 def _steps(s: Series, i: int) -> str:
     return f"{int(s.start[i])}–{int(s.end[-1])}"
 
@@ -714,6 +722,7 @@ def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
     i = _onset_index(mask)
     level = float(nanmedian(x[i:]))
     word = "at or above" if above else "at or below"
+    what = SHARES.get(s.metric)
     return _evidence(
         s,
         name,
@@ -721,7 +730,8 @@ def _level(s: Series, p: Params, above: bool, name: str) -> Evidence | None:
         ""
         if p.get("_brief")
         else f"{s.metric} block {stat} stayed {word} {_fmt(value)} over steps {_steps(s, i)} "
-        f"(median {_fmt(level)}; {_held(mask, m, persist, strong, len(run))}).",
+        f"(median {_fmt(level)}; {_held(mask, m, persist, strong, len(run))})"
+        + (f": {_pct(level)} of the logged steps {what}." if what else "."),
         effect=level,
         excess=_excess(level, value) if above else _excess(value, level or 1e-300),
         level=level,
@@ -1893,6 +1903,24 @@ def collapse(s: Series, p: Params) -> Evidence | None:
     )
 
 
+def _start_ref(first: float, first_range: tuple[float, float], up: bool) -> float:
+    """from_start's reference: the first block's lowest point for a rise, its highest for a
+    fall (its mean when the range is unknown)."""
+    ref = first_range[0] if up else first_range[1]
+    return ref if math.isfinite(ref) else first
+
+
+def _past_start(x: np.ndarray, first: float, up: bool, p: Params) -> np.ndarray:
+    """Block means `x` past from_start's thresholds from the reference `first`."""
+    sign = 1.0 if up else -1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ok = sign * (x - first) >= float(p.get("min_abs", 0.0))
+        if "min_ratio" in p and first > 0:
+            r = x / first
+            ok &= (r >= float(p["min_ratio"])) if up else (r <= float(p["min_ratio"]))
+    return ok & np.isfinite(x)
+
+
 @detector("from_start")
 def from_start(s: Series, p: Params) -> Evidence | None:
     """A persistent move away from the run's first logged block (its level before training
@@ -1901,25 +1929,13 @@ def from_start(s: Series, p: Params) -> Evidence | None:
     reference is the first block's lowest point for a rise (its highest for a fall): a
     blow-up at step 4 of a 5-step first block lifts that block's mean, not its first steps."""
     up = str(p.get("direction", "up")) == "up"
-    first = s.first_range[0] if up else s.first_range[1]
-    if not math.isfinite(first):
-        first = s.first
+    first = _start_ref(s.first, s.first_range, up)
     if not math.isfinite(first) or len(s) < 2:
         return None
     k, m = _k_m(p)
-    sign = 1.0 if up else -1.0
-
-    def past(x: np.ndarray) -> np.ndarray:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ok = sign * (x - first) >= float(p.get("min_abs", 0.0))
-            if "min_ratio" in p and first > 0:
-                r = x / first
-                ok &= (r >= float(p["min_ratio"])) if up else (r <= float(p["min_ratio"]))
-        return ok & np.isfinite(x)
-
-    if not bool(past(s.mean[-1:])[0]):
+    if not bool(_past_start(s.mean[-1:], first, up, p)[0]):
         return None
-    mask = past(s.mean)
+    mask = _past_start(s.mean, first, up, p)
     mask[0] = mask[0] and s.blocks_total > len(s)  # the first block is the reference itself
     if not _persistent(mask, k, m):
         return None
@@ -1939,6 +1955,122 @@ def from_start(s: Series, p: Params) -> Evidence | None:
         first=first,
         level=level,
         ratio=ratio,
+    )
+
+
+def _near_high_start(x: np.ndarray, first: float, p: Params) -> np.ndarray:
+    """Block means `x` within x`max_ratio` of a first level `first` that is at or above
+    `value` (all False when it is not, or unknown)."""
+    if not (math.isfinite(first) and first >= float(p["value"])):
+        return np.zeros(len(x), dtype=bool)
+    ratio = float(p.get("max_ratio", 3.0))
+    with np.errstate(invalid="ignore"):
+        return (x >= first / ratio) & (x <= first * ratio) & np.isfinite(x)
+
+
+@detector("high_from_start")
+def high_from_start(s: Series, p: Params) -> Evidence | None:
+    """Already high at the run's first logged block (its every point at or above `value`) and
+    never far from that level since: the latest blocks within x`max_ratio` of it (either way),
+    k of the last m. A KL to the reference that reads ~1 nat a token from step 1 and holds
+    there is a reference that is not the policy's start; one that grows from 0 is a drift."""
+    first = _start_ref(s.first, s.first_range, True)
+    if not bool(_near_high_start(s.mean[-1:], first, p)[0]):  # gate on the latest block
+        return None
+    k, m = _k_m(p)
+    mask = _near_high_start(s.mean, first, p)
+    if not _persistent(mask, k, m):
+        return None
+    i = _onset_index(mask)
+    value = float(p["value"])
+    level = float(nanmedian(s.mean[i:]))
+    top = float(np.nanmax(s.hi[i:]))
+    return _evidence(
+        s,
+        "high_from_start",
+        i,
+        f"{s.metric} was already {_fmt(first)} at the run's first logged steps (at or above "
+        f"{_fmt(value)}) and stayed near it, median {_fmt(level)} and at most "
+        f"{_fmt(top)} over steps {_steps(s, i)}: it never grew from 0.",
+        effect=first,
+        excess=_excess(first, value),
+        first=first,
+        level=level,
+        threshold=value,
+    )
+
+
+@detector("wasted")
+def wasted(s: Series, p: Params) -> Evidence | None:
+    """A share metric (zero_std_frac: groups whose samples all scored alike; grad_zero: steps
+    whose gradient was exactly 0) at or above `value`, k of the last m blocks: that share of
+    the rollouts (or updates) taught nothing. Says the share over the episode (block means
+    weighted by their logged points) and, from the reward (`per`: reward_mean) on a 0..1 scale,
+    whether the uniform groups are mostly all wrong (`hard_below`: too hard) or all right
+    (`easy_above`: too easy)."""
+    value = float(p["value"])
+    if not float(s.mean[-1]) >= value:  # gate on the latest block (nan: no)
+        return None
+    k, m = _k_m(p)
+    with np.errstate(invalid="ignore"):
+        mask = (s.mean >= value) & np.isfinite(s.mean)
+    if not _persistent(mask, k, m):
+        return None
+    i = _onset_index(mask)
+    ok = np.isfinite(s.mean[i:]) & (s.count[i:] > 0)
+    weights = s.count[i:][ok]
+    share = float(np.sum(s.mean[i:][ok] * weights) / np.sum(weights))
+    what = SHARES.get(s.metric, "")
+    said = (
+        f"{_pct(share)} of the logged steps over steps {_steps(s, i)} {what}"
+        if what
+        else f"{_pct(share)} of the groups over steps {_steps(s, i)} scored alike"
+    )
+    level, verdict = math.nan, "unknown"
+    comp = p.get("_per")
+    if comp is not None and len(comp):
+        with np.errstate(invalid="ignore"):
+            at = _aligned(s.start[i:], comp)
+        level = nanmedian(at)
+        if not math.isfinite(level) and np.isfinite(comp.mean).any():
+            level = nanmedian(comp.mean)
+    if math.isfinite(level) and comp is not None and _unit(comp):
+        if level <= float(p.get("hard_below", 0.3)):
+            verdict = "too_hard"
+            why = (
+                f"the reward stays at {_fmt(level)} on a 0..1 scale, so the uniform groups are "
+                "mostly all wrong: the prompts are too hard for the model"
+            )
+        elif level >= float(p.get("easy_above", 0.7)):
+            verdict = "too_easy"
+            why = (
+                f"the reward stays at {_fmt(level)} on a 0..1 scale, so the uniform groups are "
+                "mostly all right: the prompts are too easy for the model"
+            )
+        else:
+            verdict = "mixed"
+            why = (
+                f"the reward stays at {_fmt(level)} on a 0..1 scale: some prompts are solved "
+                "by every sample, others by none"
+            )
+    elif math.isfinite(level):
+        why = (
+            f"the reward stays at {_fmt(level)}, not on a 0..1 scale: too hard or too easy is "
+            "not told"
+        )
+    else:
+        why = "no reward is logged to tell too hard from too easy"
+    return _evidence(
+        s,
+        "wasted",
+        i,
+        f"{said}: that share of the rollouts' compute gave no gradient (zero advantage); {why}.",
+        effect=share,
+        excess=_excess(share, value),
+        share=share,
+        threshold=value,
+        reward_level=level,
+        difficulty=verdict,
     )
 
 
@@ -2247,6 +2379,9 @@ class Column:
     # counted blocks before rows[new] that a 3-block mean ending in the new rows takes in
     peak3: float | None = None
     last3: tuple[float, ...] = ()
+    # the metric's first logged block: its mean, lowest and highest point (Series.first and
+    # first_range; nan before it was logged)
+    first: tuple[float, float, float] = (math.nan, math.nan, math.nan)
 
 
 Screen = Callable[[Column, Params], np.ndarray]
@@ -2254,7 +2389,8 @@ SCREENS: dict[str, Screen] = {}
 # The screens that do not read Column.baseline: their verdicts stand when a baseline is set
 # (tests/engine/test_same_judgement.py checks the set).
 BASELESS = frozenset({"nonfinite", "above", "below", "jump", "swing", "collapse", "constant",
-                      "near_zero", "growth", "stopped", "peak_below"})  # fmt: skip
+                      "near_zero", "growth", "stopped", "peak_below", "from_start",
+                      "high_from_start", "wasted"})  # fmt: skip
 
 
 def screen(name: str) -> Callable[[Screen], Screen]:
@@ -2699,6 +2835,30 @@ def _collapse_screen(c: Column, p: Params) -> np.ndarray:
         out = (peak > 0) & (rows[:, MEAN] <= float(p.get("max_frac", 0.3)) * peak)
     out[: c.new] = True
     return out
+
+
+@screen("from_start")
+def _from_start_screen(c: Column, p: Params) -> np.ndarray:
+    # from_start's gate: the latest block past the thresholds from the run's first level
+    up = str(p.get("direction", "up")) == "up"
+    first = _start_ref(c.first[0], (c.first[1], c.first[2]), up)
+    if not math.isfinite(first):
+        return _maybe(c.rows)
+    return _past_start(c.rows[:, MEAN], first, up, p)
+
+
+@screen("high_from_start")
+def _high_from_start_screen(c: Column, p: Params) -> np.ndarray:
+    first = _start_ref(c.first[0], (c.first[1], c.first[2]), True)
+    if not math.isfinite(first):
+        return _maybe(c.rows)
+    return _near_high_start(c.rows[:, MEAN], first, p)
+
+
+@screen("wasted")
+def _wasted_screen(c: Column, p: Params) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return c.rows[:, MEAN] >= float(p["value"])  # wasted's gate on the latest block
 
 
 @screen("constant")

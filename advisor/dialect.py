@@ -1,5 +1,6 @@
-"""Saying the advice in the user's framework: the name table (`rulebook/dialects.yaml`) and
-the Speaker that renders a guide-named Change as TRL GRPOConfig fields or verl Hydra keys.
+"""Saying the advice in the user's framework: the Speaker renders a guide-named Change as TRL
+GRPOConfig fields or verl Hydra keys, by the name table (`rulebook/dialects.yaml`, read by
+advisor/book/dialects.py).
 
 The remedy plans with the guide's names (knowledge.md §2, the platform's job); everything a
 person or a patch sees passes through `Speaker`: the change's framework keys and values, the
@@ -13,72 +14,16 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from advisor import schema
-from advisor.ingest.hints import _get
-from advisor.resources import load_validated, read_yaml_data, rulebook_dir
-from advisor.schema import STRICT, Plain
+from advisor.book.dialects import (
+    FRAMEWORKS,
+    Framework,
+    Name,
+    dialects,
+)
+from advisor.ingest.hints import _get, trl_algorithm
 from advisor.types import Change, FrameworkKey
-
-Framework = Literal["platform", "trl", "verl", "openrlhf"]
-FRAMEWORKS: tuple[str, ...] = ("platform", "trl", "verl", "openrlhf")
-
-
-# ----------------------------------------------------------------------------- schema
-class _Strict(Plain):
-    __pydantic_config__ = STRICT
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Case(_Strict):
-    when: dict[str, Any]
-    key: str
-    also: dict[str, Any] | None = None
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Name(_Strict):
-    """One guide hyperparameter in one framework."""
-
-    key: str | None = None
-    cases: list[Case] = dataclasses.field(default_factory=list)
-    also: dict[str, Any] = dataclasses.field(default_factory=dict)
-    minus: str | None = None
-    divide_by: str | None = None
-    scale: bool = False
-    values: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
-    none: str | None = None
-    note: str | None = None
-    since_absent: str | None = None  # the key is gone from newer releases: why, if so
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class FrameworkInfo(_Strict):
-    title: str
-    file: str
-    package: str | None = None
-    same_as: str | None = None
-    defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class DialectBook(_Strict):
-    version: int
-    frameworks: dict[str, FrameworkInfo]
-    names: dict[str, dict[str, Name]]
-
-
-@cache
-def dialects() -> DialectBook:
-    """The name table, validated against its schema (cached)."""
-
-    def build(path: Path) -> DialectBook:
-        return schema.validate_file(DialectBook, read_yaml_data(path), path)
-
-    return load_validated(rulebook_dir() / "dialects.yaml", build, __name__)
-
 
 # ----------------------------------------------------------------------------- detection
 _TRL_COLUMNS = ("frac_reward_zero_std", "completions/mean_length", "completions/clipped_ratio")
@@ -228,25 +173,13 @@ def trl_hints(args: Mapping[str, Any]) -> dict[str, Any]:
         v = g(own)
         if v is not None:
             hints[own] = v
+    temperature = g("temperature")
+    if isinstance(temperature, int | float) and not isinstance(temperature, bool):
+        hints["temperature"] = float(temperature)
     algo = trl_algorithm(args)
     if algo:
         hints["algorithm"] = algo
     return {k: v for k, v in hints.items() if v is not None}
-
-
-def trl_algorithm(args: Mapping[str, Any]) -> str | None:
-    """The guide's algorithm of TRL arguments (GRPOConfig names, typed values): GSPO is TRL's
-    sequence-level importance sampling; Clip-Higher (epsilon_high above epsilon) marks DAPO
-    (knowledge.md §3); TRL arguments without either are GRPO's. TRL's `loss_type: dapo` (its
-    default) is DAPO's token-level normalisation alone, not the algorithm."""
-    if "num_generations" not in args and "beta" not in args:
-        return None  # not a GRPO config: nothing said about the algorithm
-    if args.get("importance_sampling_level") == "sequence":
-        return "gspo"
-    eps, high = args.get("epsilon", 0.2), args.get("epsilon_high")
-    if isinstance(eps, float) and isinstance(high, float) and high > eps:
-        return "dapo"
-    return "grpo"
 
 
 def framework_assumed(framework: str, hints: Mapping[str, Any]) -> dict[str, Any]:
@@ -255,6 +188,8 @@ def framework_assumed(framework: str, hints: Mapping[str, Any]) -> dict[str, Any
     (token-level importance sampling without Clip-Higher: GRPO), not the platform's GSPO."""
     if framework != "trl" or "algorithm" in hints:
         return {}
+    if hints.get("adv_estimator") not in (None, "grpo"):
+        return {}  # PPOTrainer (GAE, a value model): not a group-relative run at all
     defaults = dialects().frameworks["trl"].defaults
     algorithm = trl_algorithm({**defaults, **{k: hints[k] for k in _TRL_OWN if k in hints}})
     return {"algorithm": algorithm} if algorithm else {}
@@ -311,7 +246,16 @@ class Speaker:
     def entry(self, param: str) -> Name | None:
         if not self.native:
             return None
-        return dialects().names.get(param, {}).get(self.speaks)
+        book = dialects()
+        return book.names.get(param, book.sampling.get(param, {})).get(self.speaks)
+
+    def can_set(self, param: str) -> bool:
+        """Whether a patch can carry `param` for this run: a guide hyperparameter always, a
+        framework's own setting (the sampling temperature) where the framework has a key."""
+        if param in dialects().names:
+            return True
+        entry = self.entry(param)
+        return entry is not None and entry.key is not None
 
     def _case(self, entry: Name) -> tuple[str | None, dict[str, Any]]:
         for case in entry.cases:
@@ -350,7 +294,9 @@ class Speaker:
         if entry.values:
             wanted = entry.values.get(str(change.to), {})
             said = [self._setting(k, v) for k, v in wanted.items()]
-            return [k for k in said if k.from_ != k.to]  # what the framework already does stays
+            # what the run is known to do already stays; a value only assumed from the
+            # framework's defaults is written (another release's default may differ)
+            return [k for k in said if k.from_ != k.to or k.assumed]
         key, also = self._case(entry)
         if key is None:
             return []
@@ -484,6 +430,28 @@ class Speaker:
         if self.speaks == "trl":
             return "GRPOConfig(..., " + ", ".join(f"{k}={v!r}" for k, v in settings.items()) + ")"
         return None
+
+
+    def override_args(self, changes: Sequence[Change]) -> str | None:
+        """The change as command-line arguments ready to paste, in the run's dialect: the
+        `trl grpo` flags (`--learning_rate 5e-05`, HfArgumentParser's form), verl's Hydra
+        overrides, the platform's `--set key=value`."""
+        if self.speaks == "verl":
+            return self.override_line(changes)
+        if self.speaks == "trl":
+            settings = self.settings(changes)
+            return " ".join(f"--{k} {_flag(v)}" for k, v in settings.items()) or None
+        said = [f"--set {c.param}={_flag(c.to)}" for c in changes if c.to is not None]
+        return " ".join(said) or None
+
+
+def _flag(value: Any) -> str:
+    """A value as a command-line argument reads it (HfArgumentParser: true/false, 5e-05)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def _v(value: Any) -> str:

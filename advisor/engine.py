@@ -1,4 +1,4 @@
-"""The diagnosis engine: the symptom rulebook (schema + loader) and one incremental evaluator.
+"""The diagnosis engine: one incremental evaluator of the symptom rulebook (advisor/book/).
 
 `Monitor(hp).push(step, metrics)` is the only judge. `judge_run(run, hp)` replays a finished
 Run's rows through a Monitor and closes it with the run's ending, so diagnose, watch and the
@@ -10,7 +10,8 @@ How a run is judged (knowledge.md §4 "How to judge"):
   rulebook's `min_warmup_steps`); trend detectors are calibrated on those steps' noise, but
   the steps are not assumed healthy. eval_steps unknown: eval_steps = run length / 20 when the
   length is known (the guide's "total steps / 10 to 20", the short end), else the rulebook's
-  `default_eval_steps`; the assumption is reported. Rules marked `warmup: false` are judged
+  `default_eval_steps`; the assumption is reported. The wait never outgrows the run: at most
+  `max_warmup_share` of a run whose logged length is known. Rules marked `warmup: false` are judged
   from the first block: events (NAN), levels with an absolute anchor (P9's truncation, P4's
   entropy floor, P1's constant reward) and collapses against the run's own best block (DIV);
   run endings (OOM) fire whenever the run ends.
@@ -37,8 +38,10 @@ How a run is judged (knowledge.md §4 "How to judge"):
   from it. Finding.confidence is a separate axis: low on the first evaluation after the
   warm-up or with an assumed eval_steps, high with several corroborating evidences well past
   their thresholds.
-- Status: "issues" when a warning or error fired, else "insufficient_data" when the run never
-  got past its warm-up, else "healthy" (info-level advice does not make a run unhealthy).
+- Status: "crashed" when the run ended abnormally (a traceback, out of memory, killed: every
+  RunEnding kind but "completed" and "unknown"), whatever it showed before; else "issues" when
+  a warning or error fired, else "insufficient_data" when the run never got past its warm-up,
+  else "healthy" (info-level advice does not make a run unhealthy).
 - One judge, two paths: `push` folds one step; `push_columns` (judge_run's) folds whole columns
   with numpy, makes every closed block's record at once, and lets a detector run only where its
   screen (advisor.detectors.SCREENS, a vectorised test over the metric's records that is False
@@ -63,15 +66,26 @@ False-alarm budget: ~1 % of healthy runs per warning/error symptom; see `advisor
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
-from advisor import schema
+from advisor.book.symptoms import (
+    ALGORITHMS,
+    AllOf,
+    AnyOf,
+    Leaf,
+    Node,
+    NotOf,
+    PerAlgorithm,
+    Settings,
+    SymptomRule,
+    SymptomRulebook,
+    load_symptom_rules,
+)
+from advisor.book.symptoms import leaves as _leaves
 from advisor.detectors import (
     AT_COMPANION_PEAK,
     BASELESS,
@@ -107,505 +121,19 @@ from advisor.detectors import (
     wander_chunks,
     wander_of,
 )
-from advisor.schema import STRICT, Plain
-from advisor.types import Evidence, Finding, InputError, RunEnding, Scalar, Severity
+from advisor.types import (
+    CRASHED,
+    Evidence,
+    Finding,
+    RunEnding,
+    Scalar,
+    Severity,
+    Status,
+)
 
 if TYPE_CHECKING:
-    from pydantic import Field
 
     from advisor.types import Run
-
-ALGORITHMS = ("gspo", "grpo", "dapo")
-# Facts about the job (from hp) or the run's end (`crashed`: it ended other than "completed").
-Predicate = Literal[
-    "on_policy", "kl_off", "kl_strong", "is_dapo", "is_gspo", "is_grpo", "crashed", "late_start"
-]
-
-
-# ============================================================================ rulebook schema
-# Plain dataclasses (advisor/schema.py): a rulebook read from the cache needs no pydantic,
-# which checks the YAML into them on a cache miss. Keyword-only, as a model's fields are.
-_REASON = "why the thresholds are what they are (`rules ID` says it)"
-
-
-class _M(Plain):
-    __pydantic_config__ = STRICT
-    # the named condition a node was expanded from (`rules ID` says it); an attribute, not a
-    # field: no rulebook key, kept by model_copy
-    _condition = ""
-
-
-@dataclass(kw_only=True)
-class PerAlgorithm(_M):
-    """A threshold that depends on the algorithm (GSPO clips ~100x more tokens than GRPO;
-    typical KL coefficients: GRPO ~0.04, GSPO ~0.001, DAPO 0 — knowledge.md §3)."""
-
-    default: Scalar
-    gspo: Scalar | None = None
-    grpo: Scalar | None = None
-    dapo: Scalar | None = None
-
-    def pick(self, algorithm: str | None) -> Scalar:
-        value = getattr(self, algorithm, None) if algorithm in ALGORITHMS else None
-        return self.default if value is None else value
-
-
-@dataclass(kw_only=True)
-class Leaf(_M):
-    """One detector on one metric (a list of metrics means: any of them)."""
-
-    detector: str
-    metric: str | list[str]
-    params: dict[str, Scalar | PerAlgorithm] = field(default_factory=dict)
-    reason: Annotated[str, Field(description=_REASON)] = ""
-    per: Annotated[
-        str | None,
-        Field(
-            description="a companion metric the detector reads beside this one (canonical "
-            "name): the spread a swing is measured against, the validation a fall is shared "
-            "with, the length a step time is divided by"
-        ),
-    ] = None
-    rounds: Annotated[
-        str | None,
-        Field(
-            description="on a DAPO job, the reward whose success rate sets how many generation "
-            "rounds dynamic sampling needs per step (unless the job logs its rounds: "
-            "settings.rounds_metric)"
-        ),
-    ] = None
-    skip_if: Annotated[
-        list[Predicate],
-        Field(description="hp predicates under which this evidence means nothing (leaf is ABSENT)"),
-    ] = field(default_factory=list)
-    skip_note: Annotated[
-        str, Field(description="said in the assumptions when skip_if applies")
-    ] = ""
-    only_if: Annotated[
-        list[Predicate],
-        Field(description="facts that must all hold, else the leaf is false"),
-    ] = field(default_factory=list)
-    keep: Annotated[
-        dict[str, Scalar | PerAlgorithm],
-        Field(
-            description="params that replace `params` while the rule's finding is active "
-            "(hysteresis: a stricter condition starts a finding than keeps it alive)"
-        ),
-    ] = field(default_factory=dict)
-    while_active: Annotated[
-        bool,
-        Field(
-            description="judged only while the rule's finding is active: a condition that keeps "
-            "a symptom alive but cannot start one (a KL that jumped and stays high)"
-        ),
-    ] = False
-
-    @property
-    def metrics(self) -> list[str]:
-        return [self.metric] if isinstance(self.metric, str) else list(self.metric)
-
-
-@dataclass(kw_only=True)
-class AllOf(_M):
-    all: list[Node]
-    reason: Annotated[str, Field(description=_REASON)] = ""
-
-
-@dataclass(kw_only=True)
-class AnyOf(_M):
-    any: list[Node]
-    reason: Annotated[str, Field(description=_REASON)] = ""
-    hold: Annotated[
-        bool,
-        Field(
-            description="once the rule's finding is active, these alternatives count as "
-            "holding: the finding clears only when the rule's other conditions stop (DIV stays "
-            "while the reward stays down, even after the entropy that marked the collapse "
-            "settles)"
-        ),
-    ] = False
-
-
-@dataclass(kw_only=True)
-class NotOf(_M):
-    not_: Annotated[Node, Field(alias="not")]
-    reason: Annotated[str, Field(description=_REASON)] = ""
-
-
-@dataclass(kw_only=True)
-class Use(_M):
-    """A named condition of the rulebook's `conditions`, used in a rule's tree; on a condition
-    that is one leaf, `params` and `keep` set some of its parameters for this use."""
-
-    use: Annotated[str, Field(description="the condition's name")]
-    params: dict[str, Scalar | PerAlgorithm] = field(default_factory=dict)
-    keep: dict[str, Scalar | PerAlgorithm] = field(default_factory=dict)
-    reason: Annotated[str, Field(description=_REASON)] = ""
-
-
-Node = Leaf | AllOf | AnyOf | NotOf | Use
-
-
-@dataclass(kw_only=True)
-class Condition(_M):
-    """A condition named once and used by name in the rules (`- use: low_reward`)."""
-
-    means: Annotated[str, Field(min_length=1, description="what it says about the run, in words")]
-    when: Node
-
-
-@dataclass(kw_only=True)
-class ChangeSpec(_M):
-    param: str
-    op: Literal["multiply", "add", "set"]
-    range: Annotated[
-        tuple[float, float] | None,
-        Field(description="[mild, strong] factor (multiply) or addend (add)"),
-    ] = None
-    value: Annotated[Scalar | None, Field(description="the value for op: set")] = None
-    min_from: Annotated[
-        float | None,
-        Field(
-            description="the change applies only while the current value is at least this; "
-            "below it the change would do nothing that matters and the fallback is used"
-        ),
-    ] = None
-
-
-@dataclass(kw_only=True)
-class ActionSpec(_M):
-    advice: Annotated[str, Field(min_length=1)]
-    changes: list[ChangeSpec] = field(default_factory=list)
-    safety: Literal["safe", "unsafe", "display_only"] = "unsafe"
-
-
-@dataclass(kw_only=True)
-class Urgent(_M):
-    """A finding whose evidence reaches a level that makes it the first thing to fix: its
-    priority is raised while the first evidence's `level` statistic is at least `at_least`."""
-
-    at_least: Annotated[float, Field(description="the first evidence's level that makes it urgent")]
-    priority: Annotated[int, Field(description="the priority it then takes (lower = more urgent)")]
-    why: Annotated[str, Field(min_length=1, description="why it goes first at that level")]
-
-
-@dataclass(kw_only=True)
-class CaseChange(_M):
-    """One declared change to a case's healthy base run, from step `start` on."""
-
-    metric: Annotated[str, Field(description="canonical metric the change applies to")]
-    start: Annotated[int, Field(ge=1, description="first step changed")] = 1
-    end: Annotated[
-        int | None, Field(ge=1, description="last step changed (default: the last)")
-    ] = None
-    multiply: Annotated[
-        float | None, Field(description="x this (reached over `over` steps)")
-    ] = None
-    add: Annotated[float | None, Field(description="+ this (reached over `over` steps)")] = None
-    set: Annotated[float | None, Field(description="this value (NaN allowed: .nan)")] = None
-    over: Annotated[int, Field(ge=1, description="steps over which the change ramps in")] = 1
-    period: Annotated[
-        float | None, Field(gt=0, description="a sine of this period in steps...")
-    ] = None
-    amplitude: Annotated[float, Field(description="...and this half peak-to-peak, added")] = 0.0
-    noise: Annotated[float, Field(ge=0, description="seeded normal noise of this sd, added")] = 0.0
-    every: Annotated[
-        int, Field(ge=1, description="set only every this many steps (an evaluation)")
-    ] = 1
-
-
-@dataclass(kw_only=True)
-class RuleCase(_M):
-    """A firing or non-firing case beside its rule: a small healthy base run (400 steps,
-    eval_steps 20, reward rising to a plateau, KL levelling off, entropy easing) plus the
-    declared changes; one test runs every rule's cases (tests/engine/test_rule_cases.py)."""
-
-    name: Annotated[str, Field(min_length=1)]
-    change: list[CaseChange] = field(default_factory=list)
-    ending: Annotated[
-        str | None, Field(description="how the run ends (RunEnding kind), if not")
-    ] = None
-    hp: Annotated[
-        dict[str, Scalar], Field(description="job values over the base")
-    ] = field(default_factory=dict)
-    expect: Literal["fires", "quiet"]
-    onset: Annotated[int | None, Field(description="expected onset step (fires)")] = None
-    within: Annotated[int, Field(ge=0, description="onset tolerance, steps")] = 40
-
-
-@dataclass(kw_only=True)
-class SymptomRule(_M):
-    """One run-time symptom: its documentation (ruff's sections), conditions and actions."""
-
-    id: Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)*$")]
-    name: Annotated[str, Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
-    severity: Severity
-    priority: Annotated[
-        int, Field(description="lower = more urgent; the patch follows the top finding")
-    ]
-    summary: Annotated[str, Field(min_length=1, description="what it detects")]
-    why: Annotated[str, Field(min_length=1, description="why it is bad")]
-    example: Annotated[
-        str, Field(min_length=1, description="what the curves look like when it fires")
-    ]
-    use_instead: Annotated[
-        str, Field(min_length=1, description="what a healthy run shows instead")
-    ]
-    source: Annotated[
-        str, Field(min_length=1, description="knowledge.md section/row or a public source")
-    ]
-    causes: Annotated[
-        list[Annotated[str, Field(min_length=1)]],
-        Field(min_length=1, description="likely causes, most probable first"),
-    ]
-    warmup: Annotated[
-        bool, Field(description="judged only after the warm-up (false: events)")
-    ] = True
-    settles: Annotated[
-        bool,
-        Field(
-            description="an episode that cleared `settled_blocks` blocks or more before the "
-            "run's end is kept as info, with no change to make (a passing slowdown)"
-        ),
-    ] = False
-    unless: Annotated[
-        list[Predicate], Field(description="not judged when true")
-    ] = field(default_factory=list)
-    unless_note: str = ""
-    suppressed_by: Annotated[
-        list[str],
-        Field(
-            description="rule ids that, while active, explain this symptom away (P1 after a DIV)"
-        ),
-    ] = field(default_factory=list)
-    on_ending: Annotated[
-        list[str], Field(description="RunEnding kinds that fire it")
-    ] = field(default_factory=list)
-    urgent: Urgent | None = None
-    fallback_first: Annotated[
-        list[str],
-        Field(
-            description="detectors whose evidence makes the fallback the action (the evidence "
-            "says the primary cannot be the cause: a constant reward is no learning-rate "
-            "problem)"
-        ),
-    ] = field(default_factory=list)
-    when: Node | None = None
-    absent_note: Annotated[str, Field(description="said when its metrics were not logged")] = ""
-    action: ActionSpec
-    fallback: ActionSpec | None = None
-    cases: Annotated[
-        list[RuleCase], Field(description="firing and non-firing cases of this rule")
-    ] = field(default_factory=list)
-
-
-@dataclass(kw_only=True)
-class Settings(_M):
-    default_eval_steps: Annotated[
-        int, Field(ge=1, description="eval_steps when unknown, no length")
-    ] = 10
-    eval_steps_fraction: Annotated[
-        int,
-        Field(ge=1, description="eval_steps = run length / this when unknown (guide: 10 to 20)"),
-    ] = 20
-    min_warmup_steps: Annotated[int, Field(ge=1)] = 30
-    warmup_blocks: Annotated[int, Field(ge=2, description="blocks the warm-up is cut into")] = 6
-    window_blocks: Annotated[
-        int, Field(ge=8, description="blocks kept per metric (rolling window)")
-    ] = 32
-    clear_after: Annotated[
-        int, Field(ge=1, description="evaluations without a symptom to clear it")
-    ] = 2
-    rel_scale_floor: Annotated[
-        float, Field(ge=0, description="noise floor, fraction of |level|")
-    ] = 0.01
-    abs_scale_floor: Annotated[float, Field(gt=0)] = 1e-9
-    early_break: Annotated[
-        dict[str, Literal["up", "down", "both"]],
-        Field(
-            description="metrics (and the direction that is a symptom) whose baseline is the "
-            "level before a break inside the warm-up (a collapse there must not become the "
-            "yardstick)"
-        ),
-    ] = field(default_factory=dict)
-    settled_blocks: Annotated[int, Field(ge=1, description="see SymptomRule.settles")] = 4
-    early_break_z: Annotated[
-        float, Field(gt=0, description="break: first-half sigmas apart")
-    ] = 8.0
-    early_break_ratio: Annotated[
-        float, Field(gt=1, description="break: x or / this far apart")
-    ] = 3.0
-    kl_strong_coef: Annotated[
-        float,
-        Field(
-            gt=0,
-            description="a KL coefficient at or above this dominates any reward signal "
-            "(predicate kl_strong): 25 x GRPO's typical 0.04, beyond the guide's advised range",
-        ),
-    ] = 1.0
-    rounds_metric: Annotated[
-        str,
-        Field(
-            description="the metric a DAPO job logs its generation rounds per step under: when "
-            "it is logged, a leaf's `rounds` estimate is not used (the rounds are judged as "
-            "logged)"
-        ),
-    ] = "gen_batches"
-    evaluation_metric: Annotated[
-        str,
-        Field(
-            description="the validation metric: a last block holding an evaluation is judged "
-            "however short it is (the run's last evaluation is its last word)"
-        ),
-    ] = "val_reward"
-
-
-@dataclass(kw_only=True)
-class SymptomRulebook(_M):
-    version: int
-    false_alarm_budget: Annotated[str, Field(min_length=1)]
-    settings: Settings = field(default_factory=Settings)
-    conditions: Annotated[
-        dict[str, Condition], Field(description="named conditions the rules use by name")
-    ] = field(default_factory=dict)
-    rules: list[SymptomRule]
-
-    @property
-    def by_id(self) -> dict[str, SymptomRule]:
-        return {r.id: r for r in self.rules}
-
-
-def rulebook_path() -> Path:
-    from advisor.resources import rulebook_dir
-
-    return rulebook_dir() / "symptoms.yaml"
-
-
-def parse_symptom_rules(path: Path) -> SymptomRulebook:
-    """Read and schema-check a symptom rulebook; InputError names the file and the field."""
-    from pydantic import ValidationError
-
-    from advisor.resources import read_rulebook_data
-
-    data = read_rulebook_data(path, "symptom rulebook")
-    try:
-        book = schema.validate(SymptomRulebook, data)
-    except ValidationError as err:
-        raise InputError(f"{path}: {schema.first_error(err)}") from None
-    book = _expand_conditions(book, path)
-    _check_references(book, path)
-    from advisor.paramspec import check_rulebook  # each leaf against rulebook/detectors.yaml
-
-    check_rulebook(book, path)
-    return book
-
-
-def _expand_conditions(book: SymptomRulebook, path: Path) -> SymptomRulebook:
-    """Each `use` of a named condition replaced by the condition's tree (its own uses too), so
-    the engine sees plain trees. An unknown name or a condition that uses itself is an
-    InputError naming the rule and the place."""
-    import difflib
-
-    conditions = book.conditions
-
-    def expand(node: Node, where: str, using: tuple[str, ...]) -> Node:
-        if isinstance(node, Use):
-            cond = conditions.get(node.use)
-            if cond is None:
-                close = difflib.get_close_matches(node.use, sorted(conditions), n=1, cutoff=0.6)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise InputError(
-                    f"{path}: {where}: unknown condition {node.use!r}{hint} (the conditions: "
-                    f"{', '.join(sorted(conditions)) or 'none'})"
-                )
-            if node.use in using:
-                chain = " -> ".join((*using, node.use))
-                raise InputError(f"{path}: {where}: condition {node.use!r} uses itself ({chain})")
-            target = expand(cond.when, f"conditions.{node.use}.when", (*using, node.use))
-            update: dict[str, Any] = {"reason": node.reason} if node.reason else {}
-            if node.params or node.keep:
-                if not isinstance(target, Leaf):
-                    raise InputError(
-                        f"{path}: {where}: params or keep on a use of {node.use!r}, which is "
-                        "not a single detector leaf"
-                    )
-                update["params"] = {**target.params, **node.params}
-                update["keep"] = {**target.keep, **node.keep}
-            target = target.model_copy(update=update) if update else target
-            target._condition = node.use
-            return target
-        if isinstance(node, AllOf):
-            kids = [expand(n, f"{where}.all[{i}]", using) for i, n in enumerate(node.all)]
-            return node.model_copy(update={"all": kids})
-        if isinstance(node, AnyOf):
-            kids = [expand(n, f"{where}.any[{i}]", using) for i, n in enumerate(node.any)]
-            return node.model_copy(update={"any": kids})
-        if isinstance(node, NotOf):
-            return node.model_copy(update={"not_": expand(node.not_, f"{where}.not", using)})
-        return node
-
-    for name, cond in conditions.items():  # every condition resolves, used or not
-        expand(cond.when, f"conditions.{name}.when", (name,))
-    rules = [
-        r.model_copy(update={"when": expand(r.when, f"rule {r.id}: when", ())})
-        if r.when is not None
-        else r
-        for r in book.rules
-    ]
-    return book.model_copy(update={"rules": rules})
-
-
-def _check_references(book: SymptomRulebook, path: Path) -> None:
-    seen: set[str] = set()
-    for rule in book.rules:
-        if rule.id in seen:
-            raise InputError(f"{path}: rule {rule.id}: id used twice")
-        seen.add(rule.id)
-        for leaf in _leaves(rule.when):
-            if leaf.detector not in DETECTORS:
-                raise InputError(
-                    f"{path}: rule {rule.id}: unknown detector {leaf.detector!r}; "
-                    f"expected one of {sorted(DETECTORS)}"
-                )
-
-
-def _leaves(node: Node | None) -> Iterable[Leaf]:
-    if node is None:
-        return
-    if isinstance(node, Leaf):
-        yield node
-    elif isinstance(node, AllOf):
-        for n in node.all:
-            yield from _leaves(n)
-    elif isinstance(node, AnyOf):
-        for n in node.any:
-            yield from _leaves(n)
-    elif isinstance(node, NotOf):
-        yield from _leaves(node.not_)
-
-
-@lru_cache(maxsize=4)
-def _load_cached(path: str, mtime: float) -> SymptomRulebook:
-    from advisor.paramspec import spec_path
-    from advisor.resources import load_validated
-
-    return load_validated(Path(path), parse_symptom_rules, __name__, also=(spec_path(),))
-
-
-def load_symptom_rules(path: Path | None = None) -> SymptomRulebook:
-    """The symptom rulebook (cached per file and modification time)."""
-    p = Path(path) if path is not None else rulebook_path()
-    try:
-        mtime = p.stat().st_mtime
-    except OSError as err:
-        raise InputError(f"{p}: cannot read the symptom rulebook: {err}") from None
-    return _load_cached(str(p), mtime)
-
-
-def export_schema() -> dict[str, Any]:
-    """The JSON schema of the rulebook (committed as rulebook/schema_symptoms.json)."""
-    return schema.json_schema(SymptomRulebook, by_alias=True)
-
 
 # ============================================================================ evaluation
 FIRE, NO, ABSENT = 1, 0, -1
@@ -710,6 +238,39 @@ def _wander_ready(t: _Track, records: np.ndarray) -> dict[int, tuple[float | Non
         return {}
     rows = (ends - base)[:, None] - width + np.arange(width)[None, :]
     return dict(zip(ends.tolist(), wander_chunks(column[rows]), strict=True))
+
+
+# Metrics the engine derives from a logged one, point by point, when a rule reads them: the
+# block mean of an indicator is the share of the block's logged steps where it holds.
+# grad_zero: 1 where grad_norm is exactly 0 (a step whose every group scored alike: TRL and
+# verl log a zero gradient for it; the update did nothing), 0 where it is a finite non-zero.
+DERIVED: dict[str, str] = {"grad_zero": "grad_norm"}
+
+
+def _zero(v: float) -> float | None:
+    return None if v - v != 0.0 else float(v == 0.0)  # non-finite: no step to count
+
+
+def _derive_row(metrics: Mapping[str, float | None]) -> Mapping[str, float | None]:
+    g = metrics.get("grad_norm")
+    if g is None or "grad_zero" in metrics:
+        return metrics
+    try:
+        z = _zero(float(g))
+    except (TypeError, ValueError):
+        return metrics
+    return {**metrics, "grad_zero": z}
+
+
+def _derive_columns(
+    columns: Mapping[str, tuple[np.ndarray, np.ndarray | None]], tracks: Mapping[str, Any]
+) -> Mapping[str, tuple[np.ndarray, np.ndarray | None]]:
+    if "grad_zero" not in tracks or "grad_zero" in columns or "grad_norm" not in columns:
+        return columns
+    v, m = columns["grad_norm"]
+    finite = np.isfinite(v)
+    logged = finite if m is None else (finite & m)
+    return {**columns, "grad_zero": ((v == 0.0).astype(float), logged)}
 
 
 def _cell(values: np.ndarray, logged: np.ndarray | None, i: int) -> float | None:
@@ -928,7 +489,7 @@ class _LeafPlan:
 class Judgement:
     findings: list[Finding]
     warmup_steps: int
-    status: Literal["healthy", "issues", "insufficient_data"]
+    status: Status
     assumptions: list[str]
     eval_steps: int
     block_steps: int
@@ -1030,10 +591,16 @@ def _predicates(hp: Mapping[str, Any], kl_strong: float = 1.0) -> dict[str, bool
     # ppo_kl ~ 0 and clipfrac ~ 0 by design (metrics.md traps; the platform has no PPO-epochs
     # knob, so one epoch is assumed).
     on_policy = mini is not None and batch is not None and mini >= batch * rollouts
+    # The KL to the reference is a penalty inside the reward (verl's use_kl_in_reward, PPO with
+    # a critic) and not a term of the loss: a job fact, or what the run's KL column was named.
+    in_reward = hp.get("use_kl_in_reward") is True and hp.get("use_kl_loss") is not True
     return {
         "on_policy": bool(on_policy),
-        # No KL term: a coefficient of 0, or DAPO (typical coefficient 0) when it is not given.
-        "kl_off": _num(kl) == 0 if _num(kl) is not None else algo == "dapo",
+        # No KL term: a coefficient of 0, or DAPO (typical coefficient 0) when it is not given;
+        # a KL in the reward is a KL term whatever the loss's coefficient.
+        "kl_off": not in_reward
+        and (_num(kl) == 0 if _num(kl) is not None else algo == "dapo"),
+        "kl_in_reward": in_reward,
         "is_dapo": algo == "dapo",
         "is_gspo": algo == "gspo",
         "is_grpo": algo == "grpo",
@@ -1767,7 +1334,7 @@ class _RuleEvaluation(_BlockFolding):
                     companions = plan.per is not None or plan.rounds is not None
                     ask = int(i[j + (later & -later).bit_length() - 1])
                     col = Column(rows, window, t.baseline, peak, new, ask, companions, offset,
-                                 peak3, last3)  # fmt: skip
+                                 peak3, last3, t.first)  # fmt: skip
                     verdicts = screen(col, plan.params)
                     got = (rows, t.baseline, verdicts, _bits(verdicts[np.maximum(i, 0)]))
                     plan.screened[name] = got
@@ -2212,7 +1779,9 @@ class _Lifecycle(_RuleEvaluation):
         return max(0, self.warmup_steps - self.span) if not self._evaluations else 0
 
     @property
-    def status(self) -> Literal["healthy", "issues", "insufficient_data"]:
+    def status(self) -> Status:
+        if self.ending is not None and self.ending.kind in CRASHED:
+            return "crashed"  # what it showed before it died is in the findings
         if any(f.severity.rank >= Severity.warning.rank for f in self.findings):
             return "issues"
         if self._evaluations == 0:
@@ -2220,7 +1789,9 @@ class _Lifecycle(_RuleEvaluation):
         return "healthy"
 
     def _warmup_why(self) -> str:
-        """How the warm-up length came about: the guide's eval_steps x 3, or the floor."""
+        """How the warm-up length came about: the guide's eval_steps x 3, the floor or the cap."""
+        if "warmup_cap" in self._notes:
+            return f"{self._st.max_warmup_share:.0%} of the run's logged steps"
         if 3 * self.eval_steps >= self._st.min_warmup_steps:
             return f"eval_steps {self.eval_steps} x 3"
         return (
@@ -2296,7 +1867,7 @@ class Monitor(_Lifecycle):
         self._notes: dict[str, str] = {}
         self.algorithm = self._algorithm()
         self.eval_steps = self._eval_steps(origin or {}, expected_steps)
-        self.warmup_steps = max(3 * self.eval_steps, st.min_warmup_steps)
+        self.warmup_steps = self._warmup(expected_steps)
         self.block_steps = max(1, self.warmup_steps // st.warmup_blocks)
         self._pred = _predicates(self.hp, st.kl_strong_coef)
         self._rules = self._compile()
@@ -2314,6 +1885,24 @@ class Monitor(_Lifecycle):
             )
             return None
         return algo
+
+    def _warmup(self, expected: int | None) -> int:
+        """eval_steps x 3 (the guide's wait), never below the rulebook's minimum, and never more
+        than `max_warmup_share` of a run whose logged length is known: the wait is for a trend
+        to show, and a run validated every 300 steps and logged at every one of its 200 steps
+        has one (the guide's cadence, eval_steps = total / 10 to 20, waits 15-30 %)."""
+        st = self._st
+        wait = max(3 * self.eval_steps, st.min_warmup_steps)
+        if expected:
+            cap = max(st.min_warmup_steps, math.ceil(st.max_warmup_share * expected))
+            if cap < wait:
+                self._notes["warmup_cap"] = (
+                    f"warm-up capped at {{warmup}} steps, {st.max_warmup_share:.0%} of the "
+                    f"{expected} steps logged (eval_steps {self.eval_steps} x 3 = "
+                    f"{3 * self.eval_steps} would leave less of the run to judge)."
+                )
+                return cap
+        return wait
 
     def _eval_steps(self, origin: Mapping[str, str], expected: int | None) -> int:
         value = _num(self.hp.get("eval_steps"))
@@ -2338,6 +1927,8 @@ class Monitor(_Lifecycle):
         if self._closed or (self._last is not None and step <= self._last):
             return []  # the engine only moves forward (a replayed step adds nothing)
         first = self._first if self._first is not None else self._start(step)
+        if DERIVED.keys() & self._tracks.keys():
+            metrics = _derive_row(metrics)
         new: list[Finding] = []
         block = (step - first) // self.block_steps
         if block != self._block:
@@ -2387,6 +1978,7 @@ class Monitor(_Lifecycle):
         only where its screen over those records passes (advisor.detectors.SCREENS)."""
         if self._closed:
             return []
+        columns = _derive_columns(columns, self._tracks)
         rows, kept = self._forward(steps)
         new: list[Finding] = []
         k = 0  # rows of the block still open continue its sums: through push, one by one
@@ -2491,7 +2083,7 @@ class Monitor(_Lifecycle):
             return []
         new: list[Finding] = []
         # A run that died judges its last partial block knowing so (one NaN before a crash).
-        self._pred["crashed"] = ending is not None and ending.kind not in ("completed", "unknown")
+        self._pred["crashed"] = ending is not None and ending.kind in CRASHED
         missed = {r: n for r, n in self._misses.items() if n > 0}  # before the last block
         partial = False
         if self._block >= 0:
@@ -2531,8 +2123,9 @@ class Monitor(_Lifecycle):
                     metric="run",
                     detector="ending",
                     window=(step or 0, step or 0),
-                    statistic={"kind": ending.kind, "line": ending.line, "onset_step": step},
-                    summary=f"The run ended with {ending.kind} at step {step}"
+                    statistic={"kind": ending.kind, "line": ending.line, "onset_step": step or 0},
+                    summary=f"The run ended with {ending.kind} "
+                    + (f"at step {step}" if step is not None else "before any metric line")
                     + (f" (log line {ending.line})" if ending.line else "")
                     + (f": {ending.message.strip()[:160]}" if ending.message else "."),
                 )
@@ -2572,6 +2165,8 @@ def judge_run(
 
     frame = run.frame
     merged = {**(run.config_hints or {}), **{k: v for k, v in (hp or {}).items() if v is not None}}
+    if "use_kl_in_reward" not in merged and _kl_in_reward_column(frame.columns):
+        merged["use_kl_in_reward"] = True
     steps = frame["step"].to_list() if "step" in frame.columns and frame.height else []
     expected = int(steps[-1] - steps[0] + 1) if steps else None
     mon = Monitor(merged, rules, origin=origin, expected_steps=expected)
@@ -2587,16 +2182,13 @@ def judge_run(
     return mon.judgement()
 
 
-def write_schema(dest: Path | None = None) -> Path:
-    """Write the rulebook's JSON schema (`python -m advisor.engine` regenerates it)."""
-    import json
+def _kl_in_reward_column(columns: Sequence[str]) -> bool:
+    """The run's kl_ref came from a KL-in-reward name (verl's critic/kl, reward_kl_penalty):
+    the first of kl_ref's aliases the run holds is one of names.KL_IN_REWARD."""
+    from advisor.ingest import names
 
-    from advisor.resources import rulebook_dir
-
-    path = dest or rulebook_dir() / "schema_symptoms.json"
-    path.write_text(json.dumps(export_schema(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return path
+    held = set(columns)
+    first = next((a for a in names.ALIASES["kl_ref"] if a in held), None)
+    return first in names.KL_IN_REWARD
 
 
-if __name__ == "__main__":
-    print(write_schema())

@@ -38,7 +38,6 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from advisor import lazy
 from advisor.api import diagnose
 from advisor.types import Diagnosis, InputError
 
@@ -65,9 +64,9 @@ TARGETS = {
 def symptom_ids() -> tuple[str, ...]:
     """The scored symptoms: the rulebook's alarms (rules at warning or error), the guide's rows
     in the guide's order, then the others in the rulebook's."""
-    alarms = [
-        r.id for r in lazy.engine.load_symptom_rules().rules if r.severity in ALARM_SEVERITIES
-    ]
+    from advisor.engine import load_symptom_rules
+
+    alarms = [r.id for r in load_symptom_rules().rules if r.severity in ALARM_SEVERITIES]
     guide = [g for g in GUIDE_ORDER if g in alarms]
     return (*guide, *(a for a in alarms if a not in guide))
 
@@ -182,6 +181,7 @@ class RealRunScore:
     status: str = ""
     error: str | None = None
     note: str = ""
+    expected_any: list[str] = field(default_factory=list)  # one of them must be found
 
 
 @dataclass
@@ -215,6 +215,7 @@ class HarnessReport:
     real: list[RealRunScore] = field(default_factory=list)
     more: list[CorpusScore] = field(default_factory=list)  # further sets, side by side
     livefire: list[LiveFireScore] = field(default_factory=list)
+    full: list[RealRunScore] = field(default_factory=list)  # public full curves (100+ steps)
 
     @property
     def sets(self) -> list[CorpusScore]:
@@ -570,6 +571,16 @@ def default_real_labels() -> Path:
     return Path(__file__).resolve().parents[1] / "sample_metrics" / "real_labels.yaml"
 
 
+def default_full_labels() -> Path:
+    return Path(__file__).resolve().parents[1] / "sample_metrics" / "full_labels.yaml"
+
+
+def default_full_dir(real_dir: Path | None) -> Path | None:
+    """`<real runs>/full`, the public full curves, when present."""
+    cand = real_dir / "full" if real_dir is not None else None
+    return cand if cand is not None and cand.is_dir() else None
+
+
 def score_real(
     real_dir: Path, labels_path: Path, predictor: Predictor | None = None
 ) -> list[RealRunScore]:
@@ -612,6 +623,7 @@ def _real_score(
         status=pred.status,
         error=pred.error,
         note=str(spec.get("note", "")),
+        expected_any=v.expected_any,
     )
 
 
@@ -746,6 +758,8 @@ def run_harness(
     predictor: Predictor | None = None,
     use_config: bool = True,
     livefire_dir: Path | None = None,
+    full_dir: Path | None = None,
+    full_labels: Path | None = None,
 ) -> HarnessReport:
     """Score one or more labelled sets (and the public runs, and the live-fire range), each on
     its own, side by side. `use_config=False` judges every run without its job.yaml, as a user
@@ -762,8 +776,15 @@ def run_harness(
     if real_dir is not None:
         real = score_real(real_dir, real_labels or default_real_labels(), predictor)
     livefire = score_livefire(livefire_dir, predictor) if livefire_dir is not None else []
+    full: list[RealRunScore] = []
+    if full_dir is not None:
+        full = score_real(full_dir, full_labels or default_full_labels(), predictor)
     return HarnessReport(
-        corpus=scored[0] if scored else None, real=real, more=scored[1:], livefire=livefire
+        corpus=scored[0] if scored else None,
+        real=real,
+        more=scored[1:],
+        livefire=livefire,
+        full=full,
     )
 
 
@@ -788,12 +809,14 @@ def _num(v: float | None, digits: int = 1) -> str:
 
 def render_markdown(rep: HarnessReport, failures: int = 20) -> str:
     lines: list[str] = []
-    if len(rep.sets) > 1 or (rep.sets and rep.real):
+    if len(rep.sets) > 1 or (rep.sets and (rep.real or rep.full)):
         lines += ["## Side by side", "", *summary_table(rep), ""]
     for s in rep.sets:
         lines += _corpus_markdown(s, failures)
     if rep.real:
         lines += _real_markdown(rep.real)
+    if rep.full:
+        lines += _real_markdown(rep.full, "Public full curves")
     if rep.livefire:
         lines += livefire_markdown(rep.livefire)
     return "\n".join(lines).rstrip() + "\n"
@@ -843,6 +866,8 @@ def summary_table(rep: HarnessReport) -> list[str]:
         )
     if rep.real:
         lines.append(_labelled_row("public runs (real_labels.yaml)", rep.real))
+    if rep.full:
+        lines.append(_labelled_row("public full curves (full_labels.yaml)", rep.full))
     if rep.livefire:
         lines.append(_labelled_row("live-fire range (files)", rep.livefire))
     return lines
@@ -936,18 +961,21 @@ def _confusion_markdown(conf: Mapping[str, Mapping[str, int]]) -> list[str]:
     return [head, sep, *body]
 
 
-def _real_markdown(real: Sequence[RealRunScore]) -> list[str]:
+def _real_markdown(real: Sequence[RealRunScore], title: str = "Public runs") -> list[str]:
     passed = sum(r.passed for r in real)
     lines = [
-        f"## Public runs ({passed}/{len(real)} pass)",
+        f"## {title} ({passed}/{len(real)} pass)",
         "",
         "| run | expected | alarms | missing | forbidden raised | result |",
         "|---|---|---|---|---|---|",
     ]
     for r in real:
         result = "pass" if r.passed else ("error: " + r.error if r.error else "FAIL")
+        expected = ", ".join(r.expected)
+        if r.expected_any:
+            expected += (", " if expected else "") + "one of " + "/".join(r.expected_any)
         lines.append(
-            f"| {r.name} | {', '.join(r.expected) or '(healthy)'} | {', '.join(r.alarms) or '-'} "
+            f"| {r.name} | {expected or '(healthy)'} | {', '.join(r.alarms) or '-'} "
             f"| {', '.join(r.missing) or '-'} | {', '.join(r.forbidden_hits) or '-'} "
             f"| {result.replace('|', '/')} |"
         )

@@ -1,5 +1,5 @@
-"""The modules whose import costs more than a command that does not use them should pay,
-imported on first use: `from advisor import lazy`, then `lazy.engine.judge_run(...)`.
+"""The third-party modules whose import costs more than a command that does not use them
+should pay, imported on first use: `from advisor import lazy`, then `lazy.polars.col(...)`.
 
 Everything else is imported at the top of the module that uses it (the config, static and
 dialect modules cost ~5 ms each). These are the exceptions, with what importing each costs
@@ -7,16 +7,17 @@ dialect modules cost ~5 ms each). These are the exceptions, with what importing 
 
 | name | cost | needed by |
 |---|---|---|
-| `engine` | ~65 ms (numpy and the engine) | judging a run; `rules` |
 | `polars` | ~120 ms | reading a run |
 | `numpy` | ~55 ms | reading a run, judging it, drawing its charts |
 | `jinja2` | ~15 ms | the Markdown templates (report, `validate`, `rules`; not `--format json`) |
-| `remedy` | the engine's (it imports the engine's action specs) | the advice, after judging |
 | `typer` | ~25 ms (click and the CLI framework) | every command but a plain `diagnose` call |
 | `yaml` | ~12 ms (ruamel.yaml, pure Python) | a job file; a rulebook not yet cached |
-| `api`, `config` | ~15 ms (the job model, cached rulebooks) | a diagnosis, once its read started |
-| `report` | ~5 ms (the Markdown report) | the online report |
 | `multiprocessing`, `pool` | ~15 ms (`concurrent.futures.process`) | `diagnose_many`'s workers |
+
+The package's own costly modules are imported inside the functions that use them, as plain
+imports that tools (mypy, import-linter) see: `engine` (~65 ms with numpy; judging a run,
+`rules`), `remedy` (the advice, after judging), `api` and `config` (~15 ms: the job model and
+the cached rulebooks; a diagnosis once its read started) and `report` (the online report).
 
 `import advisor` and the online Advisor's import import none of them; `rl-advisor validate`
 imports jinja2 alone.
@@ -41,29 +42,17 @@ if TYPE_CHECKING:
     import ruamel.yaml as yaml
     import typer
 
-    from advisor import api, config, engine, remedy, report
-
 __all__ = [
-    "api",
-    "config",
-    "engine",
     "jinja2",
     "multiprocessing",
     "numpy",
     "polars",
     "pool",
-    "remedy",
-    "report",
     "typer",
     "yaml",
 ]
 
 _MODULES = {
-    "api": "advisor.api",
-    "report": "advisor.report",
-    "config": "advisor.config",
-    "engine": "advisor.engine",
-    "remedy": "advisor.remedy",
     "polars": "polars",
     "numpy": "numpy",
     "jinja2": "jinja2",

@@ -240,7 +240,9 @@ class Advisor:
         loaded = self._config()
         # origin and the run length as diagnose gives them: a defaulted eval_steps is then
         # assumed the same way (from the run length when it is known)
-        return lazy.engine.Monitor(
+        from advisor.engine import Monitor
+
+        return Monitor(
             loaded.hyper_parameters,
             self._rules,
             origin=dict(loaded.origin),
@@ -484,10 +486,13 @@ class Advisor:
         """
         todo = [f for f in found if _key(f) not in self._planned]
         if todo:
-            rules = self._rules if self._rules is not None else lazy.engine.load_symptom_rules()
+            from advisor.engine import load_symptom_rules
+            from advisor.remedy import plan
+
+            rules = self._rules if self._rules is not None else load_symptom_rules()
             cfg = self._config()
             caps = scale_caps(cfg)
-            for f in lazy.remedy.plan(todo, cfg.hyper_parameters, rules, caps=caps).findings:
+            for f in plan(todo, cfg.hyper_parameters, rules, caps=caps).findings:
                 self._planned[_key(f)] = f
         out = []
         for f in found:
@@ -591,7 +596,9 @@ class Advisor:
         is a TRL or verl file, else the format, the raw metric names seen, the hints."""
 
         if self._config_path is not None:
-            said = lazy.api.file_framework(self._config())
+            from advisor.api import file_framework
+
+            said = file_framework(self._config())
             if said is not None:
                 return said
         return self._log_framework()
@@ -632,12 +639,14 @@ class Advisor:
         assembly (`advisor.api.assemble`: remedy, checkpoint advice, assumptions), fed from the
         Monitor's judgement and the bounded history this Advisor keeps."""
 
+        from advisor.api import assemble, config_findings_of, with_file_diff
+
         loaded = self._report_config()
-        d = lazy.api.assemble(
+        d = assemble(
             self._history_run(),
             dict(loaded.hyper_parameters),
             self.judgement(),
-            config_findings=lazy.api.config_findings_of(loaded),
+            config_findings=config_findings_of(loaded),
             origin=dict(loaded.origin),
             training_samples=self._training_samples,
             rules=self._rules,
@@ -648,7 +657,7 @@ class Advisor:
             framework_assumed=loaded.defaults_taken,
         )
         d = replace(d, run=self.run_info())
-        return lazy.api.with_file_diff(d, self._config_path)
+        return with_file_diff(d, self._config_path)
 
     def _report_config(self) -> LoadedConfig:
         """The config the report is built on: as judged, plus the learning rate and the
@@ -704,8 +713,10 @@ class Advisor:
         """The same report diagnose writes, for what has been seen so far; with `out_dir`
         (Markdown) the plots are drawn there, as diagnose draws them beside --output."""
 
+        from advisor.report import render
+
         out = Path(out_dir) if out_dir is not None else None
-        return lazy.report.render(self.diagnosis(), format=format, out_dir=out, stem=stem)
+        return render(self.diagnosis(), format=format, out_dir=out, stem=stem)
 
 
 class _Thinned:

@@ -13,7 +13,11 @@ import ast
 from typing import Any
 
 # constructor name -> the function type it stands for
-_FUNCTION_TYPES = {"RolloutFunctionComponent": "rollout", "RewardFunctionComponent": "reward"}
+_FUNCTION_TYPES = {
+    "RolloutFunctionComponent": "rollout",
+    "RewardFunctionComponent": "reward",
+    "GroupRewardFunctionComponent": "group_reward",
+}
 _ENTRY_CALLS = ("run", "submit_job")
 
 

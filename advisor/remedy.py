@@ -22,14 +22,14 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from advisor.book.symptoms import ActionSpec, ChangeSpec, FirstWhen, SizeBy, SizeSpec
 from advisor.config import HyperParams, load_config
-from advisor.engine import ActionSpec, ChangeSpec
 from advisor.static import RequireCheck, Unknown, check, evaluate, render, rulebook
 from advisor.types import Action, Change, ConfigFinding, Finding, Patch, Scalar
 
 if TYPE_CHECKING:
+    from advisor.book.symptoms import SymptomRulebook
     from advisor.dialect import Speaker
-    from advisor.engine import SymptomRulebook
 
 # The smallest sensible value where the valid range excludes its minimum: (0, 1] for the
 # rollout's GPU memory share, where 0 itself is invalid. The ranges themselves come from the
@@ -48,6 +48,18 @@ IMPLIED_BY_SWITCH: dict[tuple[str, Scalar], dict[str, tuple[Scalar, str]]] = {
 ActionKind = Literal["primary", "fallback"]
 
 
+@dataclass(frozen=True)
+class Round:
+    """One earlier run of the history (`--previous`, oldest first): the settings it is known
+    to have run with (no assumed default), and what its own diagnosis advised, when its report
+    is at hand: parameter -> +1 (raise) / -1 (lower), and whether it was healthy."""
+
+    hp: Mapping[str, Any]
+    advised: Mapping[str, int] = field(default_factory=dict)
+    healthy: bool | None = None
+    source: str = ""
+
+
 # ----------------------------------------------------------------------------- action specs
 @dataclass(frozen=True)
 class RuleActions:
@@ -57,6 +69,8 @@ class RuleActions:
     primary: ActionSpec | None
     fallback: ActionSpec | None
     fallback_first: tuple[str, ...] = ()
+    fallback_if_only: tuple[str, ...] = ()
+    first_when: tuple[FirstWhen, ...] = ()
 
 
 def spec_of(action: Action | None) -> ActionSpec | None:
@@ -81,7 +95,13 @@ def actions_for(finding: Finding, rules: SymptomRulebook | None = None) -> RuleA
     """The rule's primary and fallback for this finding; the finding's own action otherwise."""
     rule = rules.by_id.get(finding.id) if rules is not None else None
     if rule is not None:
-        return RuleActions(rule.action, rule.fallback, tuple(rule.fallback_first))
+        return RuleActions(
+            rule.action,
+            rule.fallback,
+            tuple(rule.fallback_first),
+            tuple(getattr(rule, "fallback_if_only", ())),
+            tuple(getattr(rule, "first_when", ())),
+        )
     return RuleActions(spec_of(finding.action), spec_of(finding.fallback))
 
 
@@ -175,12 +195,69 @@ def sized_response_room(
     return room, note
 
 
+# ----------------------------------------------------------------------------- sizing
+def _measure(by: SizeBy, facts: Mapping[str, object]) -> float | None:
+    """The raw factor one measure gives (unbounded), None when the run lacks its fact."""
+    value = facts.get(by.fact)
+    if by.kind == "kl_controller":
+        if not isinstance(value, list | tuple) or not value:
+            return None
+        factor = 1.0
+        for kl in value:
+            if isinstance(kl, int | float) and math.isfinite(kl):
+                err = min(by.clip, max(-by.clip, kl / by.target - 1.0))
+                factor *= 1.0 + by.gain * err
+        return factor
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        return None
+    if value <= 0:  # nothing measured at all: as far off as a step may go
+        return math.inf if by.power < 0 else 0.0
+    return float((value / by.target) ** by.power)
+
+
+def _within(raw: float, bounds: tuple[float, float]) -> float:
+    """`raw` held between the mild and the strongest factor of `bounds` (either order)."""
+    lo, hi = min(bounds), max(bounds)
+    return min(hi, max(lo, raw))
+
+
+def _fmt_fact(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return f"{len(value)} logged points"
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def sized_step(
+    size: SizeSpec, facts: Mapping[str, object] | None
+) -> tuple[float, float, str] | None:
+    """(factor within the bounds, raw factor, why) from the first measure the run has."""
+    for by in size.by:
+        raw = _measure(by, facts or {})
+        if raw is None:
+            continue
+        factor = _round_sig(_within(raw, size.bounds), 3)
+        said = "unbounded" if not math.isfinite(raw) else f"x{_round_sig(raw, 3):g}"
+        if by.kind == "kl_controller":
+            how = (
+                f"Ziegler's adaptive KL controller (target {by.target:g}, K {by.gain:g}) "
+                f"replayed over the run's {_fmt_fact((facts or {}).get(by.fact))} of KL"
+            )
+        else:
+            how = f"{by.fact} {_fmt_fact((facts or {}).get(by.fact))} against {by.target:g}"
+            how += f" to the power {by.power:g}"
+        lo, hi = size.bounds
+        note = f"sized x{factor:g} ({how} gives {said}, within x{lo:g}..x{hi:g}: {by.why})"
+        return factor, raw, note
+    return None
+
+
 def apply_change(
     spec: ChangeSpec,
     hp: HyperParams,
     strength: float,
     caps: Mapping[str, float] | None = None,
     facts: Mapping[str, object] | None = None,
+    step: tuple[float, str] | None = None,
 ) -> Change | None:
     """The Change this spec makes on `hp`, clamped; None when the parameter is unknown.
 
@@ -198,10 +275,19 @@ def apply_change(
         sized = sized_response_room(spec, hp, facts)
         if sized is not None:
             factor = sized[0]
+        if step is None and spec.op == "multiply" and spec.size is not None:
+            # the rule's range for an ordinary case; the run's evidence sizes a step beyond it
+            by_run = sized_step(spec.size, facts)
+            if by_run is not None and abs(math.log(by_run[0])) > abs(math.log(factor)):
+                step = (by_run[0], by_run[2])
+        if step is not None:
+            factor = step[0]
         target = current * factor if spec.op == "multiply" else current + factor
     target, note = clamp(spec.param, target)
     if spec.op != "set" and note is None and (sized := sized_response_room(spec, hp, facts)):
         note = sized[1]
+    if spec.op != "set" and step is not None:
+        note = step[1] + (f"; {note}" if note else "")
     cap = (caps or {}).get(spec.param)
     if (
         cap is not None
@@ -324,16 +410,154 @@ class Resolved:
     skipped: str | None = None  # why the primary was not used
 
 
+# ----------------------------------------------------------------------------- run history
+# Two values this close (x1.25) bracket the knob: neither side cured, so the knob is not it.
+_BRACKET_TIGHT = 1.25
+
+
+@dataclass(frozen=True)
+class Stepped:
+    """A primary's step decided from the run history: its factor and why, or why the knob is
+    spent (then the fallback is used)."""
+
+    factor: float | None
+    note: str
+    spent: str | None = None
+    goes_on: bool = False  # the same move again, after one that did not cure
+    by_evidence: bool = False  # sized by what the run showed, beyond the rule's own range
+    bracket: tuple[float | None, float | None] = (None, None)  # known too low, too high
+
+
+def _path(param: str, history: Sequence[Round], now: Any) -> list[tuple[Any, int | None]]:
+    """The values `param` ran with, oldest first, each with the direction its round's
+    diagnosis advised (None unknown); rounds that do not know the value are left out."""
+    out = [
+        (r.hp[param], r.advised.get(param))
+        for r in history
+        if isinstance(r.hp.get(param), int | float) and not isinstance(r.hp.get(param), bool)
+    ]
+    return [*out, (now, None)]
+
+
+def judged(param: str, history: Sequence[Round], now: float, direction: int) -> tuple[
+    float | None, float | None
+]:
+    """(the highest value known too low, the lowest known too high) of `param`.
+
+    A round's own report says which (it advised raising or lowering it); without one, a move
+    the next round made says what that round was judged (a raise: too low). The run at hand
+    is too low when the advice now is to raise it."""
+    path = _path(param, history, now)
+    low: list[float] = []
+    high: list[float] = []
+    for i, (value, advised) in enumerate(path):
+        said = advised
+        if i == len(path) - 1:
+            said = direction
+        elif said is None:
+            later = next((v for v, _ in path[i + 1 :] if v != value), None)
+            said = None if later is None else (1 if later > value else -1)
+        if said == 1:
+            low.append(float(value))
+        elif said == -1:
+            high.append(float(value))
+    return (max(low) if low else None, min(high) if high else None)
+
+
+def _last_move(param: str, history: Sequence[Round], now: float) -> float | None:
+    """The factor of the latest change of `param` that led to the run at hand (rounds that
+    left it alone, a fallback round, are skipped: the knob's own escalation goes on)."""
+    for value, _ in reversed(_path(param, history, now)[:-1]):
+        if value != now and value:
+            return float(now) / float(value)
+    return None
+
+
+def stepped(
+    spec: ChangeSpec,
+    hp: HyperParams,
+    history: Sequence[Round],
+    facts: Mapping[str, object] | None,
+    strength: float = 0.5,
+) -> Stepped | None:
+    """The step of a sized primary against the run history: escalated geometrically while the
+    same move has not cured, held inside the bracket the history's too-low and too-high values
+    make. None when the history has nothing to say about this knob."""
+    size = spec.size
+    now = hp.get(spec.param)
+    if size is None or spec.op != "multiply" or not isinstance(now, int | float) or now <= 0:
+        return None
+    direction = 1 if max(size.bounds) > 1 else -1
+    by_run = sized_step(size, facts)
+    mild = min(size.bounds, key=lambda b: abs(math.log(b)))
+    strongest = max(size.bounds, key=lambda b: abs(math.log(b)))
+    factor = choose_amount(spec, strength) if spec.range is not None else mild
+    notes = []
+    by_evidence = by_run is not None and abs(math.log(by_run[0])) > abs(math.log(factor))
+    if by_run is not None and by_evidence:
+        factor, notes = by_run[0], [by_run[2]]
+    last = _last_move(spec.param, history, float(now))
+    goes_on = last is not None and (last > 1) == (direction > 0)
+    if last is not None and goes_on:
+        # the evidence now says the step is no more off than the rule's mild end (signed: a
+        # raise is spent when the run asks for less than x mild, or for a cut)
+        asked = math.log(by_run[1]) * direction if by_run is not None else math.inf
+        if asked < abs(math.log(mild)):
+            return Stepped(None, "", spent=(
+                f"the previous run already moved {spec.param} x{_round_sig(last, 2):g} and the "
+                f"run now moves (by its {size.by[0].fact}): the knob is not what holds it"
+            ))
+        if size.escalate is None:
+            return None  # the rule falls back after a failed step
+        grown = last ** size.escalate
+        if abs(math.log(grown)) > abs(math.log(factor)):
+            factor = _round_sig(_within(grown, size.bounds), 3)
+            notes.append(
+                f"escalated: the last x{_round_sig(last, 2):g} on {spec.param} did not cure, "
+                f"so this step is that factor to the power {size.escalate:g} (x{factor:g}, "
+                f"at most x{strongest:g})"
+            )
+    low, high = judged(spec.param, history, float(now), direction)
+    target = float(now) * factor
+    if low is not None and high is not None and low < high:
+        if high / low < _BRACKET_TIGHT:
+            return Stepped(None, "", spent=(
+                f"{spec.param} is bracketed between {_v(low)} (too low) and {_v(high)} (too "
+                "high) by the earlier runs: the knob is not what holds the run"
+            ))
+        if not low < target < high:
+            target = math.sqrt(low * high)
+            notes.append(
+                f"bracketed: earlier runs showed {_v(low)} too low and {_v(high)} too high, "
+                f"so the step goes to their geometric middle {_v(_round_sig(target, 2))}"
+            )
+    elif direction > 0 and high is not None and target >= high:
+        target = math.sqrt(float(now) * high)
+        notes.append(f"held below {_v(high)}, which an earlier run showed too high")
+    elif direction < 0 and low is not None and target <= low:
+        target = math.sqrt(float(now) * low)
+        notes.append(f"held above {_v(low)}, which an earlier run showed too low")
+    factor = target / float(now)
+    if not notes:
+        return Stepped(None, "", goes_on=goes_on, bracket=(low, high))
+    return Stepped(
+        factor, "; ".join(notes), goes_on=goes_on, by_evidence=by_evidence, bracket=(low, high)
+    )
+
+
 def _resolve(
     spec: ActionSpec,
     hp: HyperParams,
     strength: float,
     caps: Mapping[str, float] | None = None,
     facts: Mapping[str, object] | None = None,
+    steps: Mapping[str, Stepped] | None = None,
 ) -> list[Change]:
     out = []
     for s in spec.changes:
-        c = apply_change(s, hp, strength, caps, facts)
+        st = (steps or {}).get(s.param)
+        step = (st.factor, st.note) if st is not None and st.factor is not None else None
+        c = apply_change(s, hp, strength, caps, facts, step)
         if c is not None and s.op == "multiply" and c.from_ == 0 and s.range and s.range[0] > 1:
             # a raise of 0 stays 0: the value the static rules suggest for it instead (a KL
             # term of 0 outside DAPO -> 0.001)
@@ -353,9 +577,15 @@ def _why_not(
     previous: HyperParams | None,
     check: AntiPatternCheck,
     before: set[str],
+    escalating: frozenset[str] = frozenset(),
+    trusted: frozenset[str] = frozenset(),
 ) -> str | None:
-    """Why this resolved primary cannot apply, or None when it can."""
+    """Why this resolved primary cannot apply, or None when it can. A parameter in
+    `escalating` goes on in the same direction (the run history sized its next step); one in
+    `trusted` was sized by the run's own evidence, which a static prior does not overrule."""
     for s in spec.changes:
+        if s.param in escalating:
+            continue
         if previous is not None and already_tried(s, hp, previous):
             return (
                 f"the previous job already changed {s.param} "
@@ -374,7 +604,45 @@ def _why_not(
         c = changes[0]
         return f"{c.param} is already at {_v(c.to)}" + (f" ({c.note})" if c.note else "")
     effective = [c for c in changes if c.from_ != c.to]
-    return _anti_pattern(effective[0], hp, check, before) if effective else None
+    if not effective or effective[0].param in trusted:
+        return None
+    return _anti_pattern(effective[0], hp, check, before)
+
+
+def _within_size(
+    change: Change,
+    moved: Change,
+    size: SizeSpec | None,
+    bracket: tuple[float | None, float | None] = (None, None),
+) -> Change:
+    """The change carried on into the job's valid range (`_into_range`), unless that goes
+    further in one step than the sizing's strongest factor or out of the bracket the earlier
+    runs made: a static prior (an lr the guide flags for typical models) does not take a step
+    past what the run's evidence allows."""
+    if size is None or moved is change:
+        return moved
+    old, new = change.from_, moved.to
+    if not all(isinstance(x, int | float) and x > 0 for x in (old, new)):
+        return moved
+    low, high = bracket
+    if (low is not None and new <= low) or (high is not None and new >= high):
+        return change
+    strongest = max(abs(math.log(b)) for b in size.bounds)
+    return moved if abs(math.log(new / old)) <= strongest + 1e-9 else change
+
+
+def _prior_noted(
+    change: Change, hp: HyperParams, check: AntiPatternCheck, before: set[str]
+) -> Change:
+    """A change the run's evidence sized, with what a static prior would have said of it."""
+    bad = _anti_pattern(change, hp, check, before)
+    if bad is None:
+        return change
+    note = (
+        f"{change.note}; the static rules would hold it back ({bad}), but they are priors on "
+        "typical models and the run's own evidence sizes this step"
+    )
+    return replace(change, note=note)
 
 
 def _anti_pattern(
@@ -493,13 +761,25 @@ def resolve(
     caps: Mapping[str, float] | None = None,
     into_range: bool = True,
     facts: Mapping[str, object] | None = None,
+    history: Sequence[Round] = (),
+    can_set: Callable[[str], bool] | None = None,
 ) -> Resolved:
     """Resolve the finding's primary, or its fallback when the primary cannot apply.
 
-    `facts`: what the run showed beyond its hyperparameters (see `advisor.runfacts`)."""
+    `facts`: what the run showed beyond its hyperparameters (see `advisor.runfacts`);
+    `history`: the earlier runs, oldest first (the last one is `previous` when that is None)."""
     check = check or static_anti_patterns
     before = check(hp) if before is None else before
+    if previous is None and history:
+        previous = dict(history[-1].hp)
     ra = actions_for(finding, rules)
+    named = _first_when(ra, facts)
+    if named is not None:
+        fw, value = named
+        changes = _moves(fw.action, {**hp, fw.fact: value}, finding.strength, caps, facts)
+        settable = can_set or (lambda p: p in hp)
+        changes = [c for c in changes if settable(c.param)]  # else: advice only
+        return Resolved(_action(fw.action, "primary", changes), changes)
     # ...as long as that evidence reaches the latest step the finding's evidence does (a
     # reward constant for a stretch that then moved again rules nothing out)
     latest = max((e.window[1] for e in finding.evidence), default=0)
@@ -508,15 +788,42 @@ def resolve(
         for e in finding.evidence
         if e.detector in ra.fallback_first and e.window[1] >= latest
     ]
+    only = {f"{e.detector}:{e.metric}" for e in finding.evidence}
+    if ra.fallback_if_only and finding.evidence and only <= set(ra.fallback_if_only):
+        first = [" and ".join(sorted(only)) + " alone"]
     reason: str | None
+    steps: dict[str, Stepped] = {}
+    spent = None
+    if ra.primary is not None and not first:
+        for s in ra.primary.changes:
+            st = stepped(s, hp, history or _as_history(previous), facts, finding.strength)
+            if st is not None:
+                steps[s.param] = st
+                spent = spent or st.spent
     if first and ra.fallback is not None:
         reason = f"its evidence ({first[0]}) rules the primary action out"
+    elif spent is not None:
+        reason = spent
     elif ra.primary is not None:
-        changes = _resolve(ra.primary, hp, finding.strength, caps, facts)
-        reason = _why_not(changes, ra.primary, hp, previous, check, before)
+        changes = _resolve(ra.primary, hp, finding.strength, caps, facts, steps)
+        escalating = frozenset(p for p, st in steps.items() if st.goes_on)
+        trusted = frozenset(p for p, st in steps.items() if st.by_evidence or st.goes_on)
+        reason = _why_not(changes, ra.primary, hp, previous, check, before, escalating, trusted)
         if reason is None:
             if into_range:
-                changes = [_into_range(c, hp, check, before, caps) for c in changes]
+                sizes = {x.param: x.size for x in ra.primary.changes if x.size is not None}
+                changes = [
+                    _within_size(
+                        c,
+                        _into_range(c, hp, check, before, caps),
+                        sizes.get(c.param),
+                        steps[c.param].bracket if c.param in steps else (None, None),
+                    )
+                    for c in changes
+                ]
+            changes = [
+                _prior_noted(c, hp, check, before) if c.param in trusted else c for c in changes
+            ]
             shown = [c for c in changes if c.from_ != c.to]
             return Resolved(_action(ra.primary, "primary", shown), changes)
     else:
@@ -529,6 +836,34 @@ def resolve(
         reason += f"; the fallback is advice only: {bad}"
         changes = []
     return Resolved(_action(ra.fallback, "fallback", changes), changes, reason)
+
+
+def _with_implied(changes: list[Change], hp: HyperParams) -> list[Change]:
+    """The changes with what each implies (a switch to DAPO drops the KL term): the whole
+    switch, as the patch would make it."""
+    patched = dict(hp)
+    out: list[Change] = []
+    for c in changes:
+        patched[c.param] = c.to
+        out += [c, *_implied(c, patched)]
+    return out
+
+
+def _first_when(
+    ra: RuleActions, facts: Mapping[str, object] | None
+) -> tuple[FirstWhen, float] | None:
+    """The first `first_when` whose fact the run shows inside its condition, with the value."""
+    for fw in ra.first_when:
+        value = (facts or {}).get(fw.fact)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        if (fw.below is None or value < fw.below) and (fw.above is None or value > fw.above):
+            return fw, float(value)
+    return None
+
+
+def _as_history(previous: HyperParams | None) -> tuple[Round, ...]:
+    return (Round(dict(previous)),) if previous else ()
 
 
 def _moves(
@@ -606,6 +941,7 @@ def plan(
     into_range: bool = True,
     speaker: Speaker | None = None,
     facts: Mapping[str, object] | None = None,
+    history: Sequence[Round] = (),
 ) -> RemedyResult:
     """Resolve every finding's action; patch only the top one's first change (one variable at
     a time, knowledge.md §4 "How to judge"); the rest become ordered next steps.
@@ -620,14 +956,25 @@ def plan(
     out: list[Finding] = []
     resolved: list[Resolved] = []
     for f in ranked:
-        r = resolve(f, hp, rules, previous, check, before, caps, into_range, facts)
+        r = resolve(
+            f, hp, rules, previous, check, before, caps, into_range, facts, history,
+            speaker.can_set if speaker is not None else None,
+        )  # fmt: skip
         fb = actions_for(f, rules).fallback
         fallback = None
         if fb is not None and (r.action is None or r.action.kind != "fallback"):
-            fallback = _action(fb, "fallback", _moves(fb, hp, f.strength, caps, facts))
+            fallback = _action(
+                fb, "fallback", _with_implied(_moves(fb, hp, f.strength, caps, facts), hp)
+            )
         out.append(replace(f, action=r.action, fallback=fallback))
         resolved.append(r)
-    patch, steps = _patch(out, resolved, hp, speaker)
+    escalating = {
+        f.id
+        for f in ranked
+        if (p := actions_for(f, rules).primary) is not None
+        and any(c.size is not None and c.size.escalate for c in p.changes)
+    }
+    patch, steps = _patch(out, resolved, hp, speaker, escalating)
     return RemedyResult(patch, steps, out)
 
 
@@ -640,6 +987,7 @@ def _patch(
     resolved: list[Resolved],
     hp: HyperParams,
     speaker: Speaker | None = None,
+    escalating: set[str] | None = None,
 ) -> tuple[Patch, list[str]]:
     steps: list[str] = []
     name = speaker.name if speaker is not None else (lambda p: p)
@@ -648,8 +996,11 @@ def _patch(
         return _say(advice, changes, speaker)
 
     patched = dict(hp)
-    # A recovered episode (info, cleared) is no reason to change the job, and low-confidence
-    # evidence (a borderline level, a first evaluation) is never the one change on its own.
+    # A recovered episode (info, cleared) is no reason to change the job, low-confidence
+    # evidence (a borderline level, a first evaluation) is never the one change on its own,
+    # and neither is an info finding: a run with nothing at warning or above is healthy at its
+    # settings, and a change offered to it (DAPO-ZSTD's switch on a run that saturates) may
+    # make it sick. Its advice stays a next step to consider.
     top = next(
         (
             i
@@ -657,16 +1008,24 @@ def _patch(
             if r.action is not None
             and not _passed(findings[i])
             and findings[i].confidence != "low"
+            and findings[i].severity.rank >= 1
         ),
         None,
     )
     if top is None:
         for g in findings:
-            if g.action is not None and not _passed(g) and g.severity.value != "info":
+            if g.action is None or _passed(g):
+                continue
+            if g.severity.value != "info":
                 steps.append(
                     f"{g.id} ({g.name}) rests on low-confidence evidence: confirm it over the "
                     f"next evaluations before changing anything; then: "
                     f"{_say(g.action.advice, g.action.changes)}"
+                )
+            else:
+                steps.append(
+                    f"{g.id} ({g.name}, info) is no reason to change a run that is healthy at "
+                    f"its settings; for a next job, consider: {say(g.action.advice, [])}"
                 )
         return Patch(kind="none", hyper_parameters=patched), steps
     f, r = findings[top], resolved[top]
@@ -696,7 +1055,15 @@ def _patch(
         steps.append(f"If {f.id} ({f.name}) persists after this run: {describe(c, speaker)}.")
     if not first:
         steps.insert(0, f"{f.id} ({f.name}): {say(r.action.advice, [])}")
-    if r.action.kind == "primary" and f.fallback is not None:
+    if r.action.kind == "primary" and f.id in (escalating or set()):
+        fb = say(f.fallback.advice, f.fallback.changes) if f.fallback is not None else None
+        steps.append(
+            f"If {f.id} ({f.name}) still shows after that: diagnose that run with `--previous` "
+            f"naming this one (and any earlier): the next step on the same setting is sized "
+            f"from both and grows while the symptom stays"
+            + (f"; the fallback once that setting is spent: {fb}" if fb else ".")
+        )
+    elif r.action.kind == "primary" and f.fallback is not None:
         fb = say(f.fallback.advice, f.fallback.changes)
         steps.append(f"If {f.id} ({f.name}) still shows after that, the fallback: {fb}")
     said = {f.id}

@@ -83,6 +83,61 @@ def run_facts(run: Run) -> dict[str, Any]:
             if finite:
                 out["rollout_probs_diff"] = max(finite)
             break
+    temperature = run.config_hints.get("temperature")
+    if isinstance(temperature, int | float) and not isinstance(temperature, bool):
+        out["temperature"] = float(temperature)  # the rollout's sampling temperature
+    out.update(motion_facts(run))
+    return out
+
+
+# A collapse as the sizing reads it: entropy x3 off its first level either way and 0.5 nats
+# from it (DIV's own `from_start` test: garbage output, or one fixed answer).
+_BREAK_RATIO, _BREAK_ABS = 3.0, 0.5
+
+
+def _finite_points(run: Run, name: str) -> list[tuple[int, float]]:
+    col = _column(run, name)
+    if col is None or "step" not in run.frame.columns:
+        return []
+    steps = run.frame.get_column("step").to_list()
+    return [
+        (int(s), float(v))
+        for s, v in zip(steps, col, strict=True)
+        if s is not None and isinstance(v, int | float) and math.isfinite(v)
+    ]
+
+
+def motion_facts(run: Run) -> dict[str, Any]:
+    """How far the policy moved, the measures a step is sized from (rulebook `size`):
+
+    - `kl_ref_median`: the median KL to the reference over the run (KL an update makes grows
+      ~ with the square of the step, so its ratio to a healthy level sizes the lr);
+    - `kl_ref_series`: the run's KL to the reference in step order (the adaptive KL
+      controller's replay);
+    - `entropy_moved`: how far entropy moved from its start, relative (the last quarter's
+      median against the first three points'), for a run that logs no KL;
+    - `collapse_frac`: the step where entropy broke off its first level (x3 either way and
+      0.5 nats), as a fraction of the run's last step.
+    """
+    out: dict[str, Any] = {}
+    kl = _finite_points(run, "kl_ref")
+    if kl:
+        values = [v for _, v in kl]
+        out["kl_ref_median"] = _median(values)
+        out["kl_ref_series"] = values
+    ent = _finite_points(run, "entropy")
+    last = run.info().last_step
+    if len(ent) >= 4:
+        start = _median([v for _, v in ent[:3]])
+        tail = _median(_tail([v for _, v in ent]))
+        if start is not None and tail is not None and start > 0:
+            out["entropy_moved"] = abs(tail - start) / start
+        e0 = ent[0][1]
+        for step, v in ent[1:]:
+            far = v >= e0 * _BREAK_RATIO or v <= e0 / _BREAK_RATIO
+            if far and abs(v - e0) >= _BREAK_ABS and last:
+                out["collapse_frac"] = max(step, 1) / last
+                break
     return out
 
 

@@ -22,16 +22,15 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from advisor import __version__, schema
+from advisor import schema
 from advisor.resources import load_validated, read_yaml_data, rulebook_dir
 from advisor.schema import STRICT, After, Plain
-from advisor.types import ConfigFinding, Diagnosis, InputError, Severity
+from advisor.types import ConfigFinding, InputError, Severity
 
 if TYPE_CHECKING:
     from pydantic import Field
 
     from advisor.config import LoadedConfig
-    from advisor.types import Diagnosis
 
 # ---------------------------------------------------------------------------------------------
 # Rulebook schema (plain dataclasses that pydantic checks on a cache miss, extra="forbid":
@@ -53,7 +52,7 @@ def _expression(value: str | None) -> str | None:
 class FieldSpec(_Strict):
     """One scalar field of the job model: type, valid range or choices, platform default."""
 
-    type: Literal["int", "float", "choice", "str", "bool", "mapping"]
+    type: Literal["int", "float", "choice", "str", "bool", "mapping", "list"]
     min: float | None = None
     max: float | None = None
     min_exclusive: bool = False
@@ -698,9 +697,11 @@ def job_scope(loaded: LoadedConfig) -> dict[str, Any]:
         steps_per_epoch=steps_per_epoch,
         total_steps=steps_per_epoch * hp["n_epochs"] if steps_per_epoch else None,
         expected_step_seconds=loaded.extras.get("expected_step_seconds"),
+        teacher_model=cfg.teacher_model,
+        training_type=cfg.mode,
         n_functions=len(functions),
         n_rollout_functions=sum(f.type == "rollout" for f in functions),
-        n_reward_functions=sum(f.type == "reward" for f in functions),
+        n_reward_functions=sum(f.type in ("reward", "group_reward") for f in functions),
         has_datasets=bool(cfg.datasets),
         n_training_datasets=sum(d.type == "training" for d in cfg.datasets),
         n_validation_datasets=sum(d.type == "validation" for d in cfg.datasets),
@@ -720,14 +721,17 @@ def _workspace_scope(loaded: LoadedConfig) -> dict[str, Any]:
     submit_job() with entity ids, is never told that its files are missing.
     """
     workspace = None
+    fcmodels = [f.fcmodel for f in loaded.config.functions if f.fcmodel]
     if loaded.source is not None:
-        workspace = loaded.source.parent / (loaded.config.workspace_dir or ".")
+        # the guide's workspace_dir, else the SDK's zipdir (per function; the first is read)
+        zipdir = next((m.zipdir for m in fcmodels if m.zipdir), None)
+        workspace = loaded.source.parent / (loaded.config.workspace_dir or zipdir or ".")
     paths = [
-        f.fcmodel.classpath
-        for f in loaded.config.functions
-        if f.fcmodel and f.fcmodel.classpath and _CLASSPATH.fullmatch(f.fcmodel.classpath)
-    ]
-    local = workspace is not None and any((workspace / p.split(".")[0]).exists() for p in paths)
+        m.classpath.split(".")[0]
+        for m in fcmodels
+        if m.classpath and _CLASSPATH.fullmatch(m.classpath)
+    ] + [m.filepath for m in fcmodels if m.filepath and not m.classpath]
+    local = workspace is not None and any((workspace / p).exists() for p in paths)
     return {
         "workspace_local": local,
         "workspace_path": str(workspace) if local else None,
@@ -737,8 +741,13 @@ def _workspace_scope(loaded: LoadedConfig) -> dict[str, Any]:
     }
 
 
-def _module_found(base: Mapping[str, Any], classpath: str | None) -> bool | None:
-    """Whether classpath's module (all but the class name) exists in the local project."""
+def _module_found(
+    base: Mapping[str, Any], classpath: str | None, filepath: str | None = None
+) -> bool | None:
+    """Whether classpath's module (all but the class name), or the SDK's filepath, exists in
+    the local project."""
+    if base.get("workspace_local") and filepath and not classpath:
+        return Path(base["workspace_path"], filepath).is_file()
     if not base.get("workspace_local") or not classpath or not _CLASSPATH.fullmatch(classpath):
         return None
     module = Path(base["workspace_path"], *classpath.split(".")[:-1])
@@ -768,9 +777,11 @@ def function_scopes(loaded: LoadedConfig, base: Mapping[str, Any]) -> list[dict[
             weight=fn.weight,
             reward_metric_weight=fn.reward_metric_weight,
             classpath=fn.fcmodel.classpath if fn.fcmodel else None,
+            filepath=fn.fcmodel.filepath if fn.fcmodel else None,
+            classname=fn.fcmodel.classname if fn.fcmodel else None,
             entity_id=fn.entity_id,
         )
-        scope["module_found"] = _module_found(base, scope["classpath"])
+        scope["module_found"] = _module_found(base, scope["classpath"], scope["filepath"])
         out.append(scope)
     return out
 
@@ -802,7 +813,9 @@ def check(loaded: LoadedConfig, rules: Sequence[ConfigRule] | None = None) -> li
             findings += _judge(rule, base, loaded)
             continue
         for scope in fscopes:
-            if rule.function_type in (None, scope["type"]):
+            # a group reward is a reward: the reward rules judge it too
+            kind = "reward" if scope["type"] == "group_reward" else scope["type"]
+            if rule.function_type in (None, kind):
                 findings += _judge(rule, scope, loaded)
     return sort_findings(findings)
 
@@ -948,40 +961,3 @@ def compare_previous(loaded: LoadedConfig, previous: LoadedConfig) -> list[Confi
     )
     return [rule.finding(changed, message, line=loaded.line_of(changed))]
 
-
-def validate_job(
-    path: Path | None,
-    sets: Sequence[str] = (),
-    training_samples: int | None = None,
-    profile: str | None = None,
-    hints: Mapping[str, object] | None = None,
-    previous: Path | None = None,
-) -> tuple[LoadedConfig, Diagnosis]:
-    """Load, check and wrap as a Diagnosis (run null, findings empty): the one verdict on a job
-    config, what `rl-advisor validate` prints and `advisor.validate` returns. Status "issues"
-    when a finding is a warning or an error, else "healthy"."""
-    from advisor.config import load_config  # a cycle: config imports this module
-
-    loaded = load_config(path, sets, hints=hints, training_samples=training_samples)
-    found = loaded.findings + check(loaded)
-    notes = list(loaded.notes)
-    model = loaded.config.model
-    kind, params_b, active_b = model_scale(model)
-    if model and kind != "unknown" and model.strip().lower() not in rulebook().models:
-        size = f"{fmt(params_b)}B" if params_b else "size unknown"
-        active = f", {fmt(active_b)}B active" if active_b else ""
-        notes.append(f"model {model} read from its name as {kind} ({size}{active}): a heuristic")
-    if profile:
-        found += compare_profile(loaded, profile)
-    if previous is not None:
-        found += compare_previous(loaded, load_config(previous))
-    found = sort_findings(found)
-    worst = max((f.severity.rank for f in found), default=-1)
-    diag = Diagnosis(
-        tool={"name": "rl-advisor", "version": __version__},
-        status="issues" if worst >= Severity.warning.rank else "healthy",
-        config_findings=found,
-        hyper_parameters=dict(loaded.hyper_parameters),
-        assumptions=notes,
-    )
-    return loaded, diag

@@ -1,7 +1,7 @@
 """The core types every stage shares: reader -> Run -> detectors -> Finding -> Patch -> Diagnosis.
 
 The result types (Evidence ... Diagnosis) are also the JSON contract (`--format json`,
-schema_version 1 of `shared/spec/contract.md`): field names are the contract's names (`from_`
+schema_version 1 of `docs/contract.md`): field names are the contract's names (`from_`
 is `from`); extend, never rename.
 """
 
@@ -359,6 +359,13 @@ class RunEnding(_Data):
     message: str = ""
 
 
+# A run's standing, the JSON's `status` (docs/contract.md): "crashed" when it ended in one of
+# CRASHED, whatever it showed before; "issues" when a warning or error fired; else
+# "insufficient_data" before the warm-up was over, or "healthy".
+Status = Literal["healthy", "issues", "insufficient_data", "crashed"]
+CRASHED = frozenset({"oom", "nccl", "traceback", "disk_full", "killed", "failed"})
+
+
 @dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class RunInfo(_Data):
     """The `run` block of the JSON output."""
@@ -430,6 +437,9 @@ class Patch(_Data):
     framework: str = "platform"  # whose names `settings` and `override` use
     settings: dict[str, Any] = field(default_factory=dict)  # the change in the framework's names
     override: str | None = None  # verl: Hydra overrides to append; TRL: GRPOConfig keywords
+    # the change as command-line arguments ready to paste in the run's dialect: `trl grpo`
+    # flags (--learning_rate 5e-05), verl Hydra overrides, the platform's --set key=value
+    override_args: str | None = None
 
 
 def _tool() -> dict[str, str]:
@@ -445,7 +455,7 @@ class Diagnosis(_Data):
     schema_version: int = SCHEMA_VERSION
     tool: dict[str, str] = field(default_factory=_tool)
     run: RunInfo | None = None
-    status: Literal["healthy", "issues", "insufficient_data"] = "healthy"
+    status: Status = "healthy"
     warmup_steps: int | None = None
     findings: list[Finding] = field(default_factory=list)
     config_findings: list[ConfigFinding] = field(default_factory=list)
@@ -461,8 +471,17 @@ class Diagnosis(_Data):
     framework: str = "platform"  # the dialect every name of the report is said in
     # hyperparameters whose value (in `hyper_parameters`) is an assumption, not known
     assumed_parameters: list[str] = field(default_factory=list)
+    # the earlier runs of `--previous`, oldest first: source, the settings that differ from
+    # this run's, what their diagnosis advised ("raise"/"lower" per parameter), healthy or not
+    history: list[dict[str, Any]] = field(default_factory=list)
     # metric -> (steps, values) the report draws; not in the JSON
     series: dict[str, tuple[list[int], list[float | None]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # A run in which no canonical metric was read was not judged: never "healthy"
+        # (contract.md, status); the command line refuses it (`no_metric_read`).
+        if self.status == "healthy" and self.run is not None and not self.run.metrics:
+            self.status = "insufficient_data"
 
     def worst(self) -> Severity | None:
         sev = [f.severity for f in self.findings] + [c.severity for c in self.config_findings]
@@ -470,3 +489,16 @@ class Diagnosis(_Data):
 
 
 PathLike = str | Path
+
+
+def no_metric_read(run: RunInfo | None) -> str | None:
+    """Why a run cannot be judged at all (no canonical metric was read from it), else None:
+    the one line `diagnose` and `watch` refuse it with (exit 2)."""
+    if run is None or run.metrics or run.steps == 0:
+        return None
+    names = ", ".join(CANONICAL_METRICS[:6])
+    return (
+        f"{run.source}: {run.steps} steps of {run.format} read, none with a metric the advisor "
+        f"judges ({names} ...); expected a training log that reports them (see the metric "
+        "names in docs/contract.md)"
+    )

@@ -44,8 +44,8 @@ def lap(name):
 metrics, config, fmt = Path(sys.argv[1]), sys.argv[2] or None, sys.argv[3]
 import advisor.cli.diagnose_core as core; lap("import the command")
 import polars; lap("import polars")
-from advisor import api, lazy; lap("import the API (rulebooks)")
-engine = lazy.engine; lap("import the engine (numpy)")
+from advisor import api; lap("import the API (rulebooks)")
+from advisor import engine; lap("import the engine (numpy)")
 from advisor.ingest import load_run
 run = api._with_run_file(metrics, load_run(metrics)); lap("read the run")
 job = api.resolve_job(run, config); lap("resolve the job")

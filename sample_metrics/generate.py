@@ -14,17 +14,15 @@ import argparse
 import math
 import sys
 import zlib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 if __package__ in (None, ""):  # run as a script: make `sample_metrics` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-if TYPE_CHECKING:
-    import polars as pl
+from sample_metrics.runs import GeneratedRun
 
 SYMPTOMS: tuple[str, ...] = ("P1", "P2", "P3", "KL0", "P4", "SLOW", "OOM", "P9", "P6", "NAN", "DIV")
 FAMILIES: tuple[str, ...] = ("healthy", *SYMPTOMS)
@@ -76,50 +74,6 @@ _NICE_EVAL = (5, 10, 20, 25, 50, 100, 200, 250)
 Series = dict[str, np.ndarray]  # canonical metric -> values, one per step
 Knobs = dict[str, Any]
 Rng = np.random.Generator
-
-
-@dataclass
-class GeneratedRun:
-    """One synthetic run: canonical series, its platform hyperparameters and its label."""
-
-    run_id: str
-    family: str
-    variant: str
-    framework: str  # "verl" | "trl"
-    fmt: str  # "verl-console" | "verl-jsonl" | "wandb-csv" | "trl-state"
-    steps: np.ndarray  # optimizer steps, int
-    series: dict[str, np.ndarray]  # canonical name (+ "memory_gb") -> float array, NaN = absent
-    val_steps: np.ndarray  # steps with a validation point (0 included)
-    val: np.ndarray
-    hp: dict[str, Any]
-    label: dict[str, Any]
-    knobs: dict[str, Any]
-    ending: dict[str, Any] | None = None  # {"kind": "oom", "step": N} when the run crashed
-    console_style: str = "full"  # "full" | "np" | "3dec"
-    logging_steps: int = 1  # TRL averages train logs over this many steps
-    val_name: str = "val-core/openai/gsm8k/reward/mean@1"
-    extras: dict[str, np.ndarray] = field(default_factory=dict)
-
-    @property
-    def frame(self) -> pl.DataFrame:
-        """Canonical frame (one row per step) plus the verl names of the same columns."""
-        import polars as pl
-
-        from sample_metrics.writers import VERL_NAMES
-
-        cols: dict[str, Any] = {"step": self.steps.astype(np.int64)}
-        for name, arr in self.series.items():
-            cols[name] = arr
-        val = np.full(len(self.steps), np.nan)
-        idx = np.searchsorted(self.steps, self.val_steps)
-        last = len(self.steps) - 1
-        ok = (idx <= last) & (self.steps[np.minimum(idx, last)] == self.val_steps)
-        val[idx[ok]] = self.val[ok]
-        cols["val_reward"] = val
-        for name, arr in list(cols.items()):
-            if name in VERL_NAMES and VERL_NAMES[name] not in cols:
-                cols[VERL_NAMES[name]] = arr
-        return pl.DataFrame(cols).with_columns(pl.col(pl.Float64).fill_nan(None))
 
 
 # ----------------------------------------------------------------------------- knobs

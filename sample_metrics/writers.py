@@ -16,43 +16,11 @@ import pprint
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from sample_metrics.generate import GeneratedRun
-
-VERL_NAMES: dict[str, str] = {
-    "reward_mean": "critic/rewards/mean",
-    "ppo_kl": "actor/ppo_kl",
-    "kl_ref": "actor/kl_loss",
-    "grad_norm": "actor/grad_norm",
-    "entropy": "actor/entropy",
-    "truncation_rate": "response_length/clip_ratio",
-    "prompt_truncation_rate": "prompt_length/clip_ratio",
-    "response_length": "response_length/mean",
-    "pg_clipfrac": "actor/pg_clipfrac",
-    "lr": "actor/lr",
-    "step_time": "timing_s/step",
-    "rollout_time": "timing_s/gen",
-    "memory_gb": "perf/max_memory_allocated_gb",
-}
-
-TRL_NAMES: dict[str, str] = {
-    "reward_mean": "reward",
-    "reward_std": "reward_std",
-    "kl_ref": "kl",
-    "grad_norm": "grad_norm",
-    "entropy": "entropy",
-    "truncation_rate": "completions/clipped_ratio",
-    "response_length": "completions/mean_length",
-    "pg_clipfrac": "clip_ratio/region_mean",
-    "lr": "learning_rate",
-    "step_time": "step_time",
-    "zero_std_frac": "frac_reward_zero_std",
-    "loss": "loss",
-}
+from sample_metrics.runs import TRL_NAMES, VERL_NAMES, GeneratedRun
 
 _METRICS_FILE = {
     "verl-console": "train.log",

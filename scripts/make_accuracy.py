@@ -41,10 +41,15 @@ def run(workers: int = 2) -> HarnessReport:
     real_dir = h.default_real_dir()
     if real_dir is None:
         raise SystemExit("../shared/real_runs not found: the public runs are part of the figures")
-    return h.run_harness(CORPUS, real_dir, None, workers, livefire_dir=LIVEFIRE)
+    full_dir = h.default_full_dir(real_dir)  # the public full curves, when shared holds them
+    return h.run_harness(
+        CORPUS, real_dir, None, workers, livefire_dir=LIVEFIRE, full_dir=full_dir
+    )
 
 
-def short_table(corpus: CorpusScore, real_passed: int, real_total: int) -> str:
+def short_table(
+    corpus: CorpusScore, real_passed: int, real_total: int, full: tuple[int, int] | None = None
+) -> str:
     """The README's table: precision, recall and delay per symptom, in one row each."""
     ids = [p.id for p in corpus.per_symptom]
 
@@ -70,9 +75,31 @@ def short_table(corpus: CorpusScore, real_passed: int, real_total: int) -> str:
         f"All symptoms ({support} runs): precision {pct(tp / (tp + fp) if tp + fp else None)}, "
         f"recall {pct(tp / support if support else None)}. Healthy runs alarmed: "
         f"{corpus.healthy_with_alarm} of {corpus.healthy_runs}. "
-        f"Public runs that pass their labels: {real_passed} of {real_total}.",
+        f"Public runs that pass their labels: {real_passed} of {real_total}."
+        + (
+            f" Public full curves (100+ steps) that pass theirs: {full[0]} of {full[1]}."
+            if full
+            else ""
+        ),
     ]
     return "\n".join(lines)
+
+
+def full_curves(rep: HarnessReport) -> str:
+    """The public full curves, one row each: what the label expects, what was said, the result."""
+    if not rep.full:
+        return ""
+    rows = ["", "", "| public full curve | expected | alarms | result |", "|---|---|---|---|"]
+    for r in rep.full:
+        result = "pass" if r.passed else ("error" if r.error else "FAIL")
+        wanted = ", ".join(r.expected) or (
+            "one of " + "/".join(r.expected_any) if r.expected_any else "healthy"
+        )
+        rows.append(
+            f"| {r.name} | {wanted} | {', '.join(r.alarms) or '-'} "
+            f"| {result} |"
+        )
+    return "\n".join(rows)
 
 
 def full_text(rep: HarnessReport) -> str:
@@ -93,9 +120,10 @@ def rendered(rep: HarnessReport) -> dict[Path, str]:
     """The README and docs/accuracy.md as they should read for this harness result."""
     assert rep.corpus is not None
     passed = sum(r.passed for r in rep.real)
+    full = (sum(r.passed for r in rep.full), len(rep.full)) if rep.full else None
+    block = short_table(rep.corpus, passed, len(rep.real), full) + full_curves(rep)
     return {
-        README: _splice(README.read_text(encoding="utf-8"),
-                        short_table(rep.corpus, passed, len(rep.real)), README),
+        README: _splice(README.read_text(encoding="utf-8"), block, README),
         DOC: _splice(DOC.read_text(encoding="utf-8"), full_text(rep), DOC),
     }
 

@@ -118,7 +118,16 @@ def test_response_cap_and_dapo_switch_in_trl() -> None:
     [k] = speaker.keys(cap)
     assert (k.key, k.from_, k.to) == ("max_completion_length", 512, 1024)
     dapo = Speaker("trl").keys(Change(param="algorithm", to="dapo"))
-    # TRL's loss_type already defaults to dapo: Clip-Higher is the change
+    # the run's own settings unknown: the whole switch is written, TRL's defaults marked
+    # assumed (a release whose default loss_type is not dapo still switches)
+    assert [(k.key, k.to, k.assumed) for k in dapo] == [
+        ("loss_type", "dapo", True),
+        ("epsilon_high", 0.28, True),
+        ("importance_sampling_level", "token", True),
+    ]
+    known = {"loss_type": "dapo", "importance_sampling_level": "token"}
+    dapo = Speaker("trl", {}, known).keys(Change(param="algorithm", to="dapo"))
+    # what the run is known to do already stays: Clip-Higher is the change
     assert [(k.key, k.to) for k in dapo] == [("epsilon_high", 0.28)]
     text = Speaker("trl").text("Raise kl_loss_coef x5 and n_rollouts x2.")
     assert text == "Raise beta x5 and num_generations x2."

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor import dialect, paramspec, static
+from advisor import static
+from advisor.book import dialects as dialect
+from advisor.book import paramspec
 from advisor.resources import rulebook_dir
 from advisor.types import InputError
 

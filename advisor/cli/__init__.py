@@ -17,7 +17,8 @@ import sys
 from enum import IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from advisor import __version__, lazy
+from advisor import lazy
+from advisor._version import __version__
 
 if TYPE_CHECKING:
     import typer

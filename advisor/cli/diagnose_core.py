@@ -11,6 +11,7 @@ usage error stays the framework's own.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import re
@@ -19,15 +20,23 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from advisor import lazy
 from advisor.cli import Exit, FailOn, OutputFormat
 from advisor.reading import Reading
 from advisor.report import render
 from advisor.report.markdown import verdict
 from advisor.resources import destination, write_all
-from advisor.types import Diagnosis, InputError, Severity, without_surrogates
+from advisor.types import (
+    Diagnosis,
+    InputError,
+    Severity,
+    no_metric_read,
+    without_surrogates,
+)
+
+if TYPE_CHECKING:
+    from advisor.config import JobFile
 
 _FAIL_RANK = {FailOn.error: 2, FailOn.warning: 1, FailOn.info: 0}
 # The job file the TRL callback leaves beside a run (advisor.integrations.transformers.JOB_FILE):
@@ -50,7 +59,7 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--output": ("output", "path"),
     "-o": ("output", "path"),
     "--patched-config": ("patched_config", "path"),
-    "--previous": ("previous", "path"),
+    "--previous": ("previous", "paths"),
     "--fail-on": ("fail_on", FailOn),
     "--training-samples": ("training_samples", "int"),
     "--ignore": ("ignore", "list"),
@@ -110,6 +119,9 @@ def parse_argv(argv: Sequence[str]) -> dict[str, Any] | None:
         if kind == "list":
             out[param] = [*(out[param] or []), value]
             continue
+        if kind == "paths":
+            out[param] = [*(out[param] or []), Path(value)]
+            continue
         if param in seen:
             return None
         seen.add(param)
@@ -132,10 +144,11 @@ def parse_argv(argv: Sequence[str]) -> dict[str, Any] | None:
 
 
 def exit_code(d: Diagnosis, fail_on: FailOn) -> int:
-    """0 nothing at or above --fail-on, 1 something is (run findings and config findings alike)."""
+    """0 nothing at or above --fail-on, 1 something is (run findings and config findings alike;
+    a run that crashed counts as an error, whatever it showed before)."""
     if fail_on == FailOn.never:
         return Exit.OK
-    worst: Severity | None = d.worst()
+    worst: Severity | None = Severity.error if d.status == "crashed" else d.worst()
     return Exit.FINDINGS if worst is not None and worst.rank >= _FAIL_RANK[fail_on] else Exit.OK
 
 
@@ -173,14 +186,15 @@ def _same_file(a: Path, b: Path) -> bool:
 def _check_outputs(
     metrics: Path,
     config: Path | None,
-    previous: Path | None,
+    previous: Path | Sequence[Path] | None,
     output: Path | None,
     patched: Path | None,
     plots_dir: Path | None = None,
 ) -> dict[str, Path]:
     """Refuse, before any work, an output that would overwrite an input or that is no place
     for a file (see resources.destination); the checked destinations by flag."""
-    inputs = [p for p in (metrics, config, previous) if p is not None]
+    earlier = [previous] if isinstance(previous, Path) else list(previous or [])
+    inputs = [p for p in (metrics, config, *earlier) if p is not None]
     out: dict[str, Path] = {}
     for flag, path in (("--output", output), ("--patched-config", patched)):
         if path is None:
@@ -237,14 +251,18 @@ def execute(
     format: OutputFormat = OutputFormat.markdown,
     output: Path | None = None,
     patched_config: Path | None = None,
-    previous: Path | None = None,
+    previous: Sequence[Path] | None = None,
     fail_on: FailOn = FailOn.error,
     training_samples: int | None = None,
     ignore: list[str] | None = None,
     plots_dir: Path | None = None,
     no_plots: bool = False,
+    names: dict[str, str] | None = None,
 ) -> int:
-    """Diagnose, write the report (and the charts, and the patched job), return the exit code."""
+    """Diagnose, write the report (and the charts, and the patched job), return the exit code.
+
+    `names`: paths the report names otherwise (a platform job's log and settings, fetched into a
+    private folder, are named by the job)."""
     if training_samples is not None and training_samples < 1:
         raise InputError(f"--training-samples: expected a positive integer, got {training_samples}")
     # The file a patch is written from: --config, else the job file the TRL callback left
@@ -261,17 +279,33 @@ def execute(
         # the read starts before the API's import (pydantic, the rulebooks' models), which it
         # overlaps (advisor.reading); this module imports neither
         reading = Reading(metrics)
-        d = lazy.api.diagnose_reading(
+        from advisor.api import diagnose_job, file_changes
+
+        d, job = diagnose_job(
             reading, config, sets or (), previous, training_samples, ignore=ignore or ()
         )
+        if names:
+            d = _renamed(d, names)
+            if config is not None and str(config) in names:  # a private file: no place in it
+                d = dataclasses.replace(
+                    d,
+                    patch_diff=None,
+                    config_findings=[
+                        dataclasses.replace(c, line=None) for c in d.config_findings
+                    ],
+                )
+        if (unjudged := no_metric_read(d.run)) is not None:
+            raise InputError(unjudged)
         # Everything is computed before anything is written: a failure leaves nothing behind.
         text, items = staged_report(
             d, format.value, stem, out_dir, "--plots-dir" if plots_dir else "--output"
         )
     if patched_config is not None:
         # Written even when nothing changes, so a CI step can always resubmit PATH.
-        changes = lazy.api.file_changes(d.patch)
-        items.append(("--patched-config", dests["--patched-config"], _patched(source, changes)))
+        changes = file_changes(d.patch)
+        # from the job file as the diagnosis read it: not read or parsed again
+        patched = _patched(job.loaded.file or source, changes)
+        items.append(("--patched-config", dests["--patched-config"], patched))
     if output is not None:
         items.append(("--output", dests["--output"], text.encode("utf-8")))
     write_all(items)
@@ -288,13 +322,41 @@ def execute(
     return int(exit_code(d, fail_on))
 
 
-def _patched(config: Path | None, changes: dict[str, object]) -> bytes:
+def _renamed(d: Diagnosis, names: dict[str, str]) -> Diagnosis:
+    """`d` with each path of `names` said as its name (the run's source, its warnings, the
+    patch's diff, the assumptions and the config findings' messages)."""
+
+    def said(text: str) -> str:
+        for path, name in names.items():
+            text = text.replace(path, name)
+        return text
+
+    run = d.run
+    if run is not None:
+        run = dataclasses.replace(
+            run, source=said(run.source), warnings=[said(w) for w in run.warnings]
+        )
+    return dataclasses.replace(
+        d,
+        run=run,
+        patch_diff=said(d.patch_diff) if d.patch_diff is not None else None,
+        assumptions=[said(a) for a in d.assumptions],
+        config_findings=[
+            dataclasses.replace(c, message=said(c.message)) for c in d.config_findings
+        ],
+    )
+
+
+def _patched(config: Path | JobFile | None, changes: dict[str, object]) -> bytes:
+    from advisor.config import patched_text
+
+    source = getattr(config, "path", config)  # a JobFile's path
     try:
-        return without_surrogates(lazy.config.patched_text(config, changes)).encode("utf-8")
+        return without_surrogates(patched_text(config, changes)).encode("utf-8")
     except InputError:
         raise
     except Exception as err:  # a job shape the patcher cannot place the change in
         raise InputError(
-            f"--patched-config: cannot apply {', '.join(changes)} to {config} "
+            f"--patched-config: cannot apply {', '.join(changes)} to {source} "
             f"({type(err).__name__}: {err}); expected hyper_parameters as a mapping"
         ) from None

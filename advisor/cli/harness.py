@@ -41,6 +41,14 @@ def harness(
     real_labels: Annotated[
         Path | None, typer.Option("--real-labels", help="Their labels (YAML).")
     ] = None,
+    full_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--full-dir",
+            help="Public full curves, labelled in sample_metrics/full_labels.yaml "
+            "(default <real runs>/full when present).",
+        ),
+    ] = None,
     workers: Annotated[int, typer.Option("--workers", "-j", min=1, help="Processes.")] = 1,
     failures: Annotated[int, typer.Option("--failures", help="Misses listed.")] = 20,
     check: Annotated[
@@ -60,13 +68,20 @@ def harness(
 ) -> None:
     """Score the advisor on a labelled corpus (and the public runs)."""
 
-    if not corpus and not real and livefire is None:
+    if not corpus and not real and livefire is None and full_dir is None:
         raise InputError("harness: expected a CORPUS_DIR, --real or --livefire DIR")
     rdir = (real_dir or h.default_real_dir()) if real else None
     if real and real_dir is None and rdir is None and not corpus and livefire is None:
         raise InputError("harness --real: ../shared/real_runs not found; pass --real-dir")
+    fdir = full_dir or (h.default_full_dir(rdir) if real else None)
     rep = h.run_harness(
-        corpus, rdir, real_labels, workers, use_config=use_config, livefire_dir=livefire
+        corpus,
+        rdir,
+        real_labels,
+        workers,
+        use_config=use_config,
+        livefire_dir=livefire,
+        full_dir=fdir,
     )
     if table and (len(rep.sets) > 1 or rep.livefire):
         text = "\n".join(h.summary_table(rep)) + "\n"

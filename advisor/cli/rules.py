@@ -13,16 +13,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from advisor import lazy
+from advisor.book.paramspec import meanings, summary
 from advisor.cli import OutputFormat, app
-from advisor.paramspec import meanings, summary
 from advisor.report.escape import Md, prose
 from advisor.report.templating import render
 from advisor.static import rulebook
 from advisor.types import InputError
 
 if TYPE_CHECKING:
-    from advisor.engine import Leaf, Node, SymptomRule
+    from advisor.book.symptoms import Leaf, Node, SymptomRule
     from advisor.static import ConfigRule, CouplingRepair
 
 
@@ -94,7 +93,9 @@ def _repair_lines(repair: CouplingRepair) -> list[str]:
 def symptom_rule_docs() -> tuple[list[RuleDoc], str]:
     """The engine's symptom rules, or none and a note when the engine is not available."""
     try:
-        book = lazy.engine.load_symptom_rules()
+        from advisor.engine import load_symptom_rules
+
+        book = load_symptom_rules()
     except Exception as err:  # the engine is another module; never let it break `rules`
         return [], f"Symptom rules unavailable ({type(err).__name__}: {err})."
     means = {name: c.means for name, c in book.conditions.items()}
@@ -153,22 +154,23 @@ def _when_lines(node: Node, depth: int, conditions: dict[str, str] | None = None
     """A rule's condition tree as nested Markdown bullets a reviewer can check: each node with
     its named condition (`conditions`: name -> what it means), the reason for its thresholds
     and each threshold in words."""
-    engine = lazy.engine
+    from advisor.book.symptoms import AllOf, AnyOf, Leaf, NotOf
+
     pad = "  " * depth
     named = node._condition
     label = f" (`{named}`: {(conditions or {}).get(named, '')})" if named else ""
     reason = [f"{pad}  - why: {node.reason}"] if node.reason else []
-    if isinstance(node, engine.AllOf | engine.AnyOf):
+    if isinstance(node, AllOf | AnyOf):
         word, children = (
-            ("all of", node.all) if isinstance(node, engine.AllOf) else ("any of", node.any)
+            ("all of", node.all) if isinstance(node, AllOf) else ("any of", node.any)
         )
         lines = [f"{pad}- {word}{label}:", *reason]
         for child in children:
             lines += _when_lines(child, depth + 1, conditions)
         return lines
-    if isinstance(node, engine.NotOf):
+    if isinstance(node, NotOf):
         return [f"{pad}- not{label}:", *reason, *_when_lines(node.not_, depth + 1, conditions)]
-    assert isinstance(node, engine.Leaf)  # uses are expanded when the rulebook loads
+    assert isinstance(node, Leaf)  # uses are expanded when the rulebook loads
     metric = node.metric if isinstance(node.metric, str) else " or ".join(node.metric)
     text = f"{pad}- `{node.detector}` on `{metric}`"
     said = summary(node.detector)

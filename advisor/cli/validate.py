@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from advisor.api import validate_job
 from advisor.cli import Exit, FailOn, OutputFormat, app
 from advisor.report.templating import render
-from advisor.static import fmt, rulebook, validate_job
+from advisor.static import fmt, rulebook
 from advisor.types import Severity
 
 if TYPE_CHECKING:
@@ -19,13 +21,20 @@ if TYPE_CHECKING:
     from advisor.config import LoadedConfig
     from advisor.types import ConfigFinding, Diagnosis
 
-_JOB_HELP = "Job config: the YAML layout, run() keywords (YAML/JSON) or a hyper_parameters dict."
+_JOB_HELP = (
+    "Job config: the SDK's job file, the guide's YAML layout, run() keywords (YAML/JSON), a "
+    "hyper_parameters dict, or a job object the platform returns."
+)
 _SET_HELP = (
     "Override KEY=VALUE (repeatable); KEY is a hyperparameter or a dotted path such as "
     "resources.mtu_capacity; VALUE is read as YAML."
 )
 _SAMPLES_HELP = "Training-set size for the cadence checks (else a local training JSONL is counted)."
 _PROFILE_HELP = "Compare against a starting point: 9b-quick, 9b-full, 35b-a3b-moe."
+_CONVERT_HELP = (
+    "Write JOB in the platform SDK's layout (what `dashscope rl run -c` reads) to --output, "
+    "then check that file."
+)
 
 
 @app.command("validate")
@@ -48,8 +57,16 @@ def validate(
     previous: Annotated[
         Path | None, typer.Option("--previous", help="The previous job file: flag several changes.")
     ] = None,
+    convert_to: Annotated[
+        Layout | None, typer.Option("--convert-to", help=_CONVERT_HELP)
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Where --convert-to writes the job.")
+    ] = None,
 ) -> None:
     """Check a job config against the platform guide's rules (exit 0/1/2 like a linter)."""
+    if convert_to is not None or output is not None:
+        job = _convert(job, output)
 
     loaded, diag = validate_job(
         job, set_ or (), training_samples=training_samples, profile=profile, previous=previous
@@ -64,6 +81,28 @@ def validate(
     # SystemExit, not typer.Exit: in non-standalone mode click returns typer.Exit's code
     # instead of raising it, and main() would then report 0.
     raise SystemExit(int(exit_code(diag.config_findings, fail_on)))
+
+
+class Layout(StrEnum):
+    sdk = "sdk"
+
+
+def _convert(job: Path, output: Path | None) -> Path:
+    """Write `job` in the SDK's layout to `output`; the path to check from then on."""
+    from advisor.config import sdk_layout_text
+    from advisor.resources import write_text_atomic
+    from advisor.types import InputError
+
+    if output is None:
+        raise InputError("--convert-to sdk: give --output PATH for the converted job file")
+    if output.resolve() == job.resolve():
+        raise InputError(f"{output}: the converted job must not overwrite {job}")
+    text, notes = sdk_layout_text(job)
+    write_text_atomic(output, text)
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+    typer.echo(f"wrote {output}: {job} in the platform SDK's layout", err=True)
+    return output
 
 
 def exit_code(findings: Sequence[ConfigFinding], fail_on: FailOn) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,7 +28,7 @@ from advisor.cli.diagnose import _check_outputs, exit_code, staged_report, write
 from advisor.ingest import is_regular, load_run
 from advisor.integrations.follow import Sidecar, resolve_log
 from advisor.online import Advisor
-from advisor.types import Finding, InputError
+from advisor.types import Finding, InputError, no_metric_read
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 # What an alert's action may do online (contract: only safe actions are applied automatically).
@@ -108,7 +109,9 @@ class Alerts:
 
 @app.command("watch")
 def watch(
-    metrics: Annotated[Path, typer.Argument(help="Log file (or run directory) being written.")],
+    metrics: Annotated[
+        Path | None, typer.Argument(help="Log file (or run directory) being written (or --job).")
+    ] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="The job YAML.")] = None,
     sets: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override.")] = None,
     on_finding: Annotated[
@@ -128,8 +131,9 @@ def watch(
         ),
     ] = 900.0,
     poll: Annotated[
-        float, typer.Option("--poll", min=0.01, help="Seconds between looks at the file.")
-    ] = 1.0,
+        float | None,
+        typer.Option("--poll", min=0.01, help="Seconds between looks (file 1, --job 10)."),
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the final report here.")
     ] = None,
@@ -140,9 +144,26 @@ def watch(
     training_samples: Annotated[
         int | None, typer.Option("--training-samples", min=1, help="Epoch length for checkpoints.")
     ] = None,
+    job: Annotated[
+        str | None,
+        typer.Option("--job", help="A platform job id: followed through its SDK until it ends."),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0.1, help="Seconds a platform request may take.")
+    ] = 30.0,
 ) -> None:
     """Follow a growing log, alert on each finding as it fires, end with the full report."""
 
+    if (metrics is None) == (job is None):
+        raise InputError("watch: expected METRICS (a log being written) or --job JOB_ID, one")
+    if job is not None:
+        code = watch_job(
+            job, timeout, config, sets, on_finding, on_finding_timeout, poll or 10.0, output,
+            format, fail_on, training_samples,
+        )  # fmt: skip
+        raise SystemExit(code)
+    assert metrics is not None
+    poll = poll or 1.0
     path = resolve_log(metrics)
     if os.path.lexists(path) and not is_regular(path):  # a pipe or a device never ends
         load_run(path)  # raises the reader's one-line refusal
@@ -172,6 +193,17 @@ def watch(
 
         load_run(path)
     d = adv.diagnosis()
+    _report(d, output, dests, format)
+    # SystemExit, not typer.Exit: in non-standalone mode click returns typer.Exit's code
+    # instead of raising it, and main() would lose it (as diagnose and validate do).
+    raise SystemExit(int(exit_code(d, fail_on)))
+
+
+def _report(d: Any, output: Path | None, dests: dict[str, Path], format: OutputFormat) -> None:
+    """The watch's final report, on stdout or into --output (with its charts); a run in which
+    no canonical metric was read is refused instead (exit 2)."""
+    if (unjudged := no_metric_read(d.run)) is not None:
+        raise InputError(unjudged)
     out_dir = (
         dests["--output"].parent if output is not None and format == OutputFormat.markdown else None
     )
@@ -183,6 +215,73 @@ def watch(
         typer.echo(f"rl-advisor: report written to {output}", err=True)
     else:
         typer.echo(text, nl=False)
-    # SystemExit, not typer.Exit: in non-standalone mode click returns typer.Exit's code
-    # instead of raising it, and main() would lose it (as diagnose and validate do).
-    raise SystemExit(int(exit_code(d, fail_on)))
+
+
+def watch_job(
+    job_id: str,
+    timeout: float,
+    config: Path | None,
+    sets: list[str] | None,
+    on_finding: str | None,
+    on_finding_timeout: float,
+    poll: float,
+    output: Path | None,
+    format: OutputFormat,
+    fail_on: FailOn,
+    training_samples: int | None,
+) -> int:
+    """`watch --job`: the job followed through the platform's SDK (its status, then its log's
+    new lines, every `poll` seconds) until it ends or Ctrl-C, each finding said as it fires,
+    then the full report, judged with the job's own settings unless --config names its file.
+    A FAILED job exits 1 at least."""
+    from advisor import platform
+    from advisor.static import rulebook
+
+    client = platform.Platform(timeout)
+    job = client.job(job_id)
+    alerts = Alerts(on_finding, on_finding_timeout)
+    lines = 0
+    with tempfile.TemporaryDirectory(prefix="rl-advisor-job-") as tmp:
+        folder = Path(tmp)
+        dests = _check_outputs(folder / "job.log", config, None, output, None)
+        settings = config
+        if settings is None:
+            settings = folder / "job.yaml"
+            known = rulebook().hyper_parameters
+            settings.write_text(platform.job_file(job, known.__contains__), encoding="utf-8")
+        adv = Advisor.from_config(
+            settings, sets=sets or (), source=f"job {job_id}", training_samples=training_samples
+        )
+        sidecar = Sidecar(folder / "job.log", adv, on_finding=alerts, poll=poll)
+        alerts.console.print(
+            f"[dim]rl-advisor: watching job {escape(job_id)} ({escape(job.status)}) on the "
+            "platform (Ctrl-C to stop and report)[/]"
+        )
+        why = "the job ended"
+        try:
+            for seen, new in client.follow(job_id, poll):
+                job = seen
+                lines += len(new)
+                sidecar.feed_lines(new)
+        except KeyboardInterrupt:  # the job goes on, the watch ends with its report
+            why = "interrupted"
+        sidecar.end()
+    alerts.console.print(
+        f"[dim]rl-advisor: stopped watching ({why}: {escape(job.status)}) after {adv.steps} "
+        "steps[/]"
+    )
+    if adv.steps == 0:
+        if lines == 0:
+            raise platform.no_log_yet(job)
+        raise InputError(
+            f"job {job_id}: {lines} log lines, no training step in them; expected a training log"
+        )
+    d = adv.diagnosis()
+    _report(d, output, dests, format)
+    said = platform.status_line(job)
+    if said:
+        typer.echo(f"rl-advisor: {said}", err=True)
+    code = int(exit_code(d, fail_on))
+    if job.status == platform.FAILED and fail_on != FailOn.never:
+        code = max(code, 1)
+    return code

@@ -23,6 +23,8 @@ Formats (`Run.format`), detected from the first bytes, the name only breaking ti
 - `csv` / `wandb-csv` (run history, `_step`) / `wandb-chart-csv` (`<run> - <metric>` columns),
   `parquet`, `mlflow` (a file-store run folder or a SQL store's SQLite file), `trackio` (its
   SQLite project file), `tensorboard` (event files, decoded here).
+The managed platform's log envelopes (`dashscope rl logs JOB -o json` and the like) are
+unwrapped first and the log inside read (advisor.ingest.envelope).
 Folders: a TRL output dir's own or newest checkpoint trainer_state.json, event files, MLflow
 runs, then files by kind (JSONL, Parquet, CSV, JSON, text logs), four levels down at most.
 """
@@ -36,16 +38,22 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from advisor import lazy
+from advisor.ingest import envelope
+from advisor.ingest.depth import MAX_JSON_DEPTH, _check_depth, json_depth
 from advisor.ingest.names import canonical_name, canonicalize
 from advisor.types import InputError, PathLike, Run
 
-__all__ = ["canonical_name", "canonicalize", "detect_format", "load_run"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "canonical_name",
+    "canonicalize",
+    "detect_format",
+    "json_depth",
+    "load_run",
+]
 
 _HEAD = 64 * 1024
 _STEP_FIELDS = frozenset({"step", "_step", "Step", "global_step", "train/global_step", "iteration"})
@@ -117,90 +125,6 @@ def is_regular(p: Path) -> bool:
         return False
 
 
-# JSON nested deeper than this is no metrics file: refused before a parser recurses into it.
-MAX_JSON_DEPTH = 100
-
-
-def json_depth(data: Any, per_line: bool, chunk: int = 1 << 24) -> int:
-    """The deepest bracket nesting of a JSON text (per line for JSONL), counted over the bytes
-    in one linear pass (brackets inside strings count too: an over-estimate, never less)."""
-    if isinstance(data, bytes) and len(data) <= chunk:
-        return _depth_of([data], per_line)
-    view = memoryview(data)
-    return _depth_of((view[at : at + chunk] for at in range(0, len(view), chunk)), per_line)
-
-
-# every byte but the brackets and the newline: what the depth walk skips
-_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}\n")))
-
-
-# Up to this many brackets and newlines a piece is walked in Python (~1 ms for 20k): a job file
-# or a few thousand JSONL lines need no numpy, which a job check would import for this alone
-# and which a fresh diagnose's read would wait for (the engine's thread is importing it).
-WALK_IN_PYTHON = 20_000
-
-
-def _depth_of(blocks: Iterable[Any], per_line: bool) -> int:
-    """json_depth over consecutive pieces of one text. The depth changes only at a bracket
-    (and, per line, starts again after a newline), so the walk follows those bytes alone: the
-    rest are dropped first (bytes.translate, one pass in C), leaving a few per line."""
-    carry, deepest = 0, 0
-    for block in blocks:
-        kept = (block if isinstance(block, bytes) else bytes(block)).translate(None, _NOT_BRACKETS)
-        if not per_line:
-            kept = kept.replace(b"\n", b"")
-        if not kept:
-            continue
-        walk = _walk_python if len(kept) <= WALK_IN_PYTHON else _walk_numpy
-        top, carry = walk(kept, carry)
-        deepest = max(deepest, top)
-    return deepest
-
-
-def _walk_python(kept: bytes, carry: int) -> tuple[int, int]:
-    """(deepest, depth at the end) of brackets and newlines, from depth `carry`."""
-    depth, deepest = carry, 0
-    for ch in kept:
-        if ch == 10:
-            depth = 0
-        elif ch == 91 or ch == 123:  # [ {
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-        else:
-            depth -= 1
-    return deepest, depth
-
-
-def _walk_numpy(kept: bytes, carry: int) -> tuple[int, int]:
-    """_walk_python in whole-array steps."""
-    np = lazy.numpy
-    b = np.frombuffer(kept, dtype=np.uint8)
-    depth = np.cumsum(((b == 91) | (b == 123)).astype(np.int64) - ((b == 93) | (b == 125)))
-    depth += carry
-    line_end = b == 10
-    if line_end.any():
-        last = np.maximum.accumulate(np.where(line_end, np.arange(len(b)), -1))
-        depth = depth - np.where(last >= 0, depth[np.maximum(last, 0)], 0)
-    return int(depth.max()), int(depth[-1])
-
-
-def _check_depth(p: Path, per_line: bool, chunk: int = 1 << 24) -> None:
-    def blocks() -> Iterator[bytes]:  # read, not mapped: a big file is never resident at once
-        with p.open("rb") as fh:
-            while block := fh.read(chunk):
-                yield block
-
-    depth = _depth_of(blocks(), per_line)
-    if depth > MAX_JSON_DEPTH:
-        raise InputError(_too_deep(p, depth))
-
-
-def _too_deep(p: Path, depth: int) -> str:
-    limit = MAX_JSON_DEPTH
-    return f"{p}: JSON nested {depth} levels deep; expected metric records (at most {limit} levels)"
-
-
 def _one_line(message: str, limit: int = 400) -> str:
     """Error text goes on one stderr line: collapse newlines (from polars, from column names)."""
     text = " ".join(message.split())
@@ -217,7 +141,7 @@ def detect_format(path: Path, head: bytes) -> str:
         return "tensorboard"
     if head.startswith((b"\x1f\x8b", b"PK\x03\x04", b"\x28\xb5\x2f\xfd", b"BZh")):
         raise InputError(f"{path}: a compressed file (gzip/zip/zstd/bz2); decompress it first")
-    if b"\x00" in head:
+    if b"\x00" in head and not mostly_text(head):
         raise InputError(f"{path}:1: expected a text metrics file, found binary data")
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
     if re.match(r"\{\s*'", text):  # a Python dict printed (transformers' PrinterCallback), not JSON
@@ -233,15 +157,33 @@ def detect_format(path: Path, head: bytes) -> str:
     first_line = text.split("\n", 1)[0]
     if _notebook_table(first_line):  # a notebook's metrics table copied as tab-separated text
         return "console"
+    if _pasted_table(first_line) and path.suffix.lower() not in (".csv", ".tsv"):
+        return "console"  # a table pasted into a text file: the table reader (elided rows)
     if path.suffix.lower() in (".csv", ".tsv") or _looks_csv(first_line):
         return "csv"
     return "console"
+
+
+def mostly_text(head: bytes) -> bool:
+    """A text file by any reasonable share: at most 1 % NUL bytes, and what is left decodes as
+    UTF-8 with at most 5 % replaced. A console log with a stray NUL from a device line is text;
+    an event file, a pickle or a checkpoint is not."""
+    if not head or head.count(b"\x00") > len(head) // 100:
+        return False
+    text = head.replace(b"\x00", b"").decode("utf-8", errors="replace")
+    return text.count("\ufffd") <= len(text) // 20
 
 
 def _notebook_table(line: str) -> bool:
     """The head of transformers' notebook table (`Step`, then "Training Loss") in any form
     but comma-separated: the console reader reads those (its titles are no metric keys)."""
     return line.startswith(("Step", "Epoch")) and "Training Loss" in line and "," not in line
+
+
+def _pasted_table(line: str) -> bool:
+    """`Step` (or `Epoch`) and the keys, tab- or space-separated: a table pasted as text."""
+    words = line.split()
+    return len(words) >= 2 and words[0] in ("Step", "Epoch") and "," not in line
 
 
 def _looks_csv(line: str) -> bool:
@@ -264,8 +206,7 @@ def _load_file(p: Path) -> Run:
         raise InputError(f"{p}:1: empty file; expected training metrics")
     fmt = detect_format(p, head)
     # Each reader is imported when a file of its format is read: validate and the online
-    # Advisor import this package for its helpers and read no file; the stores reader
-    # imports this package's depth guard (a cycle at the top).
+    # Advisor import this package for its helpers and read no file.
     if fmt == "parquet":
         from advisor.ingest.tables import read_parquet
 
@@ -283,6 +224,10 @@ def _load_file(p: Path) -> Run:
 
         return read_csv(p, source)
     if fmt == "json":
+        from advisor.ingest.kernellog import is_kernel_log, read_kernel_log
+
+        if is_kernel_log(head):  # its depth is in its strings (console text), not its structure
+            return read_kernel_log(p, source)
         _check_depth(p, per_line=False)
     if fmt == "jsonl":  # polars bounds its own depth: read_jsonl checks before Python parses
         from advisor.ingest.jsonfiles import read_jsonl
@@ -294,6 +239,10 @@ def _load_file(p: Path) -> Run:
         if p.stat().st_size > 512 * 1024 * 1024:
             raise InputError(f"{p}: a single JSON document over 512 MB; expected JSONL instead")
         text = p.read_bytes().decode("utf-8", errors="replace").lstrip("\ufeff")
+        if envelope.may_be_envelope(head):
+            inner = envelope.unwrap(p, text)
+            if inner is not None:
+                return _unwrapped(p, *inner)
         try:
             return read_json(p, source, text)
         except InputError:
@@ -304,7 +253,22 @@ def _load_file(p: Path) -> Run:
 
                 return read_jsonl(p, source)
             raise
+    envelope.refuse_lossy(p, head.decode("utf-8", errors="replace"))
     return _console(p, source)
+
+
+def _unwrapped(p: Path, text: str, what: str, notes: list[str]) -> Run:
+    """The run in `text`, the log a platform envelope in file `p` held (ingest.envelope): read
+    from a private copy as a file of its own (its format detected afresh), named as `p`."""
+    with tempfile.TemporaryDirectory(prefix="rl-advisor-") as tmp:
+        copy = Path(tmp) / f"{p.stem}.log"
+        copy.write_text(text, encoding="utf-8", errors="surrogatepass")
+        try:
+            run = _load_file(copy)
+        except InputError as err:
+            raise InputError(str(err).replace(str(copy), f"{p} ({what})")) from None
+    said = [f"{p.name}: read {what}", *(f"{p.name}: {n}" for n in notes)]
+    return dataclasses.replace(run, source=str(p), warnings=[*run.warnings, *said])
 
 
 def _load_utf16(p: Path) -> Run:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import ast
 import json
-import mmap
+import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import pairwise, repeat
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, overload
 
@@ -25,6 +25,7 @@ from advisor import lazy
 from advisor.ingest import hints as hint_map
 from advisor.ingest.ending import EndingScanner
 from advisor.ingest.frame import build_run, flatten_keys
+from advisor.ingest.lines import iter_chunks, iter_lines
 from advisor.ingest.names import canonical_name
 from advisor.ingest.payloads import WRAPPED_VALUE, payloads_to_frame
 from advisor.types import InputError, Run, RunEnding
@@ -67,7 +68,6 @@ _SPACED_PAIR = re.compile(r"([A-Za-z_][\w./@()-]{0,200}):\s?(\S{1,40})")
 # a key and a number, quoted or not, after `:` or `=`: how near a line is to a metric line
 _NEAR = re.compile(r"([A-Za-z_][\w./@-]{0,80})['\"]?\s?[:=]\s?['\"]?[-+]?(?:\d|nan\b|inf\b)")
 _NEAR_TEXT = 20_000  # characters of a line scored
-_CHUNK = 8 << 20  # text decoded at a time (a mapped file is cut without copying)
 # payload text read into a frame at a time: a log never holds all its step lines as strings,
 # nor the several copies parsing makes of them (~5x the text), at once. Parsed after each
 # chunk: a 124 MB log (20k steps x 150 metrics) peaks at 300 MB, 690 MB in 32 MB parts; each
@@ -98,6 +98,7 @@ class _State:
     warnings: list[str] = field(default_factory=list)
     ending: EndingScanner = field(default_factory=EndingScanner)
     bad_bytes_line: int | None = None
+    nul_line: int | None = None  # the first line with a NUL byte (replaced)
     truncated: int = 0
     # a big log's payloads are read part by part (`_flush_verl`): the frames of those done
     verl_frames: list[Any] = field(default_factory=list)
@@ -146,93 +147,6 @@ class _Payloads(Sequence[str]):
         return self._texts[i][o:] if o else self._texts[i]
 
 
-def iter_chunks(path: Path, state: _State | None = None) -> Iterator[tuple[int, str, bool]]:
-    """(number of lines before it, decoded text, is the last line without newline): chunks of
-    complete lines ending in a newline, then possibly the cut last line alone. Streamed; bad
-    UTF-8 is replaced. A regular file is mapped and decoded from the mapping (no copy of the
-    bytes: a fresh 12 MB buffer costs as much as the decoding); anything else is read."""
-    chunks = _chunks(path, state)
-    for before, text, last in chunks:
-        # a UTF-8 byte order mark (Windows editors) is no part of the first line
-        yield before, text[1:] if text.startswith("\ufeff") else text, last
-        break
-    yield from chunks
-
-
-def _chunks(path: Path, state: _State | None) -> Iterator[tuple[int, str, bool]]:
-    with path.open("rb") as fh:
-        try:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):  # empty, a pipe, a special file
-            yield from _read_chunks(fh, state)
-            return
-        with mm, memoryview(mm) as view:
-            yield from _mapped_chunks(mm, view, state)
-
-
-def _mapped_chunks(mm: Any, view: Any, state: _State | None) -> Iterator[tuple[int, str, bool]]:
-    size, start, lineno = len(mm), 0, 0
-    while start < size:
-        end = mm.rfind(b"\n", start, min(start + _CHUNK, size)) + 1
-        if end <= 0:  # no newline in the chunk: a line longer than the chunk, or the cut end
-            end = mm.find(b"\n", start) + 1
-        last = end <= 0
-        part = view[start:] if last else view[start:end]
-        try:
-            text = _decode(part, lineno, state)
-            # lines counted only when more follows (a pass over the chunk)
-            count = 0 if last or end >= size else _newlines(part)
-        finally:
-            part.release()  # the mapping cannot close while a view of it lives
-        yield lineno, text, last
-        if last:
-            return
-        lineno += count
-        start = end
-
-
-def _read_chunks(fh: Any, state: _State | None) -> Iterator[tuple[int, str, bool]]:
-    lineno = 0
-    carry = b""
-    done = b""  # the last chunk yielded: its lines are counted only if more follows
-    while True:
-        chunk = fh.read(_CHUNK)
-        if not chunk:
-            break
-        data = carry + chunk if carry else chunk
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry = data
-            continue
-        if cut + 1 < len(data):
-            carry, data = data[cut + 1 :], data[: cut + 1]
-        else:
-            carry = b""
-        lineno += _newlines(done)
-        done = data
-        yield lineno, _decode(data, lineno, state), False
-    if carry:
-        lineno += _newlines(done)
-        yield lineno, _decode(carry, lineno, state), True
-
-
-def _newlines(data: Any) -> int:
-    np = lazy.numpy
-
-    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10)) if data else 0
-
-
-def iter_lines(path: Path, state: _State | None = None) -> Iterator[tuple[int, str, bool]]:
-    """(line number, text, is_last_without_newline), streamed in chunks; bad UTF-8 is replaced."""
-    for before, text, last in iter_chunks(path, state):
-        if last:
-            yield before + 1, text, True
-            continue
-        lines = text.split("\n")
-        lines.pop()  # the empty piece after the last newline
-        yield from zip(range(before + 1, before + 1 + len(lines)), lines, repeat(False))
-
-
 def _scan_text(st: _State, before: int, text: str) -> None:
     """The lines of a chunk (each ends in a newline) in order. A plain verl step line only has
     its payload copied out; the line itself is never made (splitting a 12 MB log into lines
@@ -272,16 +186,6 @@ def _add_plain(st: _State, steps: list[int], payloads: list[str], lines: list[in
     st.last_metric_line = lines[-1]
 
 
-def _decode(data: Any, lineno: int, state: _State | None) -> str:
-    """bytes or a memoryview -> str, bad UTF-8 replaced (the first such line noted)."""
-    try:
-        return str(data, "utf-8")
-    except UnicodeDecodeError as err:
-        if state is not None and state.bad_bytes_line is None:
-            state.bad_bytes_line = lineno + bytes(data[: err.start]).count(b"\n") + 1
-        return str(data, "utf-8", errors="replace")
-
-
 def read_console(path: Path, source: str) -> Run:
     st = _State(source=source)
     width = _wrap_width(path)
@@ -292,6 +196,14 @@ def read_console(path: Path, source: str) -> Run:
         )
         for lineno, line, last in _unwrapped(iter_lines(path, st), width):
             _line(st, lineno, line, last)
+    elif (joiner := _rejoiner(path)) is not None:
+        for lineno, line, last in joiner.lines(iter_lines(path, st)):
+            _line(st, lineno, line, last)
+        if joiner.joined:
+            st.warnings.append(
+                f"{source}:{joiner.first_line}: {joiner.joined} metric record(s) broken over "
+                "several lines (a terminal's or an issue tracker's wrap) were joined back"
+            )
     else:
         for before, text, last in iter_chunks(path, st):
             if last:
@@ -305,6 +217,8 @@ def read_console(path: Path, source: str) -> Run:
         st.warnings.append(
             f"{source}:{st.bad_bytes_line}: bytes that are not UTF-8 were replaced (U+FFFD)"
         )
+    if st.nul_line is not None:
+        st.warnings.append(f"{source}:{st.nul_line}: NUL bytes were replaced (U+FFFD)")
     if st.truncated:
         st.warnings.append(f"{source}: dropped {st.truncated} truncated metric line(s)")
     if st.verl_texts or st.verl_frames:
@@ -312,7 +226,7 @@ def read_console(path: Path, source: str) -> Run:
     if any("train_runtime" not in r for r in st.dict_rows):
         return _finish_dicts(st)
     # transformers' notebook table, pasted (a training summary dict may follow it)
-    from advisor.ingest.notebook import read_notebook_table  # a cycle: it imports this module
+    from advisor.ingest.notebook import read_notebook_table
 
     table = read_notebook_table(path, source)
     if table is not None:
@@ -321,6 +235,14 @@ def read_console(path: Path, source: str) -> Run:
         return _finish_spaced(st)
     if st.dict_rows:
         return _finish_dicts(st)
+    from advisor.ingest.minimind import read_minimind
+
+    steps = read_minimind(iter_lines(path), source, st.warnings)
+    if steps is not None:
+        return steps
+    ending = st.ending.result(0)
+    if ending is not None and ending.kind != "completed" and _log_line(ending.message or ""):
+        return _ending_only(st, ending)
     score, near, pairs, known = st.near
     where = (
         f"; line {near} is the nearest: {pairs} key/value pair(s), {known} of them metric names"
@@ -332,6 +254,54 @@ def read_console(path: Path, source: str) -> Run:
         "key:value' lines, TRL {'loss': ...} dicts, 'metrics_tag:' lines, 'key: value' pairs "
         f"3 spaces apart ...), found none{where}"
     )
+
+
+# how a log states its end, not how prose tells of one: an exception line, the shell's
+# `Killed`, a logger's or a launcher's line (a timestamp, a `[rank0]:`-like tag, `ERROR`)
+_LOG_ENDING = re.compile(
+    r"^(?:[\w.]+(?:Error|Exception|Interrupt|Exit|Full|Killed)\b"
+    r"|(?:\S+: line \d+: +\d+ )?Killed\b|\[|\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|[EWF]\d{4} "
+    r"|(?:ERROR|FATAL|CRITICAL|RuntimeError)\b|Out of memory: Killed process)"
+)
+
+
+def _log_line(message: str) -> bool:
+    return bool(_LOG_ENDING.match(message.strip()))
+
+
+def _ending_only(st: _State, ending: RunEnding) -> Run:
+    """A log with no metric line that shows how the run ended (an issue excerpt of the OOM
+    traceback, the tail of a killed job): a run of no steps whose ending is reported."""
+    pl = lazy.polars
+
+    note = (
+        f"{st.source}: no metric line, only how the run ended ({ending.kind}, line "
+        f"{ending.line}); nothing of its training can be judged"
+    )
+    return Run(
+        frame=pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}),
+        source=st.source,
+        format="console-ending",
+        ending=ending,
+        warnings=[*st.warnings, note],
+    )
+
+
+_REJOIN_SAMPLE = 8 << 20  # bytes looked at for records broken over lines
+
+
+def _rejoiner(path: Path) -> Any:
+    """A Rejoiner when the log shows records broken over lines, else None (the fast path)."""
+    from advisor.ingest.rejoin import Rejoiner, needs_rejoin
+
+    try:
+        with path.open("rb") as fh:
+            sample = fh.read(_REJOIN_SAMPLE).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    if "{" not in sample and "step:" not in sample:
+        return None
+    return Rejoiner() if needs_rejoin(sample) else None
 
 
 _WRAP_SAMPLE = 1 << 16  # bytes looked at for hard-wrapped lines
@@ -399,9 +369,14 @@ def _line(st: _State, lineno: int, line: str, last: bool) -> None:
     if line.endswith("\r"):  # Windows line ends
         line = line[:-1]
     if "\r" in line:  # tqdm redraws: keep the progress counter, then the last segment
+        segments = [s for s in line.split("\r") if s.strip()]
+        # a record the bar was redrawn after on the same line (stdout's dict, then stderr's
+        # bar with no newline between them) is read first, not dropped with the redraws
+        for seg in segments[:-1]:
+            if ("{'" in seg or '{"' in seg) and seg.rstrip().endswith("}"):
+                _line(st, lineno, seg, False)
         if "/" in line:
             _tqdm(st, line)
-        segments = [s for s in line.split("\r") if s.strip()]
         line = segments[-1] if segments else ""
     if st.config_lines is not None:
         prefix, body = _split_prefix(line)
@@ -913,7 +888,7 @@ def _finish_dicts(st: _State) -> Run:
     elif any(r["_kind"] == "swift" for r in rows):
         fmt = "swift-console"
         _number_swift_rows(rows, st, hints)
-    elif any(r["_step"] is None for r in rows):
+    elif any(r["_step"] is None for r in rows) and not _ppo_trainer_steps(st, rows, hints):
         _derive_trl_steps(st, rows, hints)
     _add_bar_rates(st, rows)
     df = pl.from_dicts(_merge_parts(rows), infer_schema_length=None)
@@ -1065,6 +1040,34 @@ def _rising_runs(marks: list[int], restarts: int = 3) -> bool:
     return drops <= restarts
 
 
+# keys only TRL's PPOTrainer (and RLOOTrainer) logs: a policy and a value model, GAE advantages
+_PPO_TRAINER_KEYS = frozenset({"objective/rlhf_reward", "objective/scores", "loss/value_avg"})
+
+
+def _ppo_trainer_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, Any]) -> bool:
+    """TRL's PPOTrainer prints its dicts without a step but with `episode`, the samples trained
+    on so far (batch_size per update): the update number is episode / batch_size, the batch
+    size the largest whole divisor of every episode count. Its advantages are GAE's (a value
+    model), which the hints say. False when the dicts are not PPOTrainer's."""
+    if not any(_PPO_TRAINER_KEYS & r.keys() for r in rows):
+        return False
+    hints.setdefault("adv_estimator", "gae")
+    episodes = [r.get("episode") for r in rows]
+    if not all(isinstance(e, int | float) and e > 0 and float(e).is_integer() for e in episodes):
+        return False
+    counts = [int(e) for e in episodes]  # type: ignore[arg-type]
+    if any(b <= a for a, b in pairwise(counts)):
+        return False  # not one run's rising count (two runs, a resume): numbered otherwise
+    batch = math.gcd(*counts)
+    for r, n in zip(rows, counts, strict=True):
+        r["_step"] = n // batch
+    st.warnings.append(
+        f"{st.source}: TRL PPOTrainer's dicts print no step: each is numbered by its episode "
+        f"count / {batch} (the samples per update, the largest divisor of every count)"
+    )
+    return True
+
+
 def _derive_trl_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, Any]) -> None:
     """TRL prints its log dicts without the step: step = k x logging_steps, k = train entry no.
 
@@ -1107,6 +1110,9 @@ def _derive_trl_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, A
         every, how = total // n, f"{n} entries over the {total} steps of the progress bar"
     if every is None:
         every, how = 1, "nothing: no progress bar or logging_steps found, assumed every step"
+        epochs = [r.get("epoch") for r in train]
+        if n > 1 and all(isinstance(e, int | float) for e in epochs):
+            how += f"; the lines count epochs {epochs[0]}-{epochs[-1]}, numbered 1-{n} in order"
     hints.setdefault("logging_steps", every)
     if total:
         hints.setdefault("max_steps", total)

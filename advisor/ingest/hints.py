@@ -96,6 +96,7 @@ def verl_hints(cfg: Mapping[str, Any]) -> dict[str, Any]:
         "clip_ratio_high": f"{actor}.clip_ratio_high",
         "entropy_coeff": f"{actor}.entropy_coeff",
         "temperature": "actor_rollout_ref.rollout.temperature",
+        "use_kl_in_reward": "algorithm.use_kl_in_reward",
     }.items():
         v = _get(cfg, path)
         if v is not None:
@@ -179,8 +180,6 @@ def trl_arg_hints(args: Mapping[str, str]) -> dict[str, Any]:
     if "max_prompt_length" in out and "max_response_length" in out:
         with contextlib.suppress(TypeError, ValueError):
             out["max_length"] = int(out["max_prompt_length"]) + int(out["max_response_length"])
-    from advisor.dialect import trl_algorithm  # a cycle: dialect imports this module
-
     for eps in ("epsilon", "epsilon_high"):  # floats, as GRPOConfig holds them
         if isinstance(typed.get(eps), int):
             typed[eps] = out[eps] = float(typed[eps])
@@ -188,3 +187,18 @@ def trl_arg_hints(args: Mapping[str, str]) -> dict[str, Any]:
     if algorithm is not None:
         out["algorithm"] = algorithm
     return out
+
+
+def trl_algorithm(args: Mapping[str, Any]) -> str | None:
+    """The guide's algorithm of TRL arguments (GRPOConfig names, typed values): GSPO is TRL's
+    sequence-level importance sampling; Clip-Higher (epsilon_high above epsilon) marks DAPO
+    (knowledge.md §3); TRL arguments without either are GRPO's. TRL's `loss_type: dapo` (its
+    default) is DAPO's token-level normalisation alone, not the algorithm."""
+    if "num_generations" not in args and "beta" not in args:
+        return None  # not a GRPO config: nothing said about the algorithm
+    if args.get("importance_sampling_level") == "sequence":
+        return "gspo"
+    eps, high = args.get("epsilon", 0.2), args.get("epsilon_high")
+    if isinstance(eps, float) and isinstance(high, float) and high > eps:
+        return "dapo"
+    return "grpo"

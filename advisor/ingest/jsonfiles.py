@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor import lazy
-from advisor.ingest import MAX_JSON_DEPTH, _check_depth, _too_deep, json_depth
 from advisor.ingest import hints as hint_map
+from advisor.ingest.depth import MAX_JSON_DEPTH, _check_depth, _too_deep, json_depth
 from advisor.ingest.frame import build_run, flatten_keys
 from advisor.types import InputError, Run, RunEnding
 
@@ -455,7 +455,7 @@ def _cells(df: Any) -> int:
 
 def _jsonl_python(path: Path, source: str) -> tuple[Any, list[str], str]:
     # the console reader (its patterns, ~10 ms to import) only when polars refused the file
-    from advisor.ingest.console import iter_lines
+    from advisor.ingest.lines import iter_lines
 
     pl = lazy.polars
 

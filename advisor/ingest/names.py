@@ -1,6 +1,6 @@
 """Framework metric keys -> the canonical vocabulary of contract.md.
 
-One table for every framework of `shared/spec/metrics.md` (verl, TRL, OpenRLHF, ROLL, slime,
+One table for every framework of `docs/metrics.md` (verl, TRL, OpenRLHF, ROLL, slime,
 NeMo-RL, AReaL). Each canonical name lists its raw keys best first: when a run logs several
 (verl's critic/rewards/mean and critic/score/mean), the first present wins. Validation keys that
 carry a dataset name (val-core/<ds>/reward/mean@N ...) are matched by pattern and averaged.
@@ -26,10 +26,13 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "rollout/raw_reward",  # slime
         "train/reward",  # NeMo-RL (and TRL through W&B)
         "ppo_actor/task_reward/avg",  # AReaL
+        "objective/rlhf_reward",  # TRL PPOTrainer: score minus the KL penalty
+        "objective/scores",  # TRL PPOTrainer: the reward model's score
+        "Reward",  # MiniMind
     ),
     "reward_std": ("critic/rewards/std", "critic/score/std", "reward_std", "train/reward_std"),
-    "ppo_kl": ("actor/ppo_kl",),
-    "vf_loss": ("critic/vf_loss",),  # verl PPO's value function (a critic)
+    "ppo_kl": ("actor/ppo_kl", "policy/approxkl_avg"),  # TRL PPOTrainer: approx KL old/new
+    "vf_loss": ("critic/vf_loss", "loss/value_avg"),  # a PPO critic (verl, TRL PPOTrainer)
     "critic_grad_norm": ("critic/grad_norm",),
     "kl_ref": (
         "actor/kl_loss",  # verl, ROLL
@@ -40,6 +43,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "train/kl_penalty",  # NeMo-RL
         "ppo_actor/kl_rewards/avg",  # AReaL
         "objective/kl",  # TRL PPO
+        "KL_ref",  # MiniMind
         "train/kl",  # TRL through W&B
     ),
     "grad_norm": (
@@ -60,7 +64,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "train/entropy_loss",  # slime
         "train/approx_entropy",  # NeMo-RL
         "ppo_actor/update/entropy/avg",  # AReaL
-        "objective/entropy",  # TRL PPO
+        "policy/entropy_avg",  # TRL PPOTrainer: per token
+        "objective/entropy",  # TRL PPOTrainer: per sequence (summed over its tokens)
         "train/entropy",  # TRL through W&B
     ),
     "truncation_rate": (
@@ -85,6 +90,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "train/mean_gen_tokens_per_sample",  # NeMo-RL
         "train/completions/mean_length",
         "train/completion_length",
+        "Avg Response Len",  # MiniMind's GRPO
+        "Avg Len",  # MiniMind's R1-style GRPO
     ),
     "pg_clipfrac": (
         "actor/pg_clipfrac",
@@ -94,9 +101,19 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "actor/ppo_ratio_clipfrac",  # ROLL
         "train/pg_clipfrac",  # slime
         "ppo_actor/update/clip_ratio/avg",  # AReaL
+        "policy/clipfrac_avg",  # TRL PPOTrainer
         "train/clip_ratio/region_mean",
     ),
-    "lr": ("actor/lr", "learning_rate", "lr", "train/lr", "train/learning_rate", "actor_lr"),
+    "lr": (
+        "actor/lr",
+        "learning_rate",
+        "lr",
+        "train/lr",
+        "train/learning_rate",
+        "actor_lr",
+        "Learning Rate",  # MiniMind
+        "LR",  # MiniMind's R1-style GRPO
+    ),
     "step_time": (
         "timing_s/step",
         "timing/step",
@@ -106,7 +123,15 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "rollout_time": ("timing_s/gen", "timing/gen"),
     "zero_std_frac": ("frac_reward_zero_std", "train/frac_reward_zero_std"),
-    "loss": ("loss", "train/loss", "actor/pg_loss", "policy_loss", "train/pg_loss"),
+    "loss": (
+        "loss",
+        "train/loss",
+        "actor/pg_loss",
+        "policy_loss",
+        "train/pg_loss",
+        "loss/policy_avg",  # TRL PPOTrainer
+        "Actor Loss",  # MiniMind
+    ),
     # what the remedy sizes and words advice with (advisor.runfacts), not symptom metrics
     "terminated_length": (
         "completions/mean_terminated_length",  # TRL: length of the answers that finished
@@ -141,6 +166,13 @@ def is_training_record(keys: Iterable[str]) -> bool:
     """Some key of the record (with a value) is a training one."""
     return any(map(is_training_key, keys))
 
+
+# KL to the reference that is a penalty inside the reward (PPO with a critic: verl's
+# algorithm.use_kl_in_reward, AReaL's kl_rewards), not a term of the loss: its yardstick is
+# not the KL loss's (the engine reads which kl_ref alias a run's column came from).
+KL_IN_REWARD: frozenset[str] = frozenset(
+    {"actor/reward_kl_penalty", "critic/kl", "ppo_actor/kl_rewards/avg"}
+)
 
 # Keys whose exact 0 means "not measured" (ROLL logs entropy 0 when it skipped it).
 ZERO_MEANS_MISSING: frozenset[str] = frozenset({"critic/entropy/mean"})

@@ -11,6 +11,11 @@ evaluation metric by its key without the `eval_` prefix, each `_`-separated word
 `table_key` maps a title back to the key. A cell the row did not log reads "No Log" (null
 here); `nan` is a NaN the run logged (kept: non-finite evidence). Floats are printed with six
 decimals, so an lr below 5e-7 reads 0.000000.
+
+Users also paste tables of their own making: the keys as titles, one space apart (`Step loss
+grad_norm reward_mean clipped_ratio mean_length`), the TRL keys shortened to their last part
+(`_SHORT` maps those back), and rows left out with a `...` row between those shown. Such a
+row is skipped, every row around it read, and the report says rows were left out.
 """
 
 from __future__ import annotations
@@ -21,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from advisor import lazy
-from advisor.ingest.console import iter_lines
 from advisor.ingest.frame import build_run
 from advisor.ingest.jsonfiles import _cadence_logging
+from advisor.ingest.lines import iter_lines
 from advisor.types import InputError, Run
 
 FORMAT = "notebook-table"
@@ -36,6 +41,23 @@ _HTML_CELL = re.compile(r"<(th|td)\b[^>]*>(.*?)</t[hd]>", re.IGNORECASE | re.DOT
 _TAG = re.compile(r"<[^>]+>")
 _ROW = re.compile(r"<tr\b")
 _SPACES = re.compile(r"\t| {2,}")
+# a row standing for rows left out of a pasted table: `...`, `…`, `⋮`, alone or in every cell
+_ELIDED = re.compile(r"^[|\s]*(?:(?:\.{2,}|…|⋮)[|\s]*)+$")
+_KEY_TITLE = re.compile(r"[A-Za-z_][\w./@()-]*")
+# TRL's keys as users shorten them in a table of their own (the TRL key they stand for)
+_SHORT = {
+    "clipped_ratio": "completions/clipped_ratio",
+    "clip_ratio_completions": "completions/clipped_ratio",
+    "mean_length": "completions/mean_length",
+    "min_length": "completions/min_length",
+    "max_length": "completions/max_length",
+    "mean_terminated_length": "completions/mean_terminated_length",
+    "reward_mean": "reward",
+    "mean_reward": "reward",
+    "rewards_mean": "reward",
+    "zero_std_frac": "frac_reward_zero_std",
+    "lr": "learning_rate",
+}
 
 
 def table_key(title: str) -> str:
@@ -43,6 +65,8 @@ def table_key(title: str) -> str:
     title = " ".join(title.split())
     if title in _TITLES:
         return _TITLES[title]
+    if title in _SHORT:
+        return _SHORT[title]
     if " / " in title:  # the logged key, its slashes spaced out
         return title.replace(" / ", "/")
     if title[:1].isupper():  # transformers' evaluation title: eval_<words joined by _>
@@ -69,6 +93,8 @@ def _split(line: str, kind: str) -> list[str]:
         return [c.strip() for c in body.split("|")]
     if kind == "\t":
         return [c.strip() for c in line.strip().split("\t")]
+    if kind == " ":
+        return line.split()
     return [c.strip() for c in _SPACES.split(line.strip())]
 
 
@@ -83,6 +109,10 @@ def _header(line: str) -> tuple[list[str], str] | None:
             ok = cells[0] in _FIRST and len(cells) >= 2 and all(cells)
             if ok and all(cell_value(c) is None for c in cells):
                 return cells, kind
+    # the keys one space apart (a table of the user's own): every title a key
+    cells = text.split()
+    if len(cells) >= 3 and cells[0] in _FIRST and all(_KEY_TITLE.fullmatch(c) for c in cells):
+        return cells, " "
     return None
 
 
@@ -97,6 +127,8 @@ class _Tables:
         self.disagree: int | None = None
         self.by_epoch = False
         self.headers = 0
+        self.elided: list[tuple[int, int | None]] = []  # (line, the step shown before it)
+        self.last_step: int | None = None
 
     def add(self, lineno: int, titles: list[str], cells: list[str], cut: bool = False) -> bool:
         """One data row; False when it is none (the table ended). A row may have fewer cells
@@ -112,6 +144,7 @@ class _Tables:
             cells = cells[:-1]
             self.cut.append(lineno)
         step = int(first)
+        self.last_step = step
         row = self.rows.setdefault(step, {})
         for title, cell in zip(titles[1:], cells[1:], strict=False):
             key = table_key(title)
@@ -145,6 +178,14 @@ class _Tables:
             )
         if self.by_epoch:
             warnings.append(f"{self.source}: the table counts epochs; its rows are numbered so")
+        if self.elided:
+            line, after = self.elided[0]
+            where = f" after step {after}" if after is not None else ""
+            more = f" (and {len(self.elided) - 1} more such row(s))" if len(self.elided) > 1 else ""
+            warnings.append(
+                f"{self.source}:{line}: rows are left out ('...'){where}{more}; the rows shown "
+                "around it are read, the steps left out are missing"
+            )
         hints = _cadence_logging(records)
         df = pl.from_dicts(records, infer_schema_length=None)
         return build_run(df, source=self.source, fmt=FORMAT, hints=hints, warnings=warnings)
@@ -179,6 +220,9 @@ def read_notebook_table(path: Path, source: str) -> Run | None:
             if not text:
                 continue
             if kind == "|" and _SEPARATOR.match(text):
+                continue
+            if _ELIDED.match(text):
+                tables.elided.append((lineno, tables.last_step))
                 continue
             if tables.add(lineno, titles, _split(text, kind), cut=last):
                 continue

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor import lazy
-from advisor.ingest import MAX_JSON_DEPTH, json_depth
 from advisor.ingest import hints as hint_map
+from advisor.ingest.depth import MAX_JSON_DEPTH, json_depth
 from advisor.ingest.frame import build_run, flatten_keys
 from advisor.ingest.names import lookup
 from advisor.types import InputError, Run, RunEnding

@@ -431,6 +431,11 @@ class Sidecar:
 
     def _finish(self, follower: Follower, ending: RunEnding | None) -> None:
         self._feed(follower.flush_partial(), last=True)
+        self.end(ending)
+
+    def end(self, ending: RunEnding | None = None) -> None:
+        """Judge what is left and close the Advisor: the end of a watch fed by `feed_lines`
+        (a platform job's log, fetched line by line), or of `run`."""
         self._observe(self.parser.finish())
         self.advisor.format = self.parser.format or self.advisor.format
         for note in self.parser.notes():

@@ -90,6 +90,11 @@ def verdict(d: Diagnosis) -> str:
 
 def _verdict(d: Diagnosis) -> str:
     ordered = d.findings
+    if d.status == "insufficient_data" and d.run is not None and d.run.steps and not d.run.metrics:
+        return (
+            f"Not judged: {d.run.steps} steps read, none with a metric the advisor judges "
+            "(reward, KL, entropy, lengths ...)."
+        )
     if d.status == "insufficient_data":
         steps = d.run.steps if d.run else 0
         need = d.warmup_steps or 0
@@ -100,6 +105,8 @@ def _verdict(d: Diagnosis) -> str:
     if not ordered:
         extra = f"; {len(d.config_findings)} config finding(s) below" if d.config_findings else ""
         wait = f"trends judged after a warm-up of {d.warmup_steps} steps"
+        if d.status == "crashed":  # verdict() says how it ended
+            return f"Crashed: no symptom in the metrics before the end ({wait}){extra}."
         return f"Healthy: no symptom ({wait}){extra}."
     ordered = list({f.id: f for f in reversed(ordered)}.values())[::-1]  # episodes: one issue
     counts = {

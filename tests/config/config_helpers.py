@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.representer import SafeRepresenter
+
+from advisor.config import yaml11_number
 
 HERE = Path(__file__).resolve().parent
 BASES = HERE / "bases"
@@ -39,9 +42,22 @@ def merge(base: Any, patch: Any) -> Any:
     return copy.deepcopy(patch)
 
 
+class _Yaml11Floats(SafeRepresenter):
+    pass
+
+
+_Yaml11Floats.add_representer(
+    float, lambda rep, v: rep.represent_scalar("tag:yaml.org,2002:float", yaml11_number(v))
+)
+
+
 def write_yaml(data: Any, path: Path) -> Path:
+    """`data` as YAML, its floats as the platform SDK's YAML 1.1 loader reads them (1.0e-06):
+    C009 judges the numbers users write, not this writer's."""
+    yaml = YAML(typ="safe", pure=True)
+    yaml.Representer = _Yaml11Floats
     with path.open("w", encoding="utf-8") as fh:
-        YAML(typ="safe", pure=True).dump(data, fh)
+        yaml.dump(data, fh)
     return path
 
 

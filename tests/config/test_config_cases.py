@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from config_helpers import BASES, load_cases, merge, read_yaml, write_yaml
 
-from advisor.static import LoadCheck, rulebook, validate_job
+from advisor.api import validate_job
+from advisor.static import LoadCheck, rulebook
 
 CASES = load_cases()
 
@@ -70,9 +71,10 @@ def test_every_rule_has_a_firing_and_a_passing_case() -> None:
 
 @pytest.mark.parametrize("base", sorted(p.stem for p in BASES.glob("*.yaml")))
 def test_bases_are_clean(base: str) -> None:
-    """The bases must be sound, or a passing case could pass for the wrong reason."""
+    """The bases must be sound, or a passing case could pass for the wrong reason. They are
+    written in the guide's layout (the one the cases patch), which C008 notes once."""
     _, diag = validate_job(BASES / f"{base}.yaml")
-    assert [(f.id, f.message) for f in diag.config_findings] == []
+    assert [(f.id, f.message) for f in diag.config_findings if f.id != "C008"] == []
 
 
 def test_load_rules_are_documented_as_load_checks() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from config_helpers import BASES, JOBS, read_yaml, write_yaml
 
+from advisor.api import validate_job
 from advisor.config import load_config, parse_set
-from advisor.static import validate_job
 from advisor.types import InputError, Severity
 
 GUIDE_EXAMPLES = [
@@ -154,6 +154,7 @@ def test_all_problems_are_reported_at_once(tmp_path: Path) -> None:
         ("C003", "n_epochs"),
         ("C004", "algorithm"),
         ("C005", "max_prompt_length"),
+        ("C008", "job_name"),  # the guide's layout, which the SDK refuses
     ]
     assert all(f.line for f in loaded.findings if f.id != "C005")
 
@@ -251,13 +252,14 @@ def test_invalid_values_are_listed_in_the_files_order(tmp_path: Path) -> None:
     assert order == sorted(order), notes[0]
 
 
-@pytest.mark.parametrize("value", ["0", "0.5"])
+@pytest.mark.parametrize(("value", "rule"), [("0", "C003"), ("0.5", "C002")])
 def test_a_function_field_set_from_the_command_line_is_checked_as_in_the_file(
-    tmp_path: Path, value: str
+    tmp_path: Path, value: str, rule: str
 ) -> None:
+    """0 is below the range; 0.5 is no whole number of seconds (the SDK's timeout is an int)."""
     job = read_yaml(JOBS / "guide_config.yaml")
     job["functions"][0]["timeout"] = float(value)
     in_file = load_config(write_yaml(job, tmp_path / "job.yaml"))
     by_set = load_config(JOBS / "guide_config.yaml", sets=[f"functions.0.timeout={value}"])
     for loaded in (in_file, by_set):
-        assert [f.id for f in loaded.findings if "timeout" in f.message] == ["C003"]
+        assert [f.id for f in loaded.findings if "timeout" in f.message] == [rule]

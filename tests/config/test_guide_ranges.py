@@ -13,7 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.static import profiles, validate_job
+from advisor.api import validate_job
+from advisor.static import profiles
 
 PROFILES = profiles().profiles
 RUNTIME = {"cpu": 2, "memory_size": 4096, "disk_size": 512, "concurrency": 30, "capacity": 30,
@@ -65,5 +66,11 @@ def test_guide_ranges_carry_no_error_or_warning(case: tuple[str, dict], tmp_path
     path = tmp_path / "job.json"
     path.write_text(json.dumps(doc))
     _, diag = validate_job(path)
-    bad = [(f.id, f.message) for f in diag.config_findings if f.severity.value != "info"]
+    # C008 / C009 judge the file's layout and number spelling (json.dumps writes 2e-06), not
+    # the values: the ranges are what this test holds
+    bad = [
+        (f.id, f.message)
+        for f in diag.config_findings
+        if f.severity.value != "info" and f.id not in ("C008", "C009")
+    ]
     assert not bad, (name, doc["training"]["hyper_parameters"], bad)

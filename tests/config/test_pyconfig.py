@@ -64,3 +64,31 @@ def test_patching_a_python_job_writes_the_yaml_keyword_form(tmp_path: Path) -> N
     assert again.config.functions[0].runtime == {
         "cpu": 2, "memory_size": 4096, "concurrency": 30, "capacity": 5,
     }  # fmt: skip
+
+
+def test_the_sdk_classes_of_a_group_reward_and_a_teacher_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "job.py"
+    path.write_text(
+        """client.submit_job(
+    model="qwen3.5-9b",
+    teacher_model="qwen3.5-35b-a3b",
+    functions=[
+        GroupRewardFunctionComponent(name="g", weight=0.5, timeout=120,
+            fcmodel=FunctionComponentModel(filepath="functions/g.py", classname="G")),
+    ],
+    datasets=[Dataset(type=DatasetsType.TESTING, file_id="file-t")],
+    hyper_parameters={"algorithm": "gspo"},
+)
+""",
+        encoding="utf-8",
+    )
+    loaded = load_config(path)
+    (group,) = loaded.config.functions
+    assert (group.type, group.weight) == ("group_reward", 0.5)
+    assert group.fcmodel and (group.fcmodel.filepath, group.fcmodel.classname) == (
+        "functions/g.py",
+        "G",
+    )
+    assert loaded.config.teacher_model == "qwen3.5-35b-a3b"
+    assert [d.type for d in loaded.config.datasets] == ["testing"]
+    assert not [f for f in loaded.findings if f.id in ("C001", "C002", "C004")]

@@ -79,7 +79,7 @@ def test_patch_keeps_end_of_line_comment_of_a_changed_key(tmp_path: Path) -> Non
     dest = tmp_path / "p.yaml"
     write_patched(JOBS / "guide_config.yaml", {"learning_rate": 4e-6, "kl_loss_coef": 0.01}, dest)
     text = dest.read_text()
-    assert re.search(r"learning_rate: 4e-0?6 +# learning rate", text)
+    assert re.search(r"learning_rate: 4.0e-06 +# learning rate", text)  # YAML 1.1 reads it
     assert re.search(r"kl_loss_coef: 0.01 +# KL penalty", text)
 
 
@@ -135,3 +135,13 @@ def test_unreadable_source_leaves_no_output(tmp_path: Path) -> None:
         write_patched(src, {"learning_rate": 1e-6}, dest)
     assert not dest.exists()
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_a_json_patch_spells_exponents_as_yaml_1_1_reads_them(tmp_path: Path) -> None:
+    """The SDK reads a job file with a YAML 1.1 loader, JSON too: json.dumps's 1e-05 would be
+    the string '1e-05' there."""
+    dest = tmp_path / "p.json"
+    write_patched(JOBS / "guide_run_kwargs.json", {"learning_rate": 1e-05}, dest)
+    text = dest.read_text()
+    assert '"learning_rate": 1.0e-05' in text
+    assert json.loads(text)["hyper_parameters"]["learning_rate"] == 1e-05

@@ -272,3 +272,24 @@ def test_the_scored_symptoms_are_the_rulebooks_alarms(monkeypatch: pytest.Monkey
     assert ids[: len(h.GUIDE_ORDER)] == h.GUIDE_ORDER
     rest = tuple(r.id for r in bigger.rules if r.id in alarms and r.id not in h.GUIDE_ORDER)
     assert ids[len(h.GUIDE_ORDER) :] == rest and rest[0] == "NEWW"
+
+
+def test_full_curves_scored_beside_the_public_runs(tmp_path: Path) -> None:
+    full = tmp_path / "full"
+    (full / "c").mkdir(parents=True)
+    (full / "c" / "log.txt").write_text("x")
+    labels = tmp_path / "full_labels.yaml"
+    labels.write_text("runs:\n  c: {metrics: log.txt, expected: [P4], forbidden: [all]}\n")
+    assert h.default_full_dir(tmp_path) == full and h.default_full_dir(full) is None
+    pred = _predictor({"c": [("P4", "warning", 50, 60)]})
+    rep = h.run_harness(None, full_dir=full, full_labels=labels, predictor=pred)
+    assert rep.real == [] and [r.passed for r in rep.full] == [True]
+    assert "Public full curves (1/1 pass)" in h.render_markdown(rep)
+    assert json.loads(rep.to_json())["full"][0]["name"] == "c"
+
+
+def test_cli_full_dir_names_a_missing_run(tmp_path: Path) -> None:
+    from advisor.cli import main
+
+    # the project's own full_labels.yaml names runs this empty folder does not hold
+    assert main(["harness", "--no-real", "--full-dir", str(tmp_path)]) == 2

@@ -149,6 +149,17 @@ def dapo_ent(s: dict[str, np.ndarray]) -> None:
     s["entropy"][ONSET:] = s["entropy"][ONSET] * (1 - 0.6 * np.arange(n - ONSET) / (n - ONSET))
 
 
+def ref(s: dict[str, np.ndarray]) -> None:
+    """KL ~1 nat a token from step 1, never growing: the reference is another model."""
+    n = len(s["kl_ref"])
+    s["kl_ref"] = 1.0 * np.exp(np.random.default_rng(4).normal(0, 0.05, n))
+
+
+def waste(s: dict[str, np.ndarray]) -> None:
+    """Every other step with a gradient of exactly 0 (its groups all scored alike)."""
+    s["grad_norm"][ONSET::2] = 0.0
+
+
 # id -> (modifier, extra hyperparameters, tolerance on the onset in steps or None)
 CASES: dict[str, tuple[Callable[[dict[str, np.ndarray]], None], dict[str, Any], int | None]] = {
     "P1": (p1, {}, None),
@@ -164,4 +175,6 @@ CASES: dict[str, tuple[Callable[[dict[str, np.ndarray]], None], dict[str, Any], 
     "DAPO-LONG": (dapo_long, {}, 40),
     "DAPO-ZSTD": (dapo_zstd, {}, 40),
     "DAPO-ENT": (dapo_ent, {}, None),
+    "REF": (ref, {}, None),  # from step 1, not ONSET
+    "WASTE": (waste, {}, 40),
 }

@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from advisor.engine import AllOf, AnyOf, Leaf, NotOf, parse_symptom_rules, rulebook_path
-from advisor.paramspec import walk
+from advisor.book.symptoms import (
+    AllOf,
+    AnyOf,
+    Leaf,
+    NotOf,
+    parse_symptom_rules,
+    rulebook_path,
+    walk,
+)
 from advisor.types import InputError
 
 BOOK = rulebook_path().read_text(encoding="utf-8")

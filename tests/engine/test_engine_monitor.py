@@ -59,7 +59,7 @@ def test_same_findings_online_and_offline(seed: int, n: int, first: int, noise: 
     s = base(n, seed=seed, noise=noise)
     rng = np.random.default_rng(seed)
     s["grad_norm"][rng.random(n) < 0.03] = np.nan  # a few skipped updates
-    mon = Monitor(HP)
+    mon = Monitor(HP, expected_steps=n)  # as a trainer that knows its length (the warm-up cap)
     for step, row in rows(s, first=first):
         mon.push(step, row)
     mon.close(None)

@@ -7,18 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from advisor.detectors import DETECTORS
-from advisor.engine import (
+from advisor.book.symptoms import (
     SymptomRulebook,
-    _leaves,
     export_schema,
     load_symptom_rules,
     parse_symptom_rules,
     rulebook_path,
 )
+from advisor.book.symptoms import leaves as _leaves
+from advisor.detectors import DETECTORS
 from advisor.types import InputError
 
-CONTRACT_IDS = {"P1", "P2", "P3", "KL0", "P4", "SLOW", "OOM", "P9", "P6", "NAN", "DIV"}
+CONTRACT_IDS = {
+    "P1", "P2", "P3", "KL0", "P4", "SLOW", "OOM", "P9", "P6", "NAN", "DIV", "REF", "WASTE"
+}
 DOC_FIELDS = ("summary", "why", "example", "use_instead", "source")
 # The 25 platform hyperparameters (knowledge.md §2.1 and §2.2): actions may only touch these.
 PLATFORM_PARAMS = {
@@ -41,6 +43,7 @@ def test_every_contract_id_has_a_rule(book: SymptomRulebook) -> None:
     assert set(book.by_id) >= CONTRACT_IDS
     extra = set(book.by_id) - CONTRACT_IDS
     assert all(i.startswith("DAPO-") for i in extra)
+    assert book.by_id["WASTE"].severity.value == "info"  # advice, never an alarm
     assert all(book.by_id[i].severity.value == "info" for i in extra)
 
 
@@ -65,7 +68,7 @@ def test_detectors_and_params_exist(book: SymptomRulebook) -> None:
 def test_exported_schema_is_fresh() -> None:
     committed = json.loads((rulebook_path().parent / "schema_symptoms.json").read_text())
     assert committed == json.loads(json.dumps(export_schema())), (
-        "rulebook/schema_symptoms.json is stale: run `python -m advisor.engine`"
+        "rulebook/schema_symptoms.json is stale: run `python -m advisor.book.symptoms`"
     )
 
 

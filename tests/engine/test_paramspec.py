@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from advisor import detectors
-from advisor.engine import parse_symptom_rules, rulebook_path
-from advisor.paramspec import check_rulebook, detector_book, walk
+from advisor.book.paramspec import detector_book
+from advisor.book.symptoms import check_rulebook, parse_symptom_rules, rulebook_path, walk
 from advisor.types import InputError
 
 # Keys the engine passes in, and the companion each stands for.
@@ -179,9 +179,9 @@ def test_exported_schema_is_fresh() -> None:
     import json
 
     from advisor import schema
-    from advisor.paramspec import DetectorBook, spec_path
+    from advisor.book.paramspec import DetectorBook, spec_path
 
     committed = json.loads((spec_path().parent / "schema_detectors.json").read_text())
     assert committed == json.loads(json.dumps(schema.json_schema(DetectorBook))), (
-        "rulebook/schema_detectors.json is stale: run `python -m advisor.paramspec`"
+        "rulebook/schema_detectors.json is stale: run `python -m advisor.book.paramspec`"
     )

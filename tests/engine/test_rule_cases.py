@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from engine_series import HP, base, rows
 
-from advisor.engine import CaseChange, Monitor, RuleCase, load_symptom_rules
+from advisor.book.symptoms import CaseChange, RuleCase, load_symptom_rules
+from advisor.engine import Monitor
 from advisor.types import RunEnding
 
 RULES = load_symptom_rules().rules

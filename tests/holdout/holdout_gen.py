@@ -1,6 +1,6 @@
 """An independent, seeded generator of labelled RL fine-tuning runs (the holdout corpus).
 
-Written from shared/spec/knowledge.md section 4, shared/spec/metrics.md (names, files, traps,
+Written from docs/knowledge.md section 4, docs/metrics.md (names, files, traps,
 issue threads) and the value ranges of shared/real_runs/labelled, WITHOUT reading
 sample_metrics/generate.py or the detectors' thresholds: it is the judge, not a copy of the
 corpus the rulebook was tuned on. Its choices therefore differ on purpose: eval_steps is drawn

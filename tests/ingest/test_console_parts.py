@@ -10,6 +10,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import advisor.ingest.console as console
+import advisor.ingest.lines as lines
 from advisor.ingest import load_run
 
 
@@ -35,7 +36,7 @@ def test_read_in_parts_equals_read_at_once(
     log = _log(tmp_path / "train.log", 3000)
     whole = load_run(log)
     monkeypatch.setattr(console, "_PART_TEXT", 1)  # a part per chunk ...
-    monkeypatch.setattr(console, "_CHUNK", 4096)  # ... of 4 kB: dozens of parts
+    monkeypatch.setattr(lines, "_CHUNK", 4096)  # ... of 4 kB: dozens of parts
     parts = load_run(log)
     assert_frame_equal(parts.frame, whole.frame)
     cols = parts.frame.columns  # the raw keys in the order the file shows them

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.ingest import console, load_run
+from advisor.ingest import console, lines, load_run
 from advisor.ingest import payloads as payload_reader
 
 KEYS = [
@@ -118,7 +118,7 @@ def test_chunked_and_unmapped_reading_agree(
         fh.write("step:31 - actor/entropy:0.5 - critic/score/mean:0.2 - actor/grad_norm:0.1\n")
         fh.write("Traceback (most recent call last):\ntorch.OutOfMemoryError: CUDA out of memory")
     whole = load_run(log)
-    monkeypatch.setattr(console, "_CHUNK", chunk)
+    monkeypatch.setattr(lines, "_CHUNK", chunk)
     chunked = load_run(log)
     import mmap
 

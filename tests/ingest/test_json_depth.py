@@ -1,4 +1,4 @@
-"""The JSON depth guard (ingest.json_depth) counts as a byte-by-byte walk does, in any pieces."""
+"""The JSON depth guard (ingest/depth.py) counts as a byte-by-byte walk does, in any pieces."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from advisor import ingest
-from advisor.ingest import MAX_JSON_DEPTH, _check_depth, json_depth, jsonfiles, load_run
+from advisor.ingest import MAX_JSON_DEPTH, _check_depth, depth, json_depth, jsonfiles, load_run
 from advisor.types import InputError
 
 
@@ -44,7 +43,7 @@ CASES += [bytes(rng.choice(b'[]{}\na" ') for _ in range(rng.randrange(1, 80))) f
 def test_depth_as_a_walk_counts_it(
     chunk: int, in_python: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ingest, "WALK_IN_PYTHON", in_python)
+    monkeypatch.setattr(depth, "WALK_IN_PYTHON", in_python)
     for data in CASES:
         for per_line in (True, False):
             assert json_depth(data, per_line, chunk) == _walk(data, per_line), (data, per_line)
@@ -63,13 +62,13 @@ def test_deep_file_refused_read_in_pieces(tmp_path: Path) -> None:
 def _walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Records each depth walk over a file (its depth) made while reading."""
     walks: list[int] = []
-    real = ingest._depth_of
+    real = depth._depth_of
 
     def spy(blocks: Any, per_line: bool) -> int:
         walks.append(real(blocks, per_line))
         return walks[-1]
 
-    monkeypatch.setattr(ingest, "_depth_of", spy)
+    monkeypatch.setattr(depth, "_depth_of", spy)
     return walks
 
 

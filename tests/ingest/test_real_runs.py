@@ -1,4 +1,5 @@
-"""Every file of the public runs in shared/real_runs is read: step counts as SOURCE.md says.
+"""Every file of the public runs in shared/real_runs (and its full/ curves) is read: step counts as
+SOURCE.md says.
 
 CI has the shared folder at ../shared relative to the repo; the test skips cleanly without it.
 """
@@ -51,12 +52,43 @@ EXPECTED = {
     # 3 dicts, the third cut after its first keys: no reward, so it is no step
     "public2/trl-grpo-tinylora-coder-clipfrac-issue4/issue_excerpt.txt": (
         "trl-console", 2, 1, 2, ("reward_mean", "entropy", "grad_norm", "truncation_rate")),
-    # two Unsloth runs one after the other (20 + 27 dicts, no step in them): numbered 1..46
+    # two Unsloth runs one after the other (20 + 27 dicts, no step in them): numbered 1..47;
+    # the last dict is broken over two lines (line 626) and joined back
     "public2/trl-grpo-unsloth-qwen3-4b-nan-gradnorm/train_grpo.log": (
-        "trl-console", 46, 1, 46, ("reward_mean", "grad_norm", "kl_ref", "truncation_rate")),
+        "trl-console", 47, 1, 47, ("reward_mean", "grad_norm", "kl_ref", "truncation_rate")),
     # one verl step, cut before response_length/clip_ratio
     "public2/verl-grpo-resp-clip-high-issue7412/issue_excerpt.txt": (
         "verl-console", 1, 34, 34, ("reward_mean", "entropy", "grad_norm", "kl_ref")),
+    # the public full curves (shared/real_runs/full, labelled in sample_metrics/full_labels.yaml)
+    "full/minimind-grpo-30m-gsm8k-r1-rules/r1_main.log": (
+        "minimind-console", 500, 1, 500, ('reward_mean', 'kl_ref', 'response_length')),
+    "full/minimind-grpo-30m-rm-reward-flat/grpo.log": (
+        "minimind-console", 9751, 1, 9751, ('reward_mean', 'kl_ref', 'response_length')),
+    "full/trl-grpo-qwen25-3b-hotpotqa-kl-drift/grpo.log": (
+        "trl-console", 93, 20, 1860, ('reward_mean', 'kl_ref', 'grad_norm', 'response_length')),
+    "full/trl-grpo-qwen25-3b-hotpotqa-v2-sighup/grpo_v2.log": (
+        "trl-console", 46, 20, 920, ('reward_mean', 'kl_ref', 'grad_norm', 'response_length')),
+    "full/trl-grpo-qwen25-3b-hotpotqa-v3/grpo_v3.log": (
+        "trl-console", 46, 20, 920, ('reward_mean', 'kl_ref', 'grad_norm', 'response_length')),
+    "full/trl-grpo-qwen25vl3b-aokvqa-warmup-collapse/run_terminal.md": (
+        "trl-console", 49, 10, 490, ('reward_mean', 'entropy', 'grad_norm', 'truncation_rate',
+                                     'response_length')),
+    "full/trl-grpo-qwen35-9b-gsm8k-learns-s44/train.log": (
+        "trl-console", 200, 1, 200, ('reward_mean', 'kl_ref', 'grad_norm', 'response_length')),
+    "full/trl-grpo-qwen35-9b-gsm8k-one-step-spike-s43/train.log": (
+        "trl-console", 200, 1, 200, ('reward_mean', 'kl_ref', 'grad_norm', 'response_length')),
+    "full/trl-grpo-rho-qwen25-7b-healthy-rho3-s43/train.log": (
+        "trl-console", 40, 5, 200, ('reward_mean', 'entropy', 'grad_norm', 'truncation_rate',
+                                     'response_length')),
+    "full/trl-grpo-rho-qwen25-7b-late-collapse-s42/train.log": (
+        "trl-console", 40, 5, 200, ('reward_mean', 'entropy', 'grad_norm', 'truncation_rate',
+                                     'response_length')),
+    "full/trl-grpo-rho-qwen25-7b-late-truncation-rho150-s44/train.log": (
+        "trl-console", 40, 5, 200, ('reward_mean', 'entropy', 'grad_norm', 'truncation_rate',
+                                     'response_length')),
+    "full/trl-grpo-rho-qwen25-7b-reward-collapse-rho050-s43/train.log": (
+        "trl-console", 40, 5, 200, ('reward_mean', 'entropy', 'grad_norm', 'truncation_rate',
+                                     'response_length')),
 }  # fmt: skip
 # files without per-step metrics: a clear InputError, never a traceback
 NO_METRICS = {"SOURCE.md", "eval.log"}

@@ -330,11 +330,13 @@ def test_generated_tables_raise_only_input_error(
 
 
 def test_the_rest_of_a_wrapped_dict_is_no_braceless_dict(tmp_path: Path) -> None:
-    # a terminal wrapped one TRL dict over two lines: the second starts mid-pair
+    # a terminal wrapped one TRL dict over two lines: the second starts mid-pair, so it is no
+    # braceless dict of its own; joined to the first piece it is the whole second dict
     text = (
         "{'loss': 0.0, 'grad_norm': 0.5, 'reward': 0.1, 'epoch': 0.1}\n"
         "{'loss': 0.0, 'grad_norm': 0.4, 'completions/max_terminated_length\n"
         "': 578.0, 'rewards/a/mean': 0.0, 'reward': -4.875, 'reward_std': 3.3, 'epoch': 0.2}\n"
     )
     run = load_run(_write(tmp_path, "trl.log", text))
-    assert run.frame["reward_mean"].to_list() == pytest.approx([0.1])
+    assert run.frame["reward_mean"].to_list() == pytest.approx([0.1, -4.875])
+    assert any(":2: 1 metric record(s) broken" in w for w in run.warnings)

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from advisor import schema
-from advisor.engine import ActionSpec
+from advisor.book.symptoms import ActionSpec
 from advisor.types import Evidence, Finding, Severity
 
 SPECS: dict[str, dict[str, Any]] = {
@@ -105,6 +105,7 @@ def rule_actions(action: dict[str, Any], fallback: dict[str, Any] | None) -> Sim
         action=schema.validate(ActionSpec, action),
         fallback=schema.validate(ActionSpec, fallback) if fallback is not None else None,
         fallback_first=[],
+        fallback_if_only=[],
     )
 
 

@@ -199,3 +199,26 @@ def test_subprocess_entry_point(tmp_path, job) -> None:
     )
     assert proc.returncode == 1, proc.stderr
     assert json.loads(proc.stdout)["status"] == "issues"
+
+
+LIVEFIRE = Path(__file__).resolve().parents[1] / "livefire" / "runs"
+
+
+def test_a_crashed_run_says_so_and_fails(tmp_path, capsys) -> None:
+    # reward-raise: the reward function raised at step 100 (a real TRL traceback), with no
+    # numerical symptom before: the status is "crashed", not "healthy", and CI fails on it.
+    log = LIVEFIRE / "reward-raise" / "train.log"
+    assert main(["diagnose", str(log), "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["status"] == "crashed"
+    assert data["run"]["ending"]["kind"] == "traceback" and data["run"]["ending"]["step"] == 100
+    assert main(["diagnose", str(log), "--fail-on", "never"]) == 0
+    out = capsys.readouterr().out
+    assert "**Verdict:** Crashed" in out and "traceback at step 100" in out
+
+    # the same metrics without the traceback (the log cut before it): no crash, no failure
+    head = log.read_text(encoding="utf-8").split("Traceback")[0]
+    cut = tmp_path / "train.log"
+    cut.write_text(head, encoding="utf-8")
+    main(["diagnose", str(cut), "--format", "json"])
+    assert json.loads(capsys.readouterr().out)["status"] == "healthy"

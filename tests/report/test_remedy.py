@@ -9,7 +9,7 @@ import pytest
 from report_helpers import builtin_anti_patterns, finding, rule_actions
 
 from advisor import remedy
-from advisor.engine import ChangeSpec
+from advisor.book.symptoms import ChangeSpec
 
 
 def plan(findings: list, hp: dict[str, Any], rules: Any, previous: dict | None = None):
@@ -291,15 +291,15 @@ def test_kl0_does_not_lower_a_coefficient_that_already_weighs_nothing(hp, coef, 
 
 
 def test_a_raise_of_zero_goes_to_the_guides_value(rules, hp) -> None:
-    """DIV's fallback raises kl_loss_coef x5: from 0 (no KL term) it is set to the value the
+    """P3 raises kl_loss_coef x5 to x10: from 0 (no KL term) it is set to the value the
     static rule flagging KL 0 suggests instead of staying 0."""
     from advisor.engine import load_symptom_rules
 
     hp["kl_loss_coef"] = 0.0
-    res = plan([finding("DIV")], hp, load_symptom_rules())
-    (div,) = res.findings
-    assert div.fallback is not None
-    (change,) = div.fallback.changes
+    res = plan([finding("P3")], hp, load_symptom_rules())
+    (p3,) = res.findings
+    assert p3.action is not None and p3.action.kind == "primary"
+    (change,) = p3.action.changes
     assert (change.param, change.from_, change.to) == ("kl_loss_coef", 0.0, 0.001)
 
 

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from report_helpers import SPECS, builtin_anti_patterns, finding, make_rules
 
 from advisor import remedy
-from advisor.engine import ChangeSpec
+from advisor.book.symptoms import ChangeSpec
 from advisor.remedy import valid_ranges
 
 BOUNDS = valid_ranges()[0]

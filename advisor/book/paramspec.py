@@ -1,5 +1,5 @@
-"""The detectors' declared parameters (rulebook/detectors.yaml), and the check of every rule
-leaf against them.
+"""The detectors' declared parameters (rulebook/detectors.yaml), against which the symptom
+rulebook's loader checks every rule leaf (advisor/book/symptoms.py).
 
 A leaf's `params` (and `keep`) are the thresholds a practitioner tunes; the detector reads them
 by name. Declaring each name with its meaning, unit, default and valid values lets the loader
@@ -10,10 +10,8 @@ out of range, and lets `rl-advisor rules ID` say every threshold in words.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -26,8 +24,6 @@ from advisor.types import InputError, Scalar
 
 if TYPE_CHECKING:
     from pydantic import Field
-
-    from advisor.engine import Leaf, Node, SymptomRulebook
 
 Companion = Literal["per", "rounds"]
 
@@ -150,81 +146,6 @@ def detector_book(path: Path | None = None) -> DetectorBook:
     return schema.validate_file(DetectorBook, data, p)
 
 
-def walk(node: Node | None, where: str = "when") -> Iterator[tuple[str, Leaf]]:
-    """Every leaf of a condition tree with its place (`when.any[1].all[0]`)."""
-    from advisor.engine import AllOf, AnyOf, Leaf, NotOf  # a cycle: the engine imports this
-
-    if node is None:
-        return
-    if isinstance(node, Leaf):
-        yield where, node
-    elif isinstance(node, AllOf):
-        for i, child in enumerate(node.all):
-            yield from walk(child, f"{where}.all[{i}]")
-    elif isinstance(node, AnyOf):
-        for i, child in enumerate(node.any):
-            yield from walk(child, f"{where}.any[{i}]")
-    elif isinstance(node, NotOf):
-        yield from walk(node.not_, f"{where}.not")
-
-
-def check_rulebook(book: SymptomRulebook, path: Path, spec: DetectorBook | None = None) -> None:
-    """Every leaf's keys and values against its detector's declared parameters.
-
-    Raises InputError naming the file, the rule, the leaf and (for an unknown key) the closest
-    declared one."""
-    spec = spec or detector_book()
-    for rule in book.rules:
-        for where, leaf in walk(rule.when):
-            problem = leaf_problem(leaf, spec)
-            if problem:
-                metric = leaf.metric if isinstance(leaf.metric, str) else "/".join(leaf.metric)
-                raise InputError(
-                    f"{path}: rule {rule.id}: {where} ({leaf.detector} on {metric}): {problem}"
-                )
-
-
-def leaf_problem(leaf: Leaf, spec: DetectorBook) -> str | None:
-    """What is wrong with one leaf's params and keep, or None."""
-    if leaf.detector not in spec.detectors:
-        return f"detector {leaf.detector!r} has no entry in rulebook/detectors.yaml"
-    params = spec.params_of(leaf.detector)
-    allowed = spec.keys_of(leaf.detector)
-    reads = spec.detectors[leaf.detector].companions
-    for companion in ("per", "rounds"):
-        if getattr(leaf, companion) is not None and companion not in reads:
-            return f"{companion}: {leaf.detector} reads no `{companion}` companion"
-    for field, given in (("params", leaf.params), ("keep", leaf.keep)):
-        for key, value in given.items():
-            if key.startswith("_"):
-                return f"{field}.{key}: set by the engine, not a rulebook key"
-            if key in spec.companions:
-                return f"{field}.{key}: a companion metric is the leaf's own `{key}:`, not a param"
-            if key not in allowed:
-                close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                return (
-                    f"{field}.{key}: unknown parameter of {leaf.detector}{hint} "
-                    f"(it reads {', '.join(sorted(allowed)) or 'none'})"
-                )
-            for value_ in _values(value):
-                bad = params[key].problem(value_)
-                if bad:
-                    return f"{field}.{key}: {bad}"
-    missing = [k for k, p in params.items() if p.required and k not in leaf.params]
-    if missing:
-        return f"params: {', '.join(missing)} required by {leaf.detector}"
-    return None
-
-
-def _values(value: object) -> list[Scalar]:
-    """A threshold's values: one, or one per algorithm."""
-    if isinstance(value, float | int | bool | str):
-        return [value]
-    picks = (getattr(value, a, None) for a in ("default", "gspo", "grpo", "dapo"))
-    return [v for v in picks if isinstance(v, float | int | bool | str)]
-
-
 def meanings(detector: str) -> dict[str, tuple[str, str]]:
     """Each key a leaf of `detector` may set -> (its meaning in words, its unit); {} when the
     detector or the spec is not available (`rules` then shows the values alone)."""
@@ -249,7 +170,7 @@ def summary(detector: str) -> str:
 
 
 def write_schema(dest: Path | None = None) -> Path:
-    """Write detectors.yaml's JSON schema (`python -m advisor.paramspec` regenerates it)."""
+    """Write detectors.yaml's JSON schema (`python -m advisor.book.paramspec` regenerates it)."""
 
     path = dest or spec_path().parent / "schema_detectors.json"
     book_schema = schema.json_schema(DetectorBook)

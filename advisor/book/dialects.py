@@ -1,0 +1,73 @@
+"""The dialect table (rulebook/dialects.yaml): how each guide hyperparameter is named and
+valued in each framework, its schema and its loader. advisor/dialect.py speaks with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from advisor import schema
+from advisor.resources import load_validated, read_yaml_data, rulebook_dir
+from advisor.schema import STRICT, Plain
+
+Framework = Literal["platform", "trl", "verl", "openrlhf"]
+FRAMEWORKS: tuple[str, ...] = ("platform", "trl", "verl", "openrlhf")
+
+
+class _Strict(Plain):
+    __pydantic_config__ = STRICT
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Case(_Strict):
+    when: dict[str, Any]
+    key: str
+    also: dict[str, Any] | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Name(_Strict):
+    """One guide hyperparameter in one framework."""
+
+    key: str | None = None
+    cases: list[Case] = dataclasses.field(default_factory=list)
+    also: dict[str, Any] = dataclasses.field(default_factory=dict)
+    minus: str | None = None
+    divide_by: str | None = None
+    scale: bool = False
+    values: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    none: str | None = None
+    note: str | None = None
+    since_absent: str | None = None  # the key is gone from newer releases: why, if so
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FrameworkInfo(_Strict):
+    title: str
+    file: str
+    package: str | None = None
+    same_as: str | None = None
+    defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DialectBook(_Strict):
+    version: int
+    frameworks: dict[str, FrameworkInfo]
+    names: dict[str, dict[str, Name]]
+    # settings of the frameworks that are no guide hyperparameter (the sampling temperature):
+    # a rule may advise them for a run of a framework that has them (rulebook `first_when`)
+    sampling: dict[str, dict[str, Name]] = dataclasses.field(default_factory=dict)
+
+
+@cache
+def dialects() -> DialectBook:
+    """The name table, validated against its schema (cached)."""
+
+    def build(path: Path) -> DialectBook:
+        return schema.validate_file(DialectBook, read_yaml_data(path), path)
+
+    return load_validated(rulebook_dir() / "dialects.yaml", build, __name__)

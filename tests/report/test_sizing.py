@@ -1,0 +1,262 @@
+"""Steps sized to the fault and escalated over the run history (rulebook `size`, --previous).
+
+The real rulebook's P1, DIV, KL0 and NAN actions against the facts a run shows; the history
+rounds as `advisor.history` reads them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from report_helpers import HP, finding
+
+from advisor import remedy
+from advisor.engine import load_symptom_rules
+from advisor.remedy import Round
+from advisor.types import Evidence
+
+RULES = load_symptom_rules()
+
+
+def plan(fid: str, hp: dict[str, Any], facts: dict[str, Any], history=(), evidence=None):
+    f = finding(fid)
+    if evidence is not None:
+        f = replace(f, evidence=evidence)
+    return remedy.plan([f], hp, RULES, facts=facts, history=history)
+
+
+def job(**values: Any) -> dict[str, Any]:
+    return {**HP, **values}
+
+
+def lr_of(res) -> float:
+    return res.patch.hyper_parameters["learning_rate"]
+
+
+# ------------------------------------------------------------------------------ first step
+@pytest.mark.parametrize(
+    ("kl", "factor"),
+    [
+        (1e-6, 100.0),  # nothing moved: the bound, x100
+        (1e-4, 10.0),  # sqrt(0.01 / 1e-4)
+        (0.05, None),  # the policy moves: the rule's own x1.5..x2
+    ],
+)
+def test_p1_step_from_the_kl_the_run_made(kl: float, factor: float | None) -> None:
+    res = plan("P1", job(learning_rate=1e-6), {"kl_ref_median": kl})
+    (c,) = res.patch.changes
+    if factor is None:
+        assert 1.5 <= c.factor <= 2.0 and "sized" not in (c.note or "")
+    else:
+        assert c.factor == pytest.approx(factor) and "kl_ref_median" in c.note
+
+
+def test_p1_without_kl_sizes_from_entropy() -> None:
+    res = plan("P1", job(learning_rate=1e-6), {"entropy_moved": 0.001})
+    (c,) = res.patch.changes
+    assert c.factor == pytest.approx(50.0) and "entropy_moved" in c.note
+
+
+def test_div_collapse_in_the_first_steps_cuts_the_rate_a_hundredfold() -> None:
+    res = plan("DIV", job(learning_rate=0.5), {"collapse_frac": 0.01})
+    (c,) = res.patch.changes
+    assert (c.param, c.to) == ("learning_rate", pytest.approx(0.005))
+    late = plan("DIV", job(learning_rate=0.5), {"collapse_frac": 0.9})
+    assert late.patch.changes[0].factor == pytest.approx(0.5)  # the guide's x0.5
+
+
+def test_kl0_step_replays_the_adaptive_kl_controller() -> None:
+    """Ziegler et al. 2019: x(1 + 0.1 x clip(KL/target - 1, +-0.2)) a step; KL 0.0015 against
+    0.01 for 200 steps is x0.98^200."""
+    res = plan("KL0", job(kl_loss_coef=10.0), {"kl_ref_series": [0.0015] * 200})
+    (c,) = res.patch.changes
+    assert c.param == "kl_loss_coef"
+    assert c.to == pytest.approx(10.0 * 0.98**200, rel=0.05)
+    short = plan("KL0", job(kl_loss_coef=10.0), {"kl_ref_series": [0.0015] * 20})
+    assert short.patch.changes[0].factor == pytest.approx(0.1)  # the guide's x0.1 at least
+
+
+def test_sized_step_never_leaves_its_bounds() -> None:
+    for fid, param, fact, value in [
+        ("P1", "learning_rate", "kl_ref_median", 0.0),
+        ("DIV", "learning_rate", "collapse_frac", 1e-9),
+        ("KL0", "kl_loss_coef", "kl_ref_series", [0.0] * 10_000),
+    ]:
+        hp = job(**{param: 0.5})
+        (c,) = plan(fid, hp, {fact: value}).patch.changes
+        size = next(x.size for x in RULES.by_id[fid].action.changes if x.size)
+        lo, hi = sorted(size.bounds)
+        assert lo <= c.to / 0.5 <= hi * (1 + 1e-9)
+
+
+# ------------------------------------------------------------------------------ right knob
+def _evidence(*pairs: tuple[str, str]) -> list[Evidence]:
+    return [
+        Evidence(metric=m, detector=d, window=(120, 200), statistic={}, effect_size=1.0,
+                 summary=f"{m} {d}")
+        for d, m in pairs
+    ]  # fmt: skip
+
+
+def test_nan_in_the_reward_alone_is_the_reward_functions() -> None:
+    res = plan("NAN", job(), {}, evidence=_evidence(("nonfinite", "reward_mean")))
+    assert res.patch.kind == "none" or not res.patch.changes
+    (f,) = res.findings
+    assert f.action.kind == "fallback" and "reward function" in f.action.advice
+    assert "learning_rate" not in res.patch.hyper_parameters or (
+        res.patch.hyper_parameters["learning_rate"] == HP["learning_rate"]
+    )
+
+
+def test_nan_in_the_gradient_still_lowers_the_rate() -> None:
+    ev = _evidence(("nonfinite", "reward_mean"), ("nonfinite", "grad_norm"))
+    res = plan("NAN", job(), {}, evidence=ev)
+    assert res.patch.kind == "primary" and res.patch.changes[0].param == "learning_rate"
+
+
+def test_div_falls_back_to_gspo_never_to_a_larger_kl_coefficient() -> None:
+    fb = RULES.by_id["DIV"].fallback
+    assert fb is not None and all(c.param != "kl_loss_coef" for c in fb.changes)
+
+
+def test_the_dapo_switch_shown_drops_the_kl_term() -> None:
+    res = plan("KL0", job(kl_loss_coef=10.0), {"kl_ref_series": [0.0015] * 200})
+    (f,) = res.findings
+    shown = {c.param: c.to for c in f.fallback.changes}
+    assert shown == {"algorithm": "dapo", "kl_loss_coef": 0.0}
+
+
+# ------------------------------------------------------------------------------ history
+def test_a_failed_raise_is_escalated_not_abandoned() -> None:
+    """lr 5e-7 -> x100 -> still nothing moves: the next step is x100 again at most (x100^2
+    held by the bound), not the fallback 'check the reward function'."""
+    history = [Round({"learning_rate": 5e-7})]
+    res = plan("P1", job(learning_rate=5e-5), {"kl_ref_median": 1e-6}, history)
+    assert res.patch.kind == "primary"
+    (c,) = res.patch.changes
+    assert c.to == pytest.approx(5e-3) and "escalated" in c.note
+
+
+def test_a_raise_is_squared_when_the_evidence_says_less() -> None:
+    """x1.5 did not cure and the run still moves too little: x1.5^2 at least."""
+    history = [Round({"learning_rate": 2e-6})]
+    res = plan("P1", job(learning_rate=3e-6), {"kl_ref_median": 0.004}, history)
+    (c,) = res.patch.changes
+    assert c.factor == pytest.approx(2.25, rel=0.02)
+
+
+def test_a_raise_that_made_the_policy_move_falls_back() -> None:
+    history = [Round({"learning_rate": 2e-6})]
+    res = plan("P1", job(learning_rate=4e-6), {"kl_ref_median": 0.05}, history)
+    (f,) = res.findings
+    assert f.action.kind == "fallback" and "reward function" in f.action.advice
+
+
+def test_no_ping_pong_after_a_fallback_round() -> None:
+    """Round 1 raised the lr, round 2 (a fallback) lowered beta: round 3 goes on with the lr."""
+    history = [
+        Round({"learning_rate": 5e-7, "kl_loss_coef": 0.1}),
+        Round({"learning_rate": 5e-5, "kl_loss_coef": 0.1}),
+    ]
+    hp = job(learning_rate=5e-5, kl_loss_coef=0.01)
+    res = plan("P1", hp, {"kl_ref_median": 1e-6}, history)
+    (c,) = res.patch.changes
+    assert c.param == "learning_rate" and c.to == pytest.approx(5e-3)
+
+
+def test_a_cut_after_an_overshoot_is_bracketed() -> None:
+    """1e-4 too low (P1), 5e-3 collapsed (DIV now, by x0.01 evidence): the cut lands between
+    them at their geometric middle rather than at 5e-5, below what was already too low."""
+    history = [Round({"learning_rate": 1e-4}, advised={"learning_rate": 1})]
+    res = plan("DIV", job(learning_rate=5e-3), {"collapse_frac": 1e-5}, history)
+    (c,) = res.patch.changes
+    assert 1e-4 < c.to < 5e-3 and "bracketed" in c.note
+    assert c.to == pytest.approx(math.sqrt(1e-4 * 5e-3), rel=0.02)
+
+
+def test_a_tight_bracket_spends_the_knob() -> None:
+    history = [
+        Round({"learning_rate": 1e-5}, advised={"learning_rate": 1}),
+        Round({"learning_rate": 1.1e-5}, advised={"learning_rate": -1}),
+    ]
+    res = plan("P1", job(learning_rate=1.05e-5), {"kl_ref_median": 1e-6}, history)
+    (f,) = res.findings
+    assert f.action.kind == "fallback"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    low=st.floats(1e-8, 1e-2),
+    ratio=st.floats(1.3, 1e4),
+    where=st.floats(0.01, 0.99),
+    kl=st.floats(1e-9, 1.0),
+    up=st.booleans(),
+)
+def test_bracketing_never_leaves_too_low_too_high(low, ratio, where, kl, up) -> None:
+    """Whatever the evidence says, the step stays strictly between the highest value shown
+    too low and the lowest shown too high."""
+    high = low * ratio
+    now = low * ratio**where
+    history = [
+        Round({"learning_rate": low}, advised={"learning_rate": 1}),
+        Round({"learning_rate": high}, advised={"learning_rate": -1}),
+    ]
+    if up:
+        res = plan("P1", job(learning_rate=now), {"kl_ref_median": kl}, history)
+    else:
+        res = plan("DIV", job(learning_rate=now), {"collapse_frac": min(1.0, kl)}, history)
+    (f,) = res.findings
+    if f.action.kind == "primary" and f.action.changes:
+        new = f.action.changes[0].to
+        assert low * (1 - 1e-3) < new < high * (1 + 1e-3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(first=st.floats(1.5, 9.0), rounds=st.integers(1, 4))
+def test_failing_steps_grow_geometrically(first: float, rounds: int) -> None:
+    """Each raise that did not cure (the policy still not moving) is followed by one whose
+    factor is at least its square, up to the bound x100."""
+    lr = 1e-7
+    history: list[Round] = []
+    factor = first
+    for _ in range(rounds):
+        history.append(Round({"learning_rate": lr}))
+        lr = lr * factor
+        # the run still asks for x1.6 (KL 0.0039 against 0.01): not yet moving enough
+        res = plan("P1", job(learning_rate=lr), {"kl_ref_median": 0.0039}, history)
+        (c,) = res.patch.changes
+        assert c.factor >= min(100.0, factor**2) * (1 - 0.03)
+        factor = c.factor
+
+
+# ------------------------------------------------------------------------------ sampling
+@pytest.mark.parametrize("fid", ["P9", "P1", "DAPO-ZSTD"])
+@pytest.mark.parametrize(
+    ("framework", "key"),
+    [("trl", "temperature"), ("verl", "actor_rollout_ref.rollout.temperature"), ("platform", None)],
+)
+def test_near_greedy_sampling_names_the_temperature(fid, framework, key) -> None:
+    from advisor.dialect import Speaker
+
+    speaker = Speaker(framework, HP, {}, {})
+    res = remedy.plan([finding(fid)], job(), RULES, facts={"temperature": 0.1}, speaker=speaker)
+    (g,) = res.findings
+    assert g.action.kind == "primary" and "temperature" in g.action.advice
+    if key is None:  # the platform's job has no such field: advice, no patch
+        assert not res.patch.changes
+    else:
+        (c,) = res.patch.changes
+        assert (c.param, c.from_, c.to) == ("temperature", 0.1, 1.0)
+        assert speaker.settings(res.patch.changes) == {key: 1.0}
+        assert speaker.override_args(res.patch.changes) == (
+            f"--{key} 1" if framework == "trl" else f"{key}=1"
+        )
+
+
+def test_a_temperature_in_the_healthy_band_keeps_the_rules_own_action() -> None:
+    res = plan("P9", job(), {"temperature": 0.7})
+    assert res.patch.changes[0].param == "max_length"
