@@ -8,7 +8,8 @@
 Per case and seed, round 0 trains the case's own settings (`scripts/live_fire.py`); each round
 is diagnosed through the installed CLI, as a user would:
 
-    rl-advisor diagnose ROUND_DIR --format json --patched-config next.yaml [--previous EARLIER]
+    rl-advisor diagnose ROUND_DIR --format json --patched-config next.yaml \\
+        [--previous ROUND_0_DIR --previous ROUND_1_DIR ...]
 
 and the next round trains from `next.yaml` (`live_fire.py --config next.yaml`): the patch the
 advisor wrote of the job file the TRL callback left (`rl-advisor-job.yaml`). The loop stops when
@@ -129,11 +130,9 @@ def diagnose(d: Path, previous: Sequence[Path] = ()) -> dict[str, Any]:
 
 
 def previous_of(case: str, seed: int, k: int, root: Path = LOOP) -> list[Path]:
-    """What `--previous` gets for round k: the job file of the round before (the interface
-    takes one job file; a run folder or several once the advisor reads them)."""
-    if k == 0:
-        return []
-    return [round_dir(case, seed, k - 1, root) / JOB]
+    """What `--previous` gets for round k: every earlier round's folder, oldest first (its job
+    file says what it was set to, the callback's report what came of it)."""
+    return [round_dir(case, seed, j, root) for j in range(k)]
 
 
 # ----------------------------------------------------------------------------- outcome
@@ -218,6 +217,7 @@ def loop_seed(
     root: Path = LOOP,
     fresh: bool = False,
     train: bool = True,
+    rediagnose: bool = False,
 ) -> list[dict[str, Any]]:
     """Rounds 0.. of one case at one seed: train what is not recorded (or whose recorded
     settings are not what the previous round's patch says), diagnose, decide. One dict per
@@ -242,7 +242,10 @@ def loop_seed(
                 break
             rec = train_round(case, seed, k, root)
             print(f"{case} s{seed} r{k}: exit {rec['exit']}, {rec['seconds']:.0f} s", flush=True)
-        diag = diagnose(d, previous_of(case, seed, k, root))
+        if train or rediagnose or not (d / DIAGNOSIS).is_file():
+            diag = diagnose(d, previous_of(case, seed, k, root))
+        else:  # the table of the records as they are (test_closed_loop checks they are today's)
+            diag = json.loads((d / DIAGNOSIS).read_text(encoding="utf-8"))
         out = outcome(d)
         change = change_of(d)
         row = {"round": k, "seconds": rec["seconds"], "status": diag.get("status"),
@@ -323,8 +326,8 @@ def table(
         "Written by `scripts/closed_loop.py` (see the README's Live-fire section); do not edit.",
         "Each case of `scripts/live_fire.py` (real TRL `GRPOTrainer` runs on CPU) is trained at",
         f"seeds {', '.join(map(str, seeds))}; each round is diagnosed with the installed CLI",
-        "(`rl-advisor diagnose RUN_DIR --format json --patched-config next.yaml --previous "
-        "PREVIOUS_JOB`)",
+        "(`rl-advisor diagnose RUN_DIR --format json --patched-config next.yaml`, with",
+        "`--previous` naming every earlier round's folder, oldest first)",
         "and the next round trains from `next.yaml`, the patch of the job file the TRL callback",
         "left (`rl-advisor-job.yaml`), as a user resubmits it. Up to 3 rounds after round 0.",
         "",
@@ -407,23 +410,32 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="Only diagnose what is recorded (and write the table).",
     )
+    ap.add_argument(
+        "--rediagnose",
+        action="store_true",
+        help="With --no-train: diagnose every recorded round again (else its diagnosis.json).",
+    )
     ap.add_argument("--doc", type=Path, default=DOC)
     ap.add_argument("--no-doc", action="store_true", help="Train and diagnose only.")
     ns = ap.parse_args(argv)
     cases = ns.case or [c.name for c in LF.CASES]
     seeds = ns.seed or list(SEEDS)
-    if ns.rounds == 0 and not ns.no_train:  # round 0 only: no sane reference needed
+    if ns.rounds == 0:  # round 0 only (no sane reference needed): train, diagnose
         for case in cases:
             for seed in seeds:
                 d = round_dir(case, seed, 0, ns.root)
-                if ns.fresh or recorded(d) is None:
+                if (ns.fresh or recorded(d) is None) and not ns.no_train:
                     info = train_round(case, seed, 0, ns.root)
                     print(f"{case} s{seed} r0: exit {info['exit']}, {info['seconds']:.0f} s",
                           flush=True)  # fmt: skip
+                if recorded(d) is not None and not (d / DIAGNOSIS).is_file():
+                    diagnose(d)
         return 0
     ref = sane_reward(SEEDS, ns.root)  # the reference is the standard seed set's, always
     results = {
-        case: {seed: loop_seed(case, seed, ns.rounds, ref, ns.root, ns.fresh, not ns.no_train)
+        case: {seed: loop_seed(
+            case, seed, ns.rounds, ref, ns.root, ns.fresh, not ns.no_train, ns.rediagnose
+        )
                for seed in seeds}
         for case in cases
     }  # fmt: skip
