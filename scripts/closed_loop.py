@@ -100,17 +100,45 @@ def train_round(case: str, seed: int, k: int, root: Path = LOOP) -> dict[str, An
     config = None if k == 0 else round_dir(case, seed, k - 1, root) / NEXT
     if d.exists():
         shutil.rmtree(d)
-    rc, secs = LF.spawn(LF.BY_NAME[case], d, (), seed if k == 0 else None, config)
     settings = (
         LF.settings_of(LF.BY_NAME[case], seed=seed)[0]
         if k == 0
         else LF.settings_of(LF.BY_NAME[case], config=LF.read_config(config))[0]
     )
+    same = same_run(case, LF.read_config(config), root) if config is not None else None
+    if same is not None:  # seeded CPU training: the same settings train the same run
+        shutil.copytree(same, d, ignore=shutil.ignore_patterns(DIAGNOSIS, NEXT))
+        info = json.loads((d / ROUND_FILE).read_text(encoding="utf-8"))
+        info = {**info, "case": case, "seed": seed, "round": k, "settings": settings,
+                "same_as": str(same.relative_to(root))}  # fmt: skip
+        (d / ROUND_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        return info
+    rc, secs = LF.spawn(LF.BY_NAME[case], d, (), seed if k == 0 else None, config)
     info = {"case": case, "seed": seed, "round": k, "exit": rc, "seconds": round(secs, 1),
             "settings": settings}  # fmt: skip
     _trim(d)
     (d / ROUND_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return info
+
+
+def same_run(case: str, job: dict[str, Any], root: Path = LOOP) -> Path | None:
+    """A recorded round whose job file states the same arguments (seed included) as `job`,
+    trained on the same reward function: training again would repeat it step for step
+    (seeded, on CPU). None if there is none."""
+    reward = LF.BY_NAME[case]
+    for f in sorted(root.glob(f"*/s*/r*/{JOB}")):
+        other = LF.BY_NAME.get(f.parent.parent.parent.name)
+        if other is None or (other.reward, other.reward_step) != (
+            reward.reward,
+            reward.reward_step,
+        ):
+            continue
+        info = recorded(f.parent)
+        if info is None or "same_as" in info or info["exit"] != 0:
+            continue
+        if LF.read_config(f) == job:
+            return f.parent
+    return None
 
 
 def diagnose(d: Path, previous: Sequence[Path] = ()) -> dict[str, Any]:
@@ -250,7 +278,8 @@ def loop_seed(
         change = change_of(d)
         row = {"round": k, "seconds": rec["seconds"], "status": diag.get("status"),
                "alarms": alarms(diag), "config_alarms": config_alarms(diag), "change": change,
-               "patch_from": (diag.get("patch") or {}).get("from_finding"), **out}  # fmt: skip
+               "patch_from": (diag.get("patch") or {}).get("from_finding"),
+               "same_as": rec.get("same_as"), **out}  # fmt: skip
         row["learns"] = learns(out, ref)
         row["cured"] = row["learns"] and not row["alarms"]
         rows.append(row)
@@ -337,7 +366,9 @@ def table(
         "and truncation < 10 %. Cells give the seeds' mean (min–max). Reward, entropy and",
         "truncation: mean of the last 20 training steps; validation: the last evaluation's",
         "reward. Change: what the round trained with against round 0 (the advice applied);",
-        "advised: what this round's diagnosis changes in the job file (`next.yaml`).",
+        "advised: what this round's diagnosis changes in the job file (`next.yaml`). A round",
+        "whose job file states the same arguments and seed as a recorded run on the same",
+        "reward is that run (seeded CPU training repeats step for step), copied, not retrained.",
         "",
         "| case | round | trained with | advised | reward | validation | entropy | truncation "
         "| verdict | config findings | cured | train s |",
@@ -356,6 +387,9 @@ def table(
             trained = sorted(
                 {_said(_against_r0(case, s, at_round(rows, k), k, root)) for s, rows in seeded}
             )
+            reused = sorted({r["same_as"].split("/")[0] for r in at if r.get("same_as")})
+            if reused:  # the same settings and seed as a recorded run: not trained twice
+                trained.append(f"(the same run as {', '.join(reused)}'s)")
             advised = sorted({_said(r["change"]) for r in at})
             verdicts = sorted({f"{r['status']}" + (f" {'+'.join(r['alarms'])}" if r["alarms"]
                                                    else "") for r in at})  # fmt: skip

@@ -19,6 +19,18 @@ RUNS = ROOT / "tests" / "livefire" / "runs"
 
 # Written from the cause and the round-0 training metrics, before the advisor's output.
 LABELS: dict[str, dict[str, Any]] = {
+    "lr-low1000": {
+        "expected": ["P1"],
+        "acceptable": ["KL0"],
+        "forbidden": ["all"],
+        "primary_any": ["P1"],
+        "note": "learning_rate 5e-6, 1e-3 x sane: the policy barely moves (KL to the "
+        "reference 2e-5 at step 50, 3e-4 at step 200; entropy 2.50 throughout, the random "
+        "policy's), the reward stays at the random level (0.14-0.18 at seed 1234; last 20 steps "
+        "0.157, sane 0.86). P1 (a reward that never rose) must fire and lead: its action raises "
+        "the learning rate, the cure (5e-3, sane's) being x1000 away. KL0 is true of the early "
+        "curve (KL ~0), acceptable; its beta cut cannot help.",
+    },
     "temp-low": {
         "expected": ["P9"],
         "expected_any": [],
