@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor import lazy
+from advisor.i18n import t
 from advisor.report.escape import FILTERS, finalize
 from advisor.report.values import change_text, clause, fmt, steps_text
 
@@ -58,6 +59,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(FILTERS)
     env.filters.update(fmt=fmt, change=change_text, clause=clause, steps=steps_text)
+    env.globals["t"] = t  # the report's phrases in the asked language (advisor.i18n)
     return env
 
 
