@@ -111,3 +111,11 @@ def localise_finding(f: Any) -> Any:
         action=action,
         fallback=fallback,
     )
+
+
+def localise_config(c: Any) -> Any:
+    """A ConfigFinding with its rule's `why` in the current language (its message is said in
+    it when the rule is judged: advisor.static renders the catalogue's template)."""
+    if lang() == "en":
+        return c
+    return replace(c, why=config_text(c.id, "why", c.why))

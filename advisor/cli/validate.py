@@ -58,9 +58,7 @@ def validate(
     previous: Annotated[
         Path | None, typer.Option("--previous", help="The previous job file: flag several changes.")
     ] = None,
-    convert_to: Annotated[
-        Layout | None, typer.Option("--convert-to", help=_CONVERT_HELP)
-    ] = None,
+    convert_to: Annotated[Layout | None, typer.Option("--convert-to", help=_CONVERT_HELP)] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Where --convert-to writes the job.")
     ] = None,
@@ -119,7 +117,9 @@ def _markdown(
     job: Path, loaded: LoadedConfig, diag: Diagnosis, show_config: bool, n_rules: int
 ) -> str:
 
-    findings = [_view(f, fmt) for f in diag.config_findings]
+    from advisor.i18n import localise_config
+
+    findings = [_view(localise_config(f), fmt) for f in diag.config_findings]
     by_sev = {s: [f for f in findings if f["severity"] == s] for s in ("error", "warning", "info")}
     merged = None
     if show_config:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from advisor.i18n import localise_finding, rule_text, t
+from advisor.i18n import localise_config, localise_finding, rule_text, t
 from advisor.report.plots import draw
 from advisor.report.templating import render
 from advisor.report.values import change_text, fmt
@@ -233,5 +233,6 @@ def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "repo
         "framework": d.framework,
         "ckpt": d.checkpoint,
         "curves": _curves(d),
+        "config_findings": [localise_config(c) for c in d.config_findings],
     }
     return render("report.md.j2", **view)

@@ -58,8 +58,15 @@ def test_rule_text_maps_each_english_sentence(monkeypatch) -> None:
 
 @pytest.mark.parametrize(
     ("code", "want"),
-    [("zh", "zh"), ("zh_CN.UTF-8", "zh"), ("zh-Hans", "zh"), ("en_US", "en"), ("C", "en"),
-     ("", "en"), ("fr", None)],
+    [
+        ("zh", "zh"),
+        ("zh_CN.UTF-8", "zh"),
+        ("zh-Hans", "zh"),
+        ("en_US", "en"),
+        ("C", "en"),
+        ("", "en"),
+        ("fr", None),
+    ],
 )
 def test_language_codes(code: str, want: str | None) -> None:
     assert i18n.normalise(code) == want
