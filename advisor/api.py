@@ -25,6 +25,7 @@ from advisor import lazy
 from advisor._version import __version__
 from advisor.config import JobFile, LoadedConfig, load_config, write_patched
 from advisor.dialect import Speaker, framework_assumed, framework_of_run
+from advisor.i18n import t
 from advisor.ingest.frame import trl_without_kl
 from advisor.reading import Reading
 from advisor.runfacts import concrete_fallback, run_facts
@@ -319,6 +320,7 @@ def diagnose_job(
     # unreadable: refused before any work; a batch loads each job file once
     history = read_history(previous_paths(previous), _load_config_once)
     from advisor import engine  # imported alongside the read
+
     run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
@@ -568,6 +570,7 @@ def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping
     framework's names (each change marked when its old value is assumed), the fallback made
     concrete with what the run showed, and a patch that carries only known values and the
     change, with the framework's settings and override line beside it."""
+
     def action(a: Any, fid: str | None = None) -> Any:
         if a is None:
             return None
@@ -668,22 +671,35 @@ def _restart_step(findings: Sequence[Finding], checkpoint: Mapping[str, Any] | N
     f = next((f for f in found if f.cleared_step is None), found[0] if found else None)
     if f is None or f.onset_step is None:
         return []
-    what, onset = _RESTART[f.id], f.onset_step
+    what, onset = t(_RESTART[f.id]), f.onset_step
     kept = (checkpoint or {}).get("kept_steps")
     if kept is None:
         return [
-            f"Restart from the last checkpoint saved before step {onset} ({what}); the save "
-            "settings do not tell which one survived."
+            t(
+                "Restart from the last checkpoint saved before step {onset} ({what}); the save "
+                "settings do not tell which one survived.",
+                onset=onset,
+                what=what,
+            )
         ]
     before = [s for s in kept if s < onset]
     if before:
         return [
-            f"Restart from the checkpoint of step {before[-1]}, the last kept one before {what} "
-            f"at step {onset}."
+            t(
+                "Restart from the checkpoint of step {step}, the last kept one before {what} "
+                "at step {onset}.",
+                step=before[-1],
+                what=what,
+                onset=onset,
+            )
         ]
     return [
-        f"No kept checkpoint precedes {what} at step {onset}: restart from the base model (or "
-        "the previous run's output)."
+        t(
+            "No kept checkpoint precedes {what} at step {onset}: restart from the base model (or "
+            "the previous run's output).",
+            what=what,
+            onset=onset,
+        )
     ]
 
 
