@@ -58,10 +58,12 @@ _ALWAYS_DRAWN = ("reward_mean", "val_reward")
 
 
 def _rules() -> Any:
-    """The symptom rulebook (cached per file by the engine, so a batch worker reads it once)."""
+    """The symptom rulebook (cached per file by the engine, so a batch worker reads it once),
+    with the user's own overrides (advisor.userconf: rl-advisor.toml, --rules-config)."""
     from advisor.engine import load_symptom_rules
+    from advisor.userconf import rules_for_run
 
-    return load_symptom_rules()
+    return rules_for_run(load_symptom_rules())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -324,7 +326,7 @@ def diagnose_job(
     run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
-    judgement = engine.judge_run(run, job.judged_hp, origin=job.judged_origin)
+    judgement = engine.judge_run(run, job.judged_hp, rules=_rules(), origin=job.judged_origin)
     diagnosis = assemble(
         job.run,
         job.hp,

@@ -161,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _take_lang(args: list[str]) -> list[str]:
     """`--lang CODE` (or `--lang=CODE`), given to any command, taken out of `args` into
-    RL_ADVISOR_LANG: the report and the rulebook's texts in that language (advisor.i18n)."""
+    RL_ADVISOR_LANG: the report and the rulebook's texts in that language (advisor.i18n);
+    `--rules-config FILE` likewise into RL_ADVISOR_RULES_CONFIG (advisor.userconf)."""
     out: list[str] = []
     it = iter(args)
     for a in it:
@@ -169,6 +170,12 @@ def _take_lang(args: list[str]) -> list[str]:
             out.append(a)
             out.extend(it)
             break
+        if a == "--rules-config" or a.startswith("--rules-config="):
+            path = a.partition("=")[2] if "=" in a else next(it, "")
+            if not path:
+                raise ValueError("--rules-config: expected a file")
+            os.environ["RL_ADVISOR_RULES_CONFIG"] = path
+            continue
         if a == "--lang" or a.startswith("--lang="):
             code = a.partition("=")[2] if "=" in a else next(it, "")
             from advisor.i18n import LANGS, normalise
