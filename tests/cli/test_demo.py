@@ -64,7 +64,9 @@ def test_the_wheel_ships_every_demo_run() -> None:
     setup = conf["setuptools"]
     assert "advisor.demo_runs" in setup["packages"]
     assert setup["package-dir"]["advisor.demo_runs"] == "sample_metrics/corpus"
-    assert sorted(setup["package-data"]["advisor.demo_runs"]) == sorted(f"{r}/*" for r in RUNS.values())
+    assert sorted(setup["package-data"]["advisor.demo_runs"]) == sorted(
+        f"{r}/*" for r in RUNS.values()
+    )
     for run in RUNS.values():
         folder = runs_dir() / run
         label = json.loads((folder / "label.json").read_text(encoding="utf-8"))
