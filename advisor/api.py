@@ -455,10 +455,11 @@ def assemble(
     known = (framework_facts or {}).get("temperature")  # the job file's, over the log's
     if isinstance(known, int | float) and not isinstance(known, bool):
         facts["temperature"] = float(known)
+    rules = rules if rules is not None else _rules()
     planned = remedy.plan(
         findings,
         hp,
-        rules if rules is not None else _rules(),
+        rules,
         previous,
         caps=caps,
         into_range=config_given,
@@ -509,7 +510,40 @@ def assemble(
         checkpoint=_checkpoint_said(checkpoint, speaker),
         hyper_parameters=dict(hp),
         series=_series(run, planned.findings),
+        unread_keys=_unread_keys(run),
+        lacking_metrics=_lacking(info.metrics, rules),
     )
+
+
+def _unread_keys(run: Run) -> list[str]:
+    """The log's metric names no canonical metric was read from (kept in the frame as they are)."""
+    from advisor.ingest.names import CANONICAL_SET, canonical_name, is_eval_key
+
+    return [
+        c
+        for c in run.frame.columns
+        if c != "step"
+        and c not in CANONICAL_SET
+        and canonical_name(c) is None
+        and not (is_eval_key(c) and "reward" in c.lower())
+    ]
+
+
+def _lacking(metrics: Sequence[str], rules: Any) -> dict[str, list[str]]:
+    """Each canonical metric the run lacks -> the symptom rules that read it (what logging it
+    would let the advisor judge)."""
+    from advisor.book.symptoms import walk
+
+    have = set(metrics)
+    out: dict[str, list[str]] = {}
+    for rule in getattr(rules, "rules", ()):  # a caller's own rulebook may be partial
+        for _, leaf in walk(rule.when):
+            if have & set(leaf.metrics):  # one of its alternatives is logged
+                continue
+            for m in leaf.metrics:
+                if rule.id not in out.setdefault(m, []):
+                    out[m].append(rule.id)
+    return {m: ids for m, ids in sorted(out.items()) if ids}
 
 
 def overruled(
