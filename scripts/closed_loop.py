@@ -252,6 +252,14 @@ def sane_reward(seeds: Sequence[int], root: Path = LOOP) -> float:
     return sum(values) / len(values)
 
 
+def _drop_from(case: str, seed: int, k: int, root: Path = LOOP) -> None:
+    """Remove the recorded rounds k, k+1, ... of (case, seed): an earlier advice's loop."""
+    for later in sorted((root / case / f"s{seed}").glob("r*")):
+        if later.name[1:].isdigit() and int(later.name[1:]) >= k:
+            print(f"{case} s{seed} {later.name}: trained from an earlier advice; removed")
+            shutil.rmtree(later)
+
+
 def loop_seed(
     case: str,
     seed: int,
@@ -282,6 +290,8 @@ def loop_seed(
             if not train:  # the table of what is recorded: the loop goes no further here
                 if rows:
                     rows[-1]["stop"] = f"round {k} not trained yet"
+                if rec is not None:  # trained from an earlier advice: no longer this loop's
+                    _drop_from(case, seed, k, root)
                 break
             rec = train_round(case, seed, k, root)
             print(f"{case} s{seed} r{k}: exit {rec['exit']}, {rec['seconds']:.0f} s", flush=True)
@@ -311,9 +321,7 @@ def loop_seed(
             stop = f"{rounds} rounds done"
         if stop:
             row["stop"] = stop
-            for later in sorted((root / case / f"s{seed}").glob("r*")):
-                if later.name[1:].isdigit() and int(later.name[1:]) > k:
-                    shutil.rmtree(later)  # a stale round of an earlier loop's advice
+            _drop_from(case, seed, k + 1, root)  # rounds of an earlier loop's advice
             break
     return rows
 
