@@ -123,7 +123,7 @@ def test_objects_nested_deep_among_the_first_records_are_refused_at_once(
 
     path = tmp_path / "m.jsonl"
     deep = '{"a":' * 400 + "1" + "}" * 400
-    good = "".join('{"step": %d, "r": 1.0}\n' % s for s in range(2, 40))
+    good = "".join(f'{{"step": {s}, "r": 1.0}}\n' for s in range(2, 40))
     path.write_text('{"step": 1, "x": ' + deep + "}\n" + good)
     start = time.monotonic()
     with pytest.raises(InputError, match="nested 401 levels deep"):
