@@ -10,8 +10,9 @@ when it is imported, chooses the endpoint); it is handed to the SDK call by call
 printed: every message that leaves this module has it masked.
 
 A request the platform throttles (429) or fails (5xx), or that times out or finds no server, is
-tried again (TRIES in all, waiting the server's Retry-After, else 1 s then 2 s); what still fails,
-or a refusal (401, 403, 404, another 4xx), is one line (`PlatformError`, an InputError: exit 2).
+tried again (TRIES in all; after a 429, a 5xx or no server the Retry-After, else 1 s then 2 s, is
+waited, after a timeout nothing more); what still fails, or a refusal (401, 403, 404, another
+4xx, an answer that is not JSON), is one line (`PlatformError`, an InputError: exit 2).
 
 The job is judged with its own settings: its model and the hyper_parameters the guide knows,
 written as a job file (`job_file`) into the caller's private folder with the log; the report
@@ -101,13 +102,14 @@ class Platform:
         as the module's docstring says; else a PlatformError naming the job and the cause."""
         import requests  # the SDK's own transport (a dependency of the SDK)
 
+        not_json = getattr(requests.exceptions, "JSONDecodeError", ValueError)  # requests < 2.27
         call = getattr(self._client, method)
         for attempt in range(1, self.tries + 1):
             last = attempt == self.tries
             wait = float(2 ** (attempt - 1))
             try:
                 resp = call(*args, api_key=self._key, request_timeout=self.timeout, **kwargs)
-            except requests.exceptions.JSONDecodeError:
+            except not_json:
                 raise PlatformError(
                     f"job {job_id}: the platform's answer for {what} is not JSON (a proxy's "
                     "page?); expected the platform's API at DASHSCOPE_HTTP_BASE_URL"
@@ -252,13 +254,14 @@ class Platform:
 
 
 def job_file(job: PlatformJob, known: Callable[[str], bool]) -> str:
-    """The job's own settings as a job file in the guide's layout (JSON, which YAML reads): its
-    model and the hyper_parameters the guide knows (`known`), values as the platform gave
-    them (the job loader reads numbers written as strings)."""
+    """The job's own settings as a job file in the SDK's layout (JSON, which YAML reads): its
+    model (`model: {name}`, as `TuningModel` has it, so no layout warning is raised about a file
+    the user never wrote) and the hyper_parameters the guide knows (`known`), values as the
+    platform gave them (the job loader reads numbers written as strings)."""
     hp = {k: v for k, v in job.hyper_parameters.items() if known(k)}
     doc: dict[str, Any] = {}
     if job.model:
-        doc["model"] = job.model
+        doc["model"] = {"name": job.model}
     doc["training"] = {"hyper_parameters": hp}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 

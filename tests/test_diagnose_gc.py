@@ -60,13 +60,13 @@ def test_the_command_runs_without_the_collector_and_restores_it(
     was_on: bool, gc_state, monkeypatch, capsys
 ) -> None:
     seen: list[bool] = []
-    real = advisor.api.diagnose_reading  # what the command calls, once the read started
+    real = advisor.api.diagnose_job  # what the command calls, once the read started
 
     def spy(*args, **kwargs):
         seen.append(gc.isenabled())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(advisor.api, "diagnose_reading", spy)
+    monkeypatch.setattr(advisor.api, "diagnose_job", spy)
     (gc.enable if was_on else gc.disable)()
     assert main(["diagnose", str(SAMPLE), "--format", "json"]) == 0
     assert capsys.readouterr().out.startswith("{")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor import static
+from advisor.book import config as static
 from advisor.book import dialects as dialect
 from advisor.book import paramspec
 from advisor.resources import rulebook_dir

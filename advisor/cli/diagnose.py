@@ -135,7 +135,7 @@ def diagnose_job(
     private folder, judged there as a file is (with the job's own settings, unless --config
     names its file), the report naming the job. A FAILED job exits 1 at least."""
     from advisor import platform
-    from advisor.static import rulebook
+    from advisor.book.config import rulebook
 
     if patched_config is not None and config is None:
         raise InputError(

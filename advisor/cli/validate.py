@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from advisor.api import validate_job
+from advisor.book.config import rulebook
+from advisor.book.expressions import fmt
 from advisor.cli import Exit, FailOn, OutputFormat, app
 from advisor.report.templating import render
-from advisor.static import fmt, rulebook
 from advisor.types import Severity
 
 if TYPE_CHECKING:

@@ -39,11 +39,18 @@ _SAFETY = {"unsafe": " (advice: not applied automatically)", "display_only": " (
 class Alerts:
     """Prints findings as they fire and runs the --on-finding command."""
 
-    def __init__(self, on_finding: str | None, timeout: float, console: Any = None) -> None:
+    def __init__(
+        self,
+        on_finding: str | None,
+        timeout: float,
+        console: Any = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.console = console or Console(stderr=True, highlight=False)
         self.command = on_finding
         self.timeout = timeout
         self.failures = 0
+        self.env = env or {}  # more variables for CMD (the platform job's id)
 
     def __call__(self, finding: Finding) -> None:
         self.show(finding)
@@ -79,6 +86,7 @@ class Alerts:
             "RL_ADVISOR_NAME": f.name,
             "RL_ADVISOR_SEVERITY": f.severity.value,
             "RL_ADVISOR_ONSET_STEP": "" if f.onset_step is None else str(f.onset_step),
+            **self.env,
         }
         try:
             done = subprocess.run(
@@ -235,11 +243,11 @@ def watch_job(
     then the full report, judged with the job's own settings unless --config names its file.
     A FAILED job exits 1 at least."""
     from advisor import platform
-    from advisor.static import rulebook
+    from advisor.book.config import rulebook
 
     client = platform.Platform(timeout)
     job = client.job(job_id)
-    alerts = Alerts(on_finding, on_finding_timeout)
+    alerts = Alerts(on_finding, on_finding_timeout, env={"RL_ADVISOR_JOB_ID": job_id})
     lines = 0
     with tempfile.TemporaryDirectory(prefix="rl-advisor-job-") as tmp:
         folder = Path(tmp)

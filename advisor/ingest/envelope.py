@@ -82,10 +82,11 @@ def unwrap(p: Path, text: str) -> tuple[str, str, list[str]] | None:
             )
         job = doc.get("job_id") or (inner or {}).get("job_id")
         named = f" of job {job}" if isinstance(job, str) and job else ""
+        body = _ANSI.sub("", body)
         if not body.strip():
             raise InputError(f"{p}: `{where}{key}`: the platform's log{named} is empty")
         return (
-            _ANSI.sub("", body),
+            body,
             f"the platform's log{named} (`{where}{key}`)",
             _partial(obj[key], obj.get("total"), job),
         )

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from advisor.ingest.console import read_console
 from advisor.types import InputError, Run
 
 _HEAD = re.compile(rb'\s*\[\s*\{\s*"(?:stream_name|time|data)"\s*:')
@@ -41,8 +42,6 @@ def read_kernel_log(path: Path, source: str) -> Run:
     texts = [r.get("data") for r in records]
     if not any(isinstance(t, str) and t for t in texts):
         raise InputError(f"{source}: a kernel log whose records hold no output text ('data')")
-    from advisor.ingest.console import read_console  # the console reader imports this package
-
     with tempfile.TemporaryDirectory(prefix="rl-advisor-") as tmp:
         copy = Path(tmp) / (path.stem + ".log")
         with copy.open("w", encoding="utf-8") as fh:

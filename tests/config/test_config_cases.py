@@ -9,7 +9,7 @@ import pytest
 from config_helpers import BASES, load_cases, merge, read_yaml, write_yaml
 
 from advisor.api import validate_job
-from advisor.static import LoadCheck, rulebook
+from advisor.book.config import LoadCheck, rulebook
 
 CASES = load_cases()
 

@@ -10,22 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from advisor.book.config import LoadCheck, RequireCheck, export_schema, profiles, rulebook
+from advisor.book.expressions import FUNCTIONS, Unknown, evaluate, fmt, render
 from advisor.resources import rulebook_dir
-from advisor.static import (
-    FUNCTIONS,
-    LoadCheck,
-    RequireCheck,
-    Unknown,
-    evaluate,
-    export_schema,
-    fmt,
-    function_scopes,
-    job_scope,
-    model_scale,
-    profiles,
-    render,
-    rulebook,
-)
+from advisor.static import function_scopes, job_scope, model_scale
 
 BOOK = rulebook()
 DOC_FIELDS = ("summary", "why", "example", "use_instead", "source")
@@ -70,7 +58,8 @@ def test_schema_export_is_fresh() -> None:
         export_schema(fresh)
         committed = rulebook_dir() / "schema_config.json"
         assert json.loads(committed.read_text()) == json.loads(fresh.read_text()), (
-            "run: python -c 'from pathlib import Path; from advisor.static import export_schema;"
+            "run: python -c 'from pathlib import Path;"
+            " from advisor.book.config import export_schema;"
             ' export_schema(Path("rulebook/schema_config.json"))\''
         )
 

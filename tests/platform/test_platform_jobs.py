@@ -226,12 +226,17 @@ def test_watch_follows_a_running_job_to_its_end(platform_server, tmp_path, tmpdi
     spec = _spec(STALL, "ft-run", "RUNNING", statuses=["PENDING", *["RUNNING"] * 5, "SUCCEEDED"])
     spec["grow"] = 100  # lines visible per look
     env = _env(platform_server({"ft-run": spec, "ft-stall": _spec(STALL, "ft-stall")}), tmpdir_env)
-    watched = advisor_cli(env, "watch", "--job", "ft-run", "--poll", "0.1", "--format", "json")
+    said = tmp_path / "said.txt"
+    cmd = f'echo "$RL_ADVISOR_JOB_ID $RL_ADVISOR_ID $RL_ADVISOR_SEVERITY" >> {said}'
+    watched = advisor_cli(
+        env, "watch", "--job", "ft-run", "--poll", "0.1", "--format", "json", "--on-finding", cmd
+    )
     whole = advisor_cli(env, "diagnose", "--job", "ft-stall", "--format", "json")
     assert watched.returncode == 1, watched.stderr
     assert _findings(watched.stdout) == _findings(whole.stdout)
     assert "ERROR   P1 not-converging from step" in watched.stderr
     assert "stopped watching (the job ended: SUCCEEDED) after 282 steps" in watched.stderr
+    assert said.read_text(encoding="utf-8") == "ft-run P1 error\n"
     looks = [r for r in requests_made(tmp_path) if r["path"] == "/api/v1/fine-tunes/ft-run/logs"]
     offsets = [int(r["query"]["offset"]) for r in looks]
     assert offsets == sorted(offsets) and len(set(offsets)) >= 5  # only the new lines asked
@@ -291,3 +296,69 @@ def test_a_real_verl_log_over_several_pages(platform_server, tmp_path):
     pages = [r for r in requests_made(tmp_path) if r["path"].endswith("/logs")]
     assert len(pages) == 3  # 2,919 lines
     assert os.environ.get("DASHSCOPE_API_KEY") != DUMMY_KEY  # the test's key stayed in its env
+
+
+_SDK_JOB = """
+import json, sys
+from dashscope.finetune.reinforcement.common import model as sdk
+from dashscope.finetune.reinforcement.common import model_types as types
+hp = json.loads(sys.argv[2])
+runtime = sdk.FunctionComponentRuntime(cpu=2.0, memory_size=4096)
+functions = [
+    sdk.RolloutFunctionComponent(
+        type="rollout", name="rollout-1", timeout=1200, runtime=runtime,
+        fcmodel=sdk.FunctionComponentModel(classpath="functions.rollout.cot.CotRollout"),
+    ),
+    sdk.RewardFunctionComponent(
+        type="reward", name="reward-1", timeout=120, weight=1.0, runtime=runtime,
+        fcmodel=sdk.FunctionComponentModel(classpath="functions.reward.math.MathReward"),
+    ),
+]
+datasets = [
+    sdk.Dataset(type="training", data_source_type="file_id", file_id="file-train-1"),
+    sdk.Dataset(type="validation", data_source_type="file_id", file_id="file-val-1"),
+]
+sdk.TuningModel(
+    name="sdk-job", model=sdk.FoundationModel(name="qwen3.5-9b"), functions=functions,
+    datasets=datasets,
+    training=sdk.Training(
+        type=types.TrainingType("reinforcement"), hyper_parameters=hp,
+        resources={"charge_type": "mtu_postpaid", "mtu_spec_code": "MTU4", "mtu_capacity": 24},
+    ),
+).to_yaml(sys.argv[1])
+if len(sys.argv) > 3:  # load a patched file back, print its hyper_parameters
+    loaded = sdk.TuningModel.load_from_yaml(sys.argv[3])
+    print(json.dumps(loaded.training.hyper_parameters))
+"""
+
+
+def test_the_round_the_readme_gives(platform_server, tmp_path):
+    """validate the SDK's job file, `diagnose --job -c job.yaml --patched-config`, and the
+    patch is a file the SDK loads (what `dashscope rl run -c` reads), its one change a number."""
+    doc = YAML(typ="safe").load((CORPUS / STALL / "job.yaml").read_text(encoding="utf-8"))
+    hp = doc["training"]["hyper_parameters"]
+    sdk_job, patched = tmp_path / "job.yaml", tmp_path / "job.next.yaml"
+    made = subprocess.run(
+        [sys.executable, "-c", _SDK_JOB, str(sdk_job), json.dumps(hp)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    env = platform_server({"ft-stall": _spec(STALL, "ft-stall")})
+    out = advisor_cli(
+        env, "diagnose", "--job", "ft-stall", "-c", str(sdk_job), "--patched-config",
+        str(patched), "--format", "json",
+    )  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    whole = advisor_cli(env, "diagnose", "--job", "ft-stall", "--format", "json")
+    assert _findings(out.stdout) == _findings(whole.stdout)
+    loaded = subprocess.run(
+        [sys.executable, "-c", _SDK_JOB, str(tmp_path / "again.yaml"), json.dumps(hp),
+         str(patched)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert loaded.returncode == 0, loaded.stderr
+    got = json.loads(loaded.stdout)
+    assert got["learning_rate"] == 7e-06 and isinstance(got["learning_rate"], float)
+    assert {k: v for k, v in got.items() if k != "learning_rate"} == {
+        k: v for k, v in hp.items() if k != "learning_rate"
+    }

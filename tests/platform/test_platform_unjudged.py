@@ -55,3 +55,14 @@ def test_the_api_says_insufficient_data(tmp_path: Path, which: int) -> None:
     assert d.status == "insufficient_data" and d.run is not None and d.run.metrics == []
     assert "**Verdict:** Not judged: 199 steps read" in render(d, "markdown")
     assert json.loads(render(d, "json"))["status"] == "insufficient_data"
+
+
+def test_the_online_advisor_says_insufficient_data() -> None:
+    from advisor import Advisor
+
+    adv = Advisor()
+    for step in range(1, 200):
+        adv.observe(step, {"foo/bar": 0.5 + step / 1000})
+    adv.close()
+    assert adv.steps == 199 and adv.status == "insufficient_data"
+    assert adv.diagnosis().status == "insufficient_data"

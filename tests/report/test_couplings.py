@@ -10,7 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from advisor import remedy, schema, static
+from advisor import remedy, schema
+from advisor.book import config as static
+from advisor.book.expressions import evaluate
 from advisor.resources import read_yaml_data, rulebook_dir
 
 
@@ -78,7 +80,7 @@ def test_after_the_repair_no_declared_coupling_fires(
     for rule in static.rulebook().rules:
         if rule.repair is not None:
             assert isinstance(rule.check, static.RequireCheck)
-            assert static.evaluate(rule.check.expr, hp), rule.id
+            assert evaluate(rule.check.expr, hp), rule.id
     # only the declared side of a broken relation moved, and only when it was broken
     moved = {k for k in hp if hp[k] != before[k]}
     assert moved == {c.param for c in repairs}
