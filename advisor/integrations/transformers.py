@@ -94,6 +94,7 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
         report_name: str | None = REPORT_NAME,
         hints_from_trainer: bool = True,
         on_finding: Callable[[Finding], None] | None = None,
+        alerts: Any = None,
     ) -> None:
         if advisor is None:
             advisor = (
@@ -102,6 +103,9 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
                 else Advisor(hyper_parameters=hyper_parameters, sets=sets, source="transformers")
             )
         self.advisor = advisor
+        # alerts: Slack, Discord, a webhook, email (an alerts file or advisor.alerts.Alerter);
+        # every process of a distributed run judges, only the world's process zero delivers
+        self._alerts = alerts
         self.hook = Hook(advisor, stop_on=stop_on, on_finding=on_finding)
         self.report_name = report_name
         self.hints_from_trainer = hints_from_trainer
@@ -114,6 +118,14 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.args = args
+        if self._alerts is not None and getattr(state, "is_world_process_zero", True):
+            try:
+                from advisor.alerts import alerter_from
+
+                self.hook.alerts = alerter_from(self._alerts, run=self.advisor.source)
+            except Exception as err:  # a bad alerts setting must not stop training
+                self.hook._error("alerts", err)
+            self._alerts = None
         hints = hints_from_args(args) if self.hints_from_trainer else {}
         if hints and self.advisor.steps == 0:
             max_steps = getattr(state, "max_steps", 0) or None
