@@ -1,0 +1,148 @@
+"""Real servers on the loopback for the alert tests: an HTTP endpoint (http.server in a
+thread) whose answers a test scripts, and an SMTP sink (the protocol's few commands a client
+sends, AUTH PLAIN included) that keeps every message it receives."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import socketserver
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from email import message_from_bytes
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+
+@dataclass
+class Endpoint:
+    """What the HTTP server answers (a script of status codes, then 200) and what it got."""
+
+    url: str = ""
+    script: list[int] = field(default_factory=list)  # statuses to answer first, in order
+    delay: float = 0.0  # seconds before each answer (a slow or hung receiver)
+    posts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (path, JSON body)
+    raw: list[bytes] = field(default_factory=list)
+    attempts: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def bodies(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [b for _, b in self.posts]
+
+    def wait(self, n: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and len(self.posts) < n:
+            time.sleep(0.01)
+        return self.bodies()
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Endpoint]:
+    state = Endpoint()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            with state.lock:
+                state.attempts += 1
+                status = state.script.pop(0) if state.script else 200
+            if state.delay:
+                time.sleep(state.delay)
+            if status == 200:
+                with state.lock:
+                    state.raw.append(body)
+                    state.posts.append((self.path, json.loads(body)))
+            try:
+                self.send_response(status)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+            except OSError:  # the client gave up (timeout)
+                pass
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nobody listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Sink:
+    host: str = "127.0.0.1"
+    port: int = 0
+    messages: list[Message] = field(default_factory=list)
+    logins: list[tuple[str, str]] = field(default_factory=list)
+
+    def wait(self, n: int, timeout: float = 10.0) -> list[Message]:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and len(self.messages) < n:
+            time.sleep(0.01)
+        return list(self.messages)
+
+
+@pytest.fixture
+def smtp_sink() -> Iterator[Sink]:
+    sink = Sink()
+
+    class Handler(socketserver.StreamRequestHandler):
+        def say(self, line: str) -> None:
+            self.wfile.write(line.encode() + b"\r\n")
+
+        def handle(self) -> None:
+            self.say("220 sink ESMTP")
+            while line := self.rfile.readline():
+                verb = line.decode().strip()
+                upper = verb.upper()
+                if upper.startswith("EHLO"):
+                    self.say("250-sink")
+                    self.say("250 AUTH PLAIN")
+                elif upper.startswith("HELO"):
+                    self.say("250 sink")
+                elif upper.startswith("AUTH PLAIN"):
+                    _, user, password = base64.b64decode(verb.split()[2]).decode().split("\0")
+                    sink.logins.append((user, password))
+                    self.say("235 ok")
+                elif upper.startswith(("MAIL", "RCPT", "RSET", "NOOP")):
+                    self.say("250 ok")
+                elif upper == "DATA":
+                    self.say("354 go on")
+                    data = b""
+                    while (chunk := self.rfile.readline()) not in (b".\r\n", b""):
+                        data += chunk[1:] if chunk.startswith(b"..") else chunk
+                    sink.messages.append(message_from_bytes(data))
+                    self.say("250 kept")
+                elif upper == "QUIT":
+                    self.say("221 bye")
+                    return
+                else:
+                    self.say("502 not here")
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sink.port = int(server.server_address[1])
+    yield sink
+    server.shutdown()
+    server.server_close()
