@@ -60,6 +60,7 @@ DISCORD_ROLE_ENV = "RL_ADVISOR_DISCORD_ROLE"
 USER_FILE = "rl-advisor.toml"  # its [alerts] table, when no flag and no --alerts FILE
 _DISCORD_MAX = 2000  # Discord's limit on a message's content
 _BODY_MAX = 40_000  # Slack's limit on a message's text
+_CHANGES = 2  # state changes of one finding said within its cooldown
 
 
 class Undeliverable(Exception):
@@ -88,7 +89,7 @@ class Channel:
     def name(self) -> str:
         if self.kind == "email":
             return f"email via {self.host}:{self.smtp_port}"
-        return f"{self.kind} webhook"
+        return "webhook" if self.kind == "webhook" else f"{self.kind} webhook"
 
     @property
     def smtp_port(self) -> int:
@@ -328,7 +329,7 @@ class Alerter:
         self._queue: queue.Queue[tuple[Channel, Message] | None] = queue.Queue(queue_size)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._last: dict[tuple[str, str], float] = {}  # (finding id, event) -> time said
+        self._said: dict[str, tuple[str, float, int]] = {}  # finding id -> see submit
         self._accepted = 0
         self._capped = False
         self._open: dict[tuple[str, int | None], Finding] = {}  # fired, not yet cleared
@@ -342,6 +343,8 @@ class Alerter:
         try:
             if finding.severity.rank < self.min_severity.rank or finding.cleared_step is not None:
                 return
+            if advisor is not None and any(k[0] == finding.id for k in self._open):
+                self.check(advisor, every=0)  # the episode before this one ended: say so first
             self._open[(finding.id, finding.onset_step)] = finding
             advice, override = self._change(finding, advisor)
             self.submit(Message(finding, "fired", self.run, advice, override))
@@ -369,14 +372,21 @@ class Alerter:
 
     def submit(self, msg: Message) -> bool:
         """Queue `msg` for every channel; False when the cooldown, the cap or a full queue
-        held it back."""
+        held it back.
+
+        The cooldown is per finding id: within it, a message that says what the last one
+        said (fired again) is held back; one that changes it (recovered, then fired again) is
+        said, at most twice per cooldown, so a flapping symptom costs a few messages."""
         now = time.monotonic()
-        key = (msg.finding.id, msg.event)
+        fid = msg.finding.id
         with self._lock:
-            last = self._last.get(key)
-            if last is not None and now - last < self.cooldown:
-                self.stats.suppressed += 1
-                return False
+            said = self._said.get(fid)  # (event, time the cooldown started, changes said)
+            changes = 0
+            if said is not None and now - said[1] < self.cooldown:
+                if said[0] == msg.event or said[2] >= _CHANGES:
+                    self.stats.suppressed += 1
+                    return False
+                changes = said[2] + 1
             if self._accepted >= self.cap:
                 self.stats.suppressed += 1
                 if not self._capped:
@@ -386,7 +396,8 @@ class Alerter:
                         "are in the report only"
                     )
                 return False
-            self._last[key] = now
+            start = said[1] if said is not None and changes else now
+            self._said[fid] = (msg.event, start, changes)
             self._accepted += 1
             self._start()
         for ch in self.channels:
@@ -406,11 +417,12 @@ class Alerter:
         if advisor is None:
             return action.advice, None
         try:
-            if self._speaker is None:
+            framework = advisor.framework()  # known better as the log goes on
+            if self._speaker is None or self._speaker[0] != framework:
                 from advisor.dialect import Speaker
 
-                self._speaker = Speaker(advisor.framework(), advisor.hyper_parameters)
-            sp = self._speaker
+                self._speaker = (framework, Speaker(framework, advisor.hyper_parameters))
+            sp = self._speaker[1]
             return sp.text(action.advice), sp.override_args([sp.said(c) for c in action.changes])
         except Exception:
             return action.advice, None

@@ -103,10 +103,9 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
                 else Advisor(hyper_parameters=hyper_parameters, sets=sets, source="transformers")
             )
         self.advisor = advisor
-        # alerts: Slack, Discord, a webhook, email (an alerts file or advisor.alerts.Alerter);
-        # every process of a distributed run judges, only the world's process zero delivers
-        self._alerts = alerts
-        self.hook = Hook(advisor, stop_on=stop_on, on_finding=on_finding)
+        # alerts: Slack, Discord, a webhook, email (an alerts file, advisor.alerts.Alerter or
+        # its keywords); every process of a distributed run judges, only process zero delivers
+        self.hook = Hook(advisor, stop_on=stop_on, on_finding=on_finding, alerts=alerts)
         self.report_name = report_name
         self.hints_from_trainer = hints_from_trainer
         self.report_path: Path | None = None
@@ -118,14 +117,8 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.args = args
-        if self._alerts is not None and getattr(state, "is_world_process_zero", True):
-            try:
-                from advisor.alerts import alerter_from
-
-                self.hook.alerts = alerter_from(self._alerts, run=self.advisor.source)
-            except Exception as err:  # a bad alerts setting must not stop training
-                self.hook._error("alerts", err)
-            self._alerts = None
+        if not getattr(state, "is_world_process_zero", True):
+            self.hook.alerts = None  # its thread starts with its first message: none started
         hints = hints_from_args(args) if self.hints_from_trainer else {}
         if hints and self.advisor.steps == 0:
             max_steps = getattr(state, "max_steps", 0) or None

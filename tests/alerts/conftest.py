@@ -15,9 +15,21 @@ from dataclasses import dataclass, field
 from email import message_from_bytes
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from advisor.types import Run
+
+CORPUS = Path(__file__).resolve().parents[2] / "sample_metrics" / "corpus"
+
+
+def rows(run: Run) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The Run's rows as an orchestrator passes them, step by step."""
+    for row in run.frame.iter_rows(named=True):
+        step = row.pop("step")
+        yield int(step), {k: v for k, v in row.items() if v is not None}
 
 
 @dataclass
