@@ -98,7 +98,16 @@ class Channel:
         return {"ssl": 465, "starttls": 587}.get(self.security, 25)
 
     def secrets(self) -> list[str]:
-        return [s for s in (self.url, self.password) if s]
+        """What a log line must never carry: the URL, its token (path, query, user info, each
+        long path segment) and the password; longest first, for replacing."""
+        out = [s for s in (self.url, self.password) if s]
+        if self.url:
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(self.url)
+            out += [parts.path, parts.query, parts.netloc.rpartition("@")[0]]
+            out += [seg for seg in parts.path.split("/") if len(seg) >= 8]
+        return sorted({s for s in out if len(s) >= 4}, key=len, reverse=True)
 
     def check(self) -> None:
         """Raise InputError when the channel lacks what it needs (no secret in the message)."""

@@ -4,9 +4,12 @@ never reach a log line."""
 
 from __future__ import annotations
 
+import string
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from advisor.alerts import Alerter, Channel, Message, http_body
 from advisor.types import Action, Evidence, Finding, InputError, Severity
@@ -228,3 +231,33 @@ def test_a_channel_without_its_secret_is_refused_at_once() -> None:
     assert SECRET not in str(err.value)
     with pytest.raises(InputError, match="RL_ADVISOR_SMTP_HOST"):
         Alerter([Channel("email", to=["a@b"])])
+
+
+def test_state_changes_pass_the_cooldown_twice_at_most(endpoint: Endpoint) -> None:
+    lines: list[str] = []
+    a = alerter([Channel("webhook", url=endpoint.url)], lines, cooldown=60)
+    gone = finding(cleared_step=150)
+    a.submit(Message(finding(), "fired"))
+    a.submit(Message(gone, "recovered"))
+    a.submit(Message(finding(onset_step=160), "fired"))  # back again: said
+    a.submit(Message(gone, "recovered"))  # a third change within the cooldown: held
+    a.submit(Message(finding(onset_step=200), "fired"))
+    a.close()
+    assert [(b["event"], b["onset_step"]) for b in endpoint.wait(3)] == [
+        ("fired", 120), ("recovered", 120), ("fired", 160)
+    ]  # fmt: skip
+    assert a.stats.suppressed == 2
+
+
+@given(
+    token=st.text(string.ascii_letters + string.digits + "-_.~", min_size=8, max_size=60),
+    before=st.text(" :()[]!'\n\t", max_size=20),
+    after=st.text(" :()[]!'\n\t", max_size=20),
+)
+def test_no_log_line_carries_a_secret(token: str, before: str, after: str) -> None:
+    lines: list[str] = []
+    url = f"https://hooks.example/services/{token}?key={token}"
+    a = Alerter([Channel("webhook", url=url)], say=lines.append)
+    a._log(f"{before}{url}{after}: {token} /services/{token} {after}")
+    [line] = lines
+    assert "\n" not in line and token not in line and "***" in line
