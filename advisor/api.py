@@ -319,7 +319,6 @@ def diagnose_job(
     # unreadable: refused before any work; a batch loads each job file once
     history = read_history(previous_paths(previous), _load_config_once)
     from advisor import engine  # imported alongside the read
-
     run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
@@ -517,7 +516,6 @@ def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping
     framework's names (each change marked when its old value is assumed), the fallback made
     concrete with what the run showed, and a patch that carries only known values and the
     change, with the framework's settings and override line beside it."""
-
     def action(a: Any, fid: str | None = None) -> Any:
         if a is None:
             return None

@@ -167,7 +167,6 @@ _EXTRAS: dict[str, Literal["float", "int"]] = {
 # validator (it reports every bad value with its line and replaces it by the default), so what
 # it hands over is already of these types and is not checked a second time.
 
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FcModel:
     classpath: str | None = None
@@ -246,7 +245,9 @@ class JobConfig:
 def _given(value: Any) -> Any:
     if isinstance(value, FcModel | Function | Dataset | Resources | JobConfig):
         return {
-            f.name: _given(v) for f in fields(value) if (v := getattr(value, f.name)) is not None
+            f.name: _given(v)
+            for f in fields(value)
+            if (v := getattr(value, f.name)) is not None
         }
     if isinstance(value, list):
         return [_given(v) for v in value]
@@ -327,7 +328,9 @@ def _spec(
     """The spec of one of the job's own fields (a function's timeout, a dataset's type), for
     the walker's checks. Built unchecked, as a plain FieldSpec: its values are literals of
     their declared types (the rulebook's specs come checked from its cache)."""
-    return FieldSpec(type=kind, min=low, choices=list(choices) if choices is not None else None)
+    return FieldSpec(
+        type=kind, min=low, choices=list(choices) if choices is not None else None
+    )
 
 
 def _yaml(typ: str = "rt") -> Any:
@@ -966,10 +969,8 @@ class _Walker(_Pass):
         """A key of the guide's layout in an SDK file: the SDK refuses it; say where the SDK
         keeps the same setting (its value is still read, so the rules judge the job)."""
         where = _GUIDE_ONLY[key]
-        hint = (
-            f"; the SDK's TuningModel refuses it: write it as {where}"
-            if where
-            else ("; the SDK's TuningModel refuses it and has no such field: remove it")
+        hint = f"; the SDK's TuningModel refuses it: write it as {where}" if where else (
+            "; the SDK's TuningModel refuses it and has no such field: remove it"
         )
         self.add("C001", [key], f"{key} is not a field of the SDK's job file{hint}",
                  severity=Severity.error, suggested=where, line=line)  # fmt: skip
@@ -1016,10 +1017,8 @@ class _Walker(_Pass):
         elif key in ("model", "base_model") and self.layout == "platform":
             if key == "model" or "model" not in self.out:
                 self.top_scalar("model", raw, path, line)
-        elif (
-            self.layout == "platform"
-            and key not in ("job_name", "hyper_parameters")
-            and (key not in ("training_file_ids", "validation_file_ids"))
+        elif self.layout == "platform" and key not in ("job_name", "hyper_parameters") and (
+            key not in ("training_file_ids", "validation_file_ids")
         ):
             self.platform[key] = _plain(raw)
         elif key == "training":
@@ -1880,7 +1879,9 @@ def _count_lines(path: Path) -> int:
 # Writing a patched job file.
 
 
-def write_patched(source: Path | JobFile | None, changes: Mapping[str, Any], dest: Path) -> None:
+def write_patched(
+    source: Path | JobFile | None, changes: Mapping[str, Any], dest: Path
+) -> None:
     """Write `source` with `changes` applied to `dest`, keeping comments, order and layout.
 
     Keys of `changes` are hyperparameter names (placed where the file keeps its

@@ -278,13 +278,8 @@ def _six(
 
 
 def _resid_sd(
-    nn: np.ndarray,
-    sx: np.ndarray,
-    sxx: np.ndarray,
-    st: np.ndarray,
-    stt: np.ndarray,
-    sxt: np.ndarray,
-    min_n: float,
+    nn: np.ndarray, sx: np.ndarray, sxx: np.ndarray, st: np.ndarray, stt: np.ndarray,
+    sxt: np.ndarray, min_n: float,
 ) -> np.ndarray:
     """Residual sd around the least-squares line from the sums (nan below min_n points)."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -906,7 +901,7 @@ def shift(s: Series, p: Params) -> Evidence | None:
 
 
 def _extreme(s: Series, i: int, base: float, level: float, up: bool) -> str:
-    """ "; peaking at X ..." when the window's extreme block goes more than twice as far
+    """"; peaking at X ..." when the window's extreme block goes more than twice as far
     from the warm-up level as its median does (a spike the median of the window hides)."""
     window = s.mean[i:]
     if not np.isfinite(window).any():
@@ -964,16 +959,8 @@ def _per_companion(
             f"(x{_fmt(float(more[-1]))} the warm-up's at the end)"
         )
     net = Series(
-        metric=s.metric,
-        raw=raw,
-        baseline=s.baseline,
-        peak=None,
-        peak_step=None,
-        peak3=None,
-        peak3_step=None,
-        trough=None,
-        trough_step=None,
-        blocks_total=s.blocks_total,
+        metric=s.metric, raw=raw, baseline=s.baseline, peak=None, peak_step=None, peak3=None,
+        peak3_step=None, trough=None, trough_step=None, blocks_total=s.blocks_total,
     )
     return net, " counted " + " and ".join(said)
 
@@ -988,7 +975,6 @@ def _growth(
         with np.errstate(invalid="ignore", divide="ignore"):
             longer = np.maximum(1.0, _aligned(starts, comp) / comp.baseline.median)
     if rounds is not None and rounds.baseline is not None and len(rounds) and _unit(rounds):
-
         def needed(p: Any) -> Any:  # rounds per step at success rate p, n rollouts per group
             uniform = np.clip(p, 0.0, 1.0) ** n + np.clip(1.0 - p, 0.0, 1.0) ** n
             return 1.0 / np.maximum(1.0 - uniform, 1.0 / cap)
@@ -1668,12 +1654,9 @@ def volatility(s: Series, p: Params) -> Evidence | None:
     # largest run-up and the largest drawdown bounds what a zigzag can find (cheap, vectorised).
     fin = window[np.isfinite(window)]
     spread = (
-        min(
-            float(np.max(fin - np.minimum.accumulate(fin))),
-            float(np.max(np.maximum.accumulate(fin) - fin)),
-        )
-        if len(fin)
-        else 0.0
+        min(float(np.max(fin - np.minimum.accumulate(fin))),
+            float(np.max(np.maximum.accumulate(fin) - fin)))
+        if len(fin) else 0.0
     )
     # The gate below with the floors of its thresholds (`need` is at least min_ratio, `move`
     # only grows): what fails here fails there, before the costlier references are read.
@@ -2103,10 +2086,8 @@ def constant(s: Series, p: Params) -> Evidence | None:
         return None
     value = float(s.lo[-1])
     i = n
-    while (
-        i > 0
-        and s.nonfinite[i - 1] == 0
-        and (s.count[i - 1] == 0 or (s.lo[i - 1] == value and s.hi[i - 1] == value))
+    while i > 0 and s.nonfinite[i - 1] == 0 and (
+        s.count[i - 1] == 0 or (s.lo[i - 1] == value and s.hi[i - 1] == value)
     ):
         i -= 1
     while i < n and s.count[i] == 0:  # the run starts at its first logged block
@@ -2338,14 +2319,8 @@ def swing(s: Series, p: Params) -> Evidence | None:
             and p2p >= float(p.get("min_rel", 0.2)) * level
             and p2p >= float(p.get("min_abs", 0.0))
         )
-        return ok, {
-            "period": period,
-            "share": share,
-            "p2p": p2p,
-            "ratio": ratio,
-            "noise": noise,
-            "onset": _swing_start(r, period, amp),
-        }
+        return ok, {"period": period, "share": share, "p2p": p2p, "ratio": ratio, "noise": noise,
+                    "onset": _swing_start(r, period, amp)}
 
     results = []
     for j in range(k):  # the latest window first: most evaluations stop there
@@ -2619,9 +2594,8 @@ def _jump_screen(c: Column, p: Params) -> np.ndarray:
     last = x[at]
     floor = float(p.get("min_level", 0.0))
     with np.errstate(invalid="ignore", over="ignore"):
-        ok = (last >= floor) & (
-            last >= float(p.get("min_ratio", 5.0)) * np.where(mid < 1e-12, 1e-12, mid)
-        )
+        ok = (last >= floor) & (last >= float(p.get("min_ratio", 5.0)) * np.where(
+            mid < 1e-12, 1e-12, mid))
     out[at] = ok | np.isnan(ref3).any(axis=1)
     return out
 

@@ -277,7 +277,9 @@ class Speaker:
     def marked(self, change: Change) -> Change:
         """The change with `assumed` set when its old value is not known (a default)."""
         assumed = self.assumed(change.param)
-        return change if change.assumed == assumed else dataclasses.replace(change, assumed=assumed)
+        return (
+            change if change.assumed == assumed else dataclasses.replace(change, assumed=assumed)
+        )
 
     def said(self, change: Change) -> Change:
         """The change marked and with its framework keys (what the JSON and report carry)."""
@@ -428,6 +430,7 @@ class Speaker:
         if self.speaks == "trl":
             return "GRPOConfig(..., " + ", ".join(f"{k}={v!r}" for k, v in settings.items()) + ")"
         return None
+
 
     def override_args(self, changes: Sequence[Change]) -> str | None:
         """The change as command-line arguments ready to paste, in the run's dialect: the

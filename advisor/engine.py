@@ -132,6 +132,7 @@ from advisor.types import (
 )
 
 if TYPE_CHECKING:
+
     from advisor.types import Run
 
 # ============================================================================ evaluation
@@ -597,7 +598,8 @@ def _predicates(hp: Mapping[str, Any], kl_strong: float = 1.0) -> dict[str, bool
         "on_policy": bool(on_policy),
         # No KL term: a coefficient of 0, or DAPO (typical coefficient 0) when it is not given;
         # a KL in the reward is a KL term whatever the loss's coefficient.
-        "kl_off": not in_reward and (_num(kl) == 0 if _num(kl) is not None else algo == "dapo"),
+        "kl_off": not in_reward
+        and (_num(kl) == 0 if _num(kl) is not None else algo == "dapo"),
         "kl_in_reward": in_reward,
         "is_dapo": algo == "dapo",
         "is_gspo": algo == "gspo",
@@ -1140,7 +1142,6 @@ class _RuleEvaluation(_BlockFolding):
         if node is None:
             return None
         if isinstance(node, Leaf):
-
             def pick(d: dict[str, Scalar | PerAlgorithm]) -> dict[str, Scalar | PerAlgorithm]:
                 return {
                     k: (v.pick(self.algorithm) if isinstance(v, PerAlgorithm) else v)
@@ -1414,7 +1415,9 @@ class _RuleEvaluation(_BlockFolding):
         got = self._added[rule.id] = (tuple(notes), frozenset(metrics), shared)
         return got
 
-    def _may(self, node: Node, used: list[tuple[_LeafPlan, _Blocks]]) -> tuple[int, int, int]:
+    def _may(
+        self, node: Node, used: list[tuple[_LeafPlan, _Blocks]]
+    ) -> tuple[int, int, int]:
         """Where a node of an inactive rule's tree may say FIRE, NO, ABSENT, at each block
         push_columns closes (bit j: block j; from the one being closed on): a leaf NO where
         its screen is quiet, ABSENT where none of its metrics was logged (or the job's facts
@@ -2187,3 +2190,5 @@ def _kl_in_reward_column(columns: Sequence[str]) -> bool:
     held = set(columns)
     first = next((a for a in names.ALIASES["kl_ref"] if a in held), None)
     return first in names.KL_IN_REWARD
+
+

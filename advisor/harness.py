@@ -475,9 +475,8 @@ def score(cases: Sequence[Case], preds: Sequence[Prediction], corpus: str = "") 
 
 
 def _count_format(acc: dict[str, dict[str, int]], case: Case, pred: Prediction) -> None:
-    row = acc.setdefault(
-        case.fmt or "?", {"runs": 0, "symptoms": 0, "found": 0, "wrong_alarm_runs": 0}
-    )
+    row = acc.setdefault(case.fmt or "?", {"runs": 0, "symptoms": 0, "found": 0,
+                                           "wrong_alarm_runs": 0})
     row["runs"] += 1
     row["symptoms"] += len(case.symptoms)
     row["found"] += len(set(case.symptoms) & pred.found_ids)

@@ -91,8 +91,8 @@ def _read_file(path: Path, load: Loader) -> Round:
             return Round(_known(known, path, "hyper_parameters"), advised, healthy, str(path))
         if not (isinstance(data, dict) and isinstance(data.get("training"), dict)):
             raise InputError(
-                f'--previous {path}: a JSON document that is neither {RUN_FILE} ("hints") nor '
-                f'a report ("schema_version", "status") nor a job; {_EXPECTED}'
+                f"--previous {path}: a JSON document that is neither {RUN_FILE} (\"hints\") nor "
+                f"a report (\"schema_version\", \"status\") nor a job; {_EXPECTED}"
             )
     loaded = load(path)
     origin = loaded.origin
@@ -126,7 +126,7 @@ def _outcome(path: Path, data: Any = None) -> tuple[dict[str, int], bool | None]
     """What a report advised (parameter -> +1 raise / -1 lower) and whether it was healthy."""
     data = _json(path) if data is None else data
     if not isinstance(data, dict) or "status" not in data:
-        raise InputError(f'--previous {path}: not a diagnose JSON report (no "status")')
+        raise InputError(f"--previous {path}: not a diagnose JSON report (no \"status\")")
     advised: dict[str, int] = {}
     patch = data.get("patch") or {}
     for c in patch.get("changes") or [] if isinstance(patch, dict) else []:

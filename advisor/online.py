@@ -497,7 +497,9 @@ class Advisor:
         out = []
         for f in found:
             p = self._planned.get(_key(f))
-            out.append(replace(f, action=p.action, fallback=p.fallback) if p else f)
+            out.append(
+                replace(f, action=p.action, fallback=p.fallback) if p else f
+            )
         return out
 
     def _notify(self, new: list[Finding]) -> list[Finding]:

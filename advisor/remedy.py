@@ -380,7 +380,9 @@ def _static_check(hp: HyperParams) -> tuple[ConfigFinding, ...]:
     return tuple(f for f in check(load_config(None, hints=dict(hp))) if f.severity.rank >= 1)
 
 
-def already_tried(spec: ChangeSpec, hp: HyperParams, previous: HyperParams | None) -> bool:
+def already_tried(
+    spec: ChangeSpec, hp: HyperParams, previous: HyperParams | None
+) -> bool:
     """The previous job already moved this parameter the same way (e.g. lr raised prev -> now)."""
     if not previous or spec.param not in previous:
         return False
@@ -437,9 +439,9 @@ def _path(param: str, history: Sequence[Round], now: Any) -> list[tuple[Any, int
     return [*out, (now, None)]
 
 
-def judged(
-    param: str, history: Sequence[Round], now: float, direction: int
-) -> tuple[float | None, float | None]:
+def judged(param: str, history: Sequence[Round], now: float, direction: int) -> tuple[
+    float | None, float | None
+]:
     """(the highest value known too low, the lowest known too high) of `param`.
 
     A round's own report says which (it advised raising or lowering it); without one, a move
@@ -501,17 +503,13 @@ def stepped(
         # raise is spent when the run asks for less than x mild, or for a cut)
         asked = math.log(by_run[1]) * direction if by_run is not None else math.inf
         if asked < abs(math.log(mild)):
-            return Stepped(
-                None,
-                "",
-                spent=(
-                    f"the previous run already moved {spec.param} x{_round_sig(last, 2):g} and the "
-                    f"run now moves (by its {size.by[0].fact}): the knob is not what holds it"
-                ),
-            )
+            return Stepped(None, "", spent=(
+                f"the previous run already moved {spec.param} x{_round_sig(last, 2):g} and the "
+                f"run now moves (by its {size.by[0].fact}): the knob is not what holds it"
+            ))
         if size.escalate is None:
             return None  # the rule falls back after a failed step
-        grown = last**size.escalate
+        grown = last ** size.escalate
         if abs(math.log(grown)) > abs(math.log(factor)):
             factor = _round_sig(_within(grown, size.bounds), 3)
             notes.append(
@@ -523,14 +521,10 @@ def stepped(
     target = float(now) * factor
     if low is not None and high is not None and low < high:
         if high / low < _BRACKET_TIGHT:
-            return Stepped(
-                None,
-                "",
-                spent=(
-                    f"{spec.param} is bracketed between {_v(low)} (too low) and {_v(high)} (too "
-                    "high) by the earlier runs: the knob is not what holds the run"
-                ),
-            )
+            return Stepped(None, "", spent=(
+                f"{spec.param} is bracketed between {_v(low)} (too low) and {_v(high)} (too "
+                "high) by the earlier runs: the knob is not what holds the run"
+            ))
         if not low < target < high:
             target = math.sqrt(low * high)
             notes.append(

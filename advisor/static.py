@@ -361,3 +361,4 @@ def compare_previous(loaded: LoadedConfig, previous: LoadedConfig) -> list[Confi
         "change one at a time so the effect can be attributed"
     )
     return [rule.finding(changed, message, line=loaded.line_of(changed))]
+

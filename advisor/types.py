@@ -124,7 +124,10 @@ class _Data:
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract's data: `from` for `from_`, enums as their values, tuples and
         sets as lists, NaN and inf as None (null), fields outside the JSON left out."""
-        return {_WIRE.get(name, name): _plain(getattr(self, name)) for name in _fields(type(self))}
+        return {
+            _WIRE.get(name, name): _plain(getattr(self, name))
+            for name in _fields(type(self))
+        }
 
     def to_json(self, indent: int | None = 2) -> str:
         """`to_dict()` as JSON text (`dumps`)."""
@@ -253,6 +256,8 @@ def _write(value: Any, out: list[str], nl: str, step: str, colon: str) -> None:
         out.append(nl + "]")
     else:
         _write(_plain(value), out, nl, step, colon)
+
+
 
 
 @dataclass(slots=True, kw_only=True, eq=False, repr=False)

@@ -60,9 +60,9 @@ class HpAlias(_Strict):
     """Another framework's name for a platform hyperparameter (for C001's "did you mean")."""
 
     param: str
-    note: Annotated[str, Field(description="said when the meaning differs from the platform's")] = (
-        ""
-    )
+    note: Annotated[
+        str, Field(description="said when the meaning differs from the platform's")
+    ] = ""
     source: str = ""
 
 
@@ -70,7 +70,9 @@ class HpAlias(_Strict):
 class ModelInfo(_Strict):
     kind: Literal["dense", "moe"]
     params_b: Annotated[float, Field(gt=0, description="total parameters, billions")]
-    active_b: Annotated[float | None, Field(description="active parameters per token (MoE)")] = None
+    active_b: Annotated[
+        float | None, Field(description="active parameters per token (MoE)")
+    ] = None
 
 
 @dataclass(kw_only=True)
@@ -211,7 +213,9 @@ class ConfigRule(_Strict):
         Field(description="expression; the rule is judged only when true"),
     ] = None
     check: Annotated[Check, Field(discriminator="kind")]
-    message: Annotated[str, Field(min_length=1, description="{expression} parts are evaluated")]
+    message: Annotated[
+        str, Field(min_length=1, description="{expression} parts are evaluated")
+    ]
     suggested: Annotated[
         str | None,
         After(_expression),
@@ -264,9 +268,9 @@ class ConfigRulebook(_Strict):
         dict[str, list[str]],
         Field(description="coupled parameters counted as one change (C801)"),
     ] = dataclasses.field(default_factory=dict)
-    change_ignored: Annotated[list[str], Field(description="not counted by C801")] = (
-        dataclasses.field(default_factory=list)
-    )
+    change_ignored: Annotated[
+        list[str], Field(description="not counted by C801")
+    ] = dataclasses.field(default_factory=list)
     other_estimators: Annotated[
         list[str],
         Field(description="verl adv_estimator values that are not GSPO/GRPO/DAPO"),

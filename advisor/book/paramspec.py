@@ -44,7 +44,9 @@ class ParamSpec(_Strict):
         Field(description="what the detector uses when a leaf leaves it out (null: test off)"),
     ] = None
     required: Annotated[bool, Field(description="a leaf must set it")] = False
-    range: Annotated[tuple[float, float] | None, Field(description="[low, high], inclusive")] = None
+    range: Annotated[
+        tuple[float, float] | None, Field(description="[low, high], inclusive")
+    ] = None
     choices: Annotated[
         list[str], Field(description="the words it accepts (beside numbers in range)")
     ] = dataclasses.field(default_factory=list)

@@ -28,14 +28,7 @@ if TYPE_CHECKING:
 ALGORITHMS = ("gspo", "grpo", "dapo")
 # Facts about the job (from hp) or the run's end (`crashed`: it ended other than "completed").
 Predicate = Literal[
-    "on_policy",
-    "kl_off",
-    "kl_strong",
-    "is_dapo",
-    "is_gspo",
-    "is_grpo",
-    "crashed",
-    "late_start",
+    "on_policy", "kl_off", "kl_strong", "is_dapo", "is_gspo", "is_grpo", "crashed", "late_start",
     "kl_in_reward",
 ]
 
@@ -96,9 +89,9 @@ class Leaf(_M):
         list[Predicate],
         Field(description="hp predicates under which this evidence means nothing (leaf is ABSENT)"),
     ] = field(default_factory=list)
-    skip_note: Annotated[str, Field(description="said in the assumptions when skip_if applies")] = (
-        ""
-    )
+    skip_note: Annotated[
+        str, Field(description="said in the assumptions when skip_if applies")
+    ] = ""
     only_if: Annotated[
         list[Predicate],
         Field(description="facts that must all hold, else the leaf is false"),
@@ -182,9 +175,9 @@ class SizeBy(_M):
     kind: Literal["ratio", "kl_controller"] = "ratio"
     fact: Annotated[str, Field(description="the run fact measured (advisor.runfacts)")]
     target: Annotated[float, Field(gt=0, description="where a healthy run has the fact")]
-    power: Annotated[float, Field(description="ratio: the factor is (fact / target) ** power")] = (
-        1.0
-    )
+    power: Annotated[
+        float, Field(description="ratio: the factor is (fact / target) ** power")
+    ] = 1.0
     gain: Annotated[float, Field(gt=0, description="kl_controller: its K_beta")] = 0.1
     clip: Annotated[float, Field(gt=0, description="kl_controller: its error clip")] = 0.2
     why: Annotated[str, Field(min_length=1, description="why this measure sizes the step")]
@@ -267,12 +260,12 @@ class CaseChange(_M):
 
     metric: Annotated[str, Field(description="canonical metric the change applies to")]
     start: Annotated[int, Field(ge=1, description="first step changed")] = 1
-    end: Annotated[int | None, Field(ge=1, description="last step changed (default: the last)")] = (
-        None
-    )
-    multiply: Annotated[float | None, Field(description="x this (reached over `over` steps)")] = (
-        None
-    )
+    end: Annotated[
+        int | None, Field(ge=1, description="last step changed (default: the last)")
+    ] = None
+    multiply: Annotated[
+        float | None, Field(description="x this (reached over `over` steps)")
+    ] = None
     add: Annotated[float | None, Field(description="+ this (reached over `over` steps)")] = None
     set: Annotated[float | None, Field(description="this value (NaN allowed: .nan)")] = None
     over: Annotated[int, Field(ge=1, description="steps over which the change ramps in")] = 1
@@ -297,9 +290,9 @@ class RuleCase(_M):
     ending: Annotated[
         str | None, Field(description="how the run ends (RunEnding kind), if not")
     ] = None
-    hp: Annotated[dict[str, Scalar], Field(description="job values over the base")] = field(
-        default_factory=dict
-    )
+    hp: Annotated[
+        dict[str, Scalar], Field(description="job values over the base")
+    ] = field(default_factory=dict)
     expect: Literal["fires", "quiet"]
     onset: Annotated[int | None, Field(description="expected onset step (fires)")] = None
     within: Annotated[int, Field(ge=0, description="onset tolerance, steps")] = 40
@@ -320,7 +313,9 @@ class SymptomRule(_M):
     example: Annotated[
         str, Field(min_length=1, description="what the curves look like when it fires")
     ]
-    use_instead: Annotated[str, Field(min_length=1, description="what a healthy run shows instead")]
+    use_instead: Annotated[
+        str, Field(min_length=1, description="what a healthy run shows instead")
+    ]
     source: Annotated[
         str, Field(min_length=1, description="knowledge.md section/row or a public source")
     ]
@@ -328,9 +323,9 @@ class SymptomRule(_M):
         list[Annotated[str, Field(min_length=1)]],
         Field(min_length=1, description="likely causes, most probable first"),
     ]
-    warmup: Annotated[bool, Field(description="judged only after the warm-up (false: events)")] = (
-        True
-    )
+    warmup: Annotated[
+        bool, Field(description="judged only after the warm-up (false: events)")
+    ] = True
     settles: Annotated[
         bool,
         Field(
@@ -338,9 +333,9 @@ class SymptomRule(_M):
             "run's end is kept as info, with no change to make (a passing slowdown)"
         ),
     ] = False
-    unless: Annotated[list[Predicate], Field(description="not judged when true")] = field(
-        default_factory=list
-    )
+    unless: Annotated[
+        list[Predicate], Field(description="not judged when true")
+    ] = field(default_factory=list)
     unless_note: str = ""
     suppressed_by: Annotated[
         list[str],
@@ -348,9 +343,9 @@ class SymptomRule(_M):
             description="rule ids that, while active, explain this symptom away (P1 after a DIV)"
         ),
     ] = field(default_factory=list)
-    on_ending: Annotated[list[str], Field(description="RunEnding kinds that fire it")] = field(
-        default_factory=list
-    )
+    on_ending: Annotated[
+        list[str], Field(description="RunEnding kinds that fire it")
+    ] = field(default_factory=list)
     urgent: Urgent | None = None
     fallback_first: Annotated[
         list[str],
@@ -420,10 +415,12 @@ class Settings(_M):
         ),
     ] = field(default_factory=dict)
     settled_blocks: Annotated[int, Field(ge=1, description="see SymptomRule.settles")] = 4
-    early_break_z: Annotated[float, Field(gt=0, description="break: first-half sigmas apart")] = 8.0
-    early_break_ratio: Annotated[float, Field(gt=1, description="break: x or / this far apart")] = (
-        3.0
-    )
+    early_break_z: Annotated[
+        float, Field(gt=0, description="break: first-half sigmas apart")
+    ] = 8.0
+    early_break_ratio: Annotated[
+        float, Field(gt=1, description="break: x or / this far apart")
+    ] = 3.0
     kl_strong_coef: Annotated[
         float,
         Field(

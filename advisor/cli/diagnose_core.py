@@ -275,7 +275,9 @@ def execute(
                 d = dataclasses.replace(
                     d,
                     patch_diff=None,
-                    config_findings=[dataclasses.replace(c, line=None) for c in d.config_findings],
+                    config_findings=[
+                        dataclasses.replace(c, line=None) for c in d.config_findings
+                    ],
                 )
         if (unjudged := no_metric_read(d.run)) is not None:
             raise InputError(unjudged)

@@ -115,13 +115,11 @@ def _symptom_doc(rule: SymptomRule, conditions: dict[str, str]) -> RuleDoc:
         extra["Fallback"] = rule.fallback.advice
     if rule.when is not None:
         when = "after the warm-up" if rule.warmup else "from the first block"
-        extra["When it fires"] = _list_md(
-            [
-                f"Judged on block means {when} (rulebook/symptoms.yaml, rule `{rule.id}`):",
-                "",
-                *_when_lines(rule.when, 0, conditions),
-            ]
-        )
+        extra["When it fires"] = _list_md([
+            f"Judged on block means {when} (rulebook/symptoms.yaml, rule `{rule.id}`):",
+            "",
+            *_when_lines(rule.when, 0, conditions),
+        ])
     return RuleDoc(
         id=rule.id,
         name=rule.name,
@@ -163,7 +161,9 @@ def _when_lines(node: Node, depth: int, conditions: dict[str, str] | None = None
     label = f" (`{named}`: {(conditions or {}).get(named, '')})" if named else ""
     reason = [f"{pad}  - why: {node.reason}"] if node.reason else []
     if isinstance(node, AllOf | AnyOf):
-        word, children = ("all of", node.all) if isinstance(node, AllOf) else ("any of", node.any)
+        word, children = (
+            ("all of", node.all) if isinstance(node, AllOf) else ("any of", node.any)
+        )
         lines = [f"{pad}- {word}{label}:", *reason]
         for child in children:
             lines += _when_lines(child, depth + 1, conditions)

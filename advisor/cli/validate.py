@@ -58,7 +58,9 @@ def validate(
     previous: Annotated[
         Path | None, typer.Option("--previous", help="The previous job file: flag several changes.")
     ] = None,
-    convert_to: Annotated[Layout | None, typer.Option("--convert-to", help=_CONVERT_HELP)] = None,
+    convert_to: Annotated[
+        Layout | None, typer.Option("--convert-to", help=_CONVERT_HELP)
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Where --convert-to writes the job.")
     ] = None,

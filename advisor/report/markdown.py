@@ -118,10 +118,9 @@ def _verdict(d: Diagnosis) -> str:
     )
     if d.patch and d.patch.changes:
         c = d.patch.changes[0]
-        todo = (
-            "the one change to make: "
-            + change_text(replace(c, note=None, factor=None)).split(" - ")[0]
-        )
+        todo = "the one change to make: " + change_text(
+            replace(c, note=None, factor=None)
+        ).split(" - ")[0]
     elif all(f.severity.value == "info" and f.cleared_step is not None for f in ordered):
         todo = f"nothing to change: it passed by step {top.cleared_step}"  # engine `settles`
     else:

@@ -248,7 +248,6 @@ def _tick(line: tuple[object, ...], at: tuple[object, object], anchor: str, labe
         f'<text x="{at[0]}" y="{at[1]}" font-size="9" text-anchor="{anchor}">{label}</text>'
     )
 
-
 def _box(style: str) -> str:
     return f'<rect x="0" y="-7" width="14" height="7" {style}/>'
 
