@@ -8,6 +8,8 @@ import base64
 import json
 import socket
 import socketserver
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -106,6 +108,8 @@ class Sink:
     port: int = 0
     messages: list[Message] = field(default_factory=list)
     logins: list[tuple[str, str]] = field(default_factory=list)
+    mode: str = "plain"  # "starttls": offered after EHLO; "ssl": TLS from the first byte
+    tls: list[str] = field(default_factory=list)  # how each secured session was secured
 
     def wait(self, n: int, timeout: float = 10.0) -> list[Message]:
         end = time.monotonic() + timeout
@@ -114,47 +118,95 @@ class Sink:
         return list(self.messages)
 
 
-@pytest.fixture
-def smtp_sink() -> Iterator[Sink]:
-    sink = Sink()
+def _serve_smtp(sink: Sink, context: ssl.SSLContext | None, mode: str) -> socketserver.TCPServer:
+    """An SMTP server: plain, STARTTLS offered (mode "starttls") or TLS from the start ("ssl")."""
+    sink.mode = mode
 
-    class Handler(socketserver.StreamRequestHandler):
-        def say(self, line: str) -> None:
-            self.wfile.write(line.encode() + b"\r\n")
-
+    class Handler(socketserver.BaseRequestHandler):
         def handle(self) -> None:
-            self.say("220 sink ESMTP")
-            while line := self.rfile.readline():
+            conn: socket.socket = self.request
+            if mode == "ssl":
+                assert context is not None
+                conn = context.wrap_socket(conn, server_side=True)
+                sink.tls.append("ssl")
+            rfile = conn.makefile("rb")
+
+            def say(line: str) -> None:
+                conn.sendall(line.encode() + b"\r\n")
+
+            say("220 sink ESMTP")
+            while line := rfile.readline():
                 verb = line.decode().strip()
                 upper = verb.upper()
                 if upper.startswith("EHLO"):
-                    self.say("250-sink")
-                    self.say("250 AUTH PLAIN")
+                    say("250-sink")
+                    if mode == "starttls" and not sink.tls:
+                        say("250-STARTTLS")
+                    say("250 AUTH PLAIN")
+                elif upper == "STARTTLS" and context is not None:
+                    say("220 go ahead")
+                    conn = context.wrap_socket(conn, server_side=True)
+                    rfile = conn.makefile("rb")
+                    sink.tls.append("starttls")
                 elif upper.startswith("HELO"):
-                    self.say("250 sink")
+                    say("250 sink")
                 elif upper.startswith("AUTH PLAIN"):
                     _, user, password = base64.b64decode(verb.split()[2]).decode().split("\0")
                     sink.logins.append((user, password))
-                    self.say("235 ok")
+                    say("235 ok")
                 elif upper.startswith(("MAIL", "RCPT", "RSET", "NOOP")):
-                    self.say("250 ok")
+                    say("250 ok")
                 elif upper == "DATA":
-                    self.say("354 go on")
+                    say("354 go on")
                     data = b""
-                    while (chunk := self.rfile.readline()) not in (b".\r\n", b""):
+                    while (chunk := rfile.readline()) not in (b".\r\n", b""):
                         data += chunk[1:] if chunk.startswith(b"..") else chunk
                     sink.messages.append(message_from_bytes(data))
-                    self.say("250 kept")
+                    say("250 kept")
                 elif upper == "QUIT":
-                    self.say("221 bye")
+                    say("221 bye")
                     return
                 else:
-                    self.say("502 not here")
+                    say("502 not here")
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     sink.port = int(server.server_address[1])
+    return server
+
+
+@pytest.fixture
+def smtp_sink() -> Iterator[Sink]:
+    sink = Sink()
+    server = _serve_smtp(sink, None, "plain")
+    yield sink
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (openssl), and its key."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    done = subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        capture_output=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip("openssl cannot make a test certificate here")
+    return cert, key
+
+
+@pytest.fixture(params=["starttls", "ssl"])
+def tls_sink(request: pytest.FixtureRequest, certificate: tuple[Path, Path]) -> Iterator[Sink]:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*certificate)
+    sink = Sink()
+    server = _serve_smtp(sink, context, request.param)
     yield sink
     server.shutdown()
     server.server_close()

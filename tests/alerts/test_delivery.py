@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import string
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -221,6 +222,28 @@ def test_email_through_an_smtp_sink_with_a_login(smtp_sink: Sink, closed_port: i
     b.close()
     assert b.stats.failed == 1 and len(lines) == 2
     assert all("email via 127.0.0.1" in line and SECRET not in line for line in lines)
+
+
+def test_email_over_starttls_and_ssl(
+    tls_sink: Sink, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mode = tls_sink.mode
+    lines: list[str] = []
+    mail = Channel("email", host="127.0.0.1", port=tls_sink.port, security=mode, user="ops",
+                   password=SECRET, to=["a@lab.example"])  # fmt: skip
+    # not trusted: the certificate is checked (a failure, retried, logged without the password)
+    untrusted = alerter([mail], lines, retries=0)
+    untrusted(finding())
+    untrusted.close()
+    assert untrusted.stats.failed == 1 and "CERTIFICATE_VERIFY_FAILED" in lines[0]
+    assert tls_sink.logins == [] and SECRET not in lines[0]
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))  # the system's trust store here
+    a = alerter([mail], lines)
+    a(finding())
+    a.close()
+    [msg] = tls_sink.wait(1)
+    assert msg["Subject"].startswith("rl-advisor: WARNING P2") and a.stats.sent == 1
+    assert tls_sink.tls[-1] == mode and tls_sink.logins == [("ops", SECRET)]
 
 
 def test_a_channel_without_its_secret_is_refused_at_once() -> None:
