@@ -12,8 +12,8 @@ never from a config file, and never appear in a log line, an error or a report: 
 this module writes is scrubbed of them.
 
 Configured by flags (`rl-advisor watch --alert webhook --webhook-url URL`), a file (`--alerts
-FILE`, YAML or TOML, the keys of `AlertsConfig`; a `[alerts]` table of `rl-advisor.toml` in the
-working directory when neither is given), or `Alerter(...)` / `alerter_from(...)` in code.
+FILE`, YAML or TOML, the keys of `AlertsConfig`; when neither is given, the alerts table of the
+per-user settings file, `user_file`), or `Alerter(...)` / `alerter_from(...)` in code.
 Nothing here is imported by `diagnose`; jinja2's sandbox loads only for a webhook template.
 """
 
@@ -57,7 +57,9 @@ SMTP_ENV = {
     "security": "RL_ADVISOR_SMTP_SECURITY",
 }
 DISCORD_ROLE_ENV = "RL_ADVISOR_DISCORD_ROLE"
-USER_FILE = "rl-advisor.toml"  # its [alerts] table, when no flag and no --alerts FILE
+# the per-user settings file (found from the working directory up; or pyproject.toml's
+# [tool.rl-advisor]): its alerts table, when no flag and no --alerts FILE
+USER_FILE = "rl-advisor.toml"
 _DISCORD_MAX = 2000  # Discord's limit on a message's content
 _BODY_MAX = 40_000  # Slack's limit on a message's text
 _CHANGES = 2  # state changes of one finding said within its cooldown
@@ -568,6 +570,11 @@ def _read_table(path: Path, section: bool) -> Mapping[str, Any] | None:
         ) from None
     if not isinstance(data, Mapping):
         raise InputError(f"{path}: expected a mapping of alert settings at the top")
+    if path.name == "pyproject.toml":  # the per-user settings' table there
+        tool = data.get("tool")
+        data = tool.get("rl-advisor") if isinstance(tool, Mapping) else None
+        if not isinstance(data, Mapping):
+            return None
     if "alerts" in data or section:
         data = data.get("alerts")
         if data is None:
@@ -575,6 +582,26 @@ def _read_table(path: Path, section: bool) -> Mapping[str, Any] | None:
         if not isinstance(data, Mapping):
             raise InputError(f"{path}: alerts: expected a mapping of alert settings")
     return data
+
+
+def user_file(start: Path) -> Path | None:
+    """The per-user settings file: `rl-advisor.toml`, or a `pyproject.toml` with a
+    `[tool.rl-advisor]` table, in `start` or the nearest folder above it that has one."""
+    import tomllib
+
+    for folder in (start, *start.parents):
+        own = folder / USER_FILE
+        if own.is_file():
+            return own
+        py = folder / "pyproject.toml"
+        if py.is_file():
+            try:
+                tool = tomllib.loads(py.read_text(encoding="utf-8")).get("tool", {})
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue  # another tool's file: not ours to judge
+            if isinstance(tool, Mapping) and "rl-advisor" in tool:
+                return py
+    return None
 
 
 def _env(name: str | None, env: Mapping[str, str]) -> str | None:

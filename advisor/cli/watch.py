@@ -69,9 +69,12 @@ class Alerts:
         """Say the recoveries the end of the run settled and wait (bounded) for the alerts."""
         if self.alerter is None:
             return
-        if self.advisor is not None:
-            self.alerter.check(self.advisor, every=0)
-        self.alerter.close()
+        try:
+            if self.advisor is not None:
+                self.alerter.check(self.advisor, every=0)
+            self.alerter.close()
+        except KeyboardInterrupt:  # a second Ctrl-C: the report, without waiting for alerts
+            self.console.print("[dim]rl-advisor: alerts not waited for[/]")
 
     def show(self, f: Finding) -> None:
         sev = f.severity.value
@@ -378,18 +381,19 @@ def _alerter(
     cap: int,
     run: str,
 ) -> Any:
-    """The watch's Alerter from --alert flags, --alerts FILE or the [alerts] table of
-    rl-advisor.toml in the working directory; None when none asks for alerts."""
-    user_file = Path("rl-advisor.toml")
-    if not kinds and alerts_file is None and not user_file.is_file():
+    """The watch's Alerter from --alert flags, --alerts FILE or the alerts table of the
+    per-user settings file (rl-advisor.toml or pyproject.toml's [tool.rl-advisor], from the
+    working directory up); None when none asks for alerts."""
+    from advisor import alerts
+
+    mine = None if kinds or alerts_file is not None else alerts.user_file(Path.cwd())
+    if not kinds and alerts_file is None and mine is None:
         for flag, given in (
             ("--webhook-url", webhook_url), ("--alert-template", template), ("--email-to", email_to)
         ):  # fmt: skip
             if given:
                 raise InputError(f"{flag}: expected --alert KIND with it")
         return None
-    from advisor import alerts
-
     if kinds and alerts_file is not None:
         raise InputError("--alert and --alerts FILE: expected one of them")
     if severity not in ("info", "warning", "error"):
@@ -399,7 +403,9 @@ def _alerter(
             kinds, os.environ, webhook_url=webhook_url, template=template, email_to=email_to or ()
         )
         return alerts.Alerter(channels, min_severity=severity, cooldown=cooldown, cap=cap, run=run)
-    kwargs = alerts.load_config(alerts_file or user_file, os.environ, section=alerts_file is None)
+    source = alerts_file or mine
+    assert source is not None
+    kwargs = alerts.load_config(source, os.environ, section=alerts_file is None)
     if kwargs is None:
         return None
     return alerts.Alerter(**kwargs, run=run)

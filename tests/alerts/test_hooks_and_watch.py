@@ -215,6 +215,20 @@ def test_watch_alerts_from_a_file_with_the_secret_in_the_environment(
     done = _cli(args, tmp_path, MY_HOOK=f"{endpoint.url}/{SECRET}")
     assert done.returncode == 0 and len(endpoint.bodies()) == 2
     assert SECRET not in done.stdout + done.stderr
+    # or pyproject.toml's [tool.rl-advisor.alerts], found from a folder below it
+    text = (tmp_path / "rl-advisor.toml").read_text(encoding="utf-8")
+    (tmp_path / "rl-advisor.toml").unlink()
+    (tmp_path / "pyproject.toml").write_text(
+        "[project]\nname = 'x'\n" + text.replace("[alerts", "[tool.rl-advisor.alerts"),
+        encoding="utf-8",
+    )
+    (tmp_path / "sub").mkdir()
+    done = _cli(args, tmp_path / "sub", MY_HOOK=f"{endpoint.url}/{SECRET}")
+    assert done.returncode == 0 and len(endpoint.bodies()) == 3
+    # a pyproject.toml without the table: no alerts
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n", encoding="utf-8")
+    done = _cli(args, tmp_path / "sub", MY_HOOK=f"{endpoint.url}/{SECRET}")
+    assert done.returncode == 0 and len(endpoint.bodies()) == 3
 
 
 @pytest.mark.parametrize(
