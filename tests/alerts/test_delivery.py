@@ -185,7 +185,9 @@ def test_a_webhook_template_is_rendered_in_a_sandbox(endpoint: Endpoint) -> None
     ok = '{"summary": {{ title | tojson }}, "steps": [{{ onset_step }}], "sev": "{{ severity }}"}'
     bad_json = "{{ title }}"
     escape = '{"x": "{{ finding.__class__.__mro__[1].__subclasses__() }}"}'
-    chans = [Channel("webhook", url=endpoint.url, template=t) for t in (ok, bad_json, escape)]
+    mutate = '{"x": "{{ evidence.append(1) }}"}'
+    templates = (ok, bad_json, escape, mutate)
+    chans = [Channel("webhook", url=endpoint.url, template=t) for t in templates]
     a = alerter(chans, lines)
     a(finding())
     a.close()
@@ -193,9 +195,10 @@ def test_a_webhook_template_is_rendered_in_a_sandbox(endpoint: Endpoint) -> None
         {"summary": "rl-advisor: WARNING P2 Entropy collapse (run-7)", "steps": [120], "sev":
          "warning"}
     ]  # fmt: skip
-    assert len(lines) == 2 and all("giving up" in line for line in lines)
+    assert len(lines) == 3 and all("giving up" in line for line in lines)
+    assert "SecurityError: access to attribute 'append' of 'list'" in lines[2]
     assert "did not render JSON" in lines[0]
-    assert "SecurityError" in lines[1] or "UndefinedError" in lines[1]
+    assert "SecurityError: access to attribute '__class__'" in lines[1]
 
 
 def test_email_through_an_smtp_sink_with_a_login(smtp_sink: Sink, closed_port: int) -> None:

@@ -275,3 +275,23 @@ def test_severity_of_a_recovered_message_is_the_one_it_had() -> None:
     assert msg.lines() == [
         "x (error) from step 3 cleared at step 9: the symptom went away; no change to make for it."
     ]
+
+
+def test_verl_hook_takes_its_alerts_file_from_the_environment(
+    endpoint: Endpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    from advisor.integrations import verl
+
+    cfg = {"trainer": {"default_local_dir": str(tmp_path / "ckpt"), "total_training_steps": 50}}
+    good = tmp_path / "alerts.yaml"
+    good.write_text("alerts:\n  channels:\n    - kind: webhook\n", encoding="utf-8")
+    monkeypatch.setenv("RL_ADVISOR_WEBHOOK_URL", endpoint.url)
+    monkeypatch.setenv(verl.ENV_ALERTS, str(good))
+    hook = verl.make_hook(cfg)
+    assert hook.alerts is not None and hook.alerts.run == "verl"
+    assert [c.kind for c in hook.alerts.channels] == ["webhook"]
+    # a bad file inside the actor: said once, the run goes on without alerts
+    good.write_text("alerts:\n  channels:\n    - kind: webhook\n      colour: red\n", "utf-8")
+    hook = verl.make_hook(cfg)
+    assert hook.alerts is None and hook.errors == 1
+    assert "alerts failed: InputError" in caplog.text and "colour" in caplog.text
