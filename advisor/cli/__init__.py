@@ -35,6 +35,14 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
+class ReportFormat(StrEnum):
+    """diagnose's formats: those of every command, and the one-file HTML report."""
+
+    markdown = "markdown"
+    json = "json"
+    html = "html"
+
+
 class FailOn(StrEnum):
     error = "error"
     warning = "warning"

@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli import Exit, FailOn, OutputFormat, app
+from advisor.cli import Exit, FailOn, ReportFormat, app
 from advisor.cli.diagnose_core import (
     _check_outputs,
     _without_cyclic_gc,
@@ -50,7 +50,7 @@ def diagnose(
     ] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="The job YAML.")] = None,
     sets: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override.")] = None,
-    format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.markdown,
+    format: Annotated[ReportFormat, typer.Option("--format", "-f")] = ReportFormat.markdown,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Report file.")] = None,
     patched_config: Annotated[
         Path | None, typer.Option("--patched-config", help="Write the patched job file here.")
@@ -121,7 +121,7 @@ def diagnose_job(
     timeout: float,
     config: Path | None,
     sets: list[str] | None,
-    format: OutputFormat,
+    format: ReportFormat,
     output: Path | None,
     patched_config: Path | None,
     previous: list[Path] | None,

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.cli import Exit, FailOn, OutputFormat
+from advisor.cli import Exit, FailOn, ReportFormat
 from advisor.reading import Reading
 from advisor.report import render
 from advisor.report.markdown import verdict
@@ -45,8 +45,8 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--config": ("config", "path"),
     "-c": ("config", "path"),
     "--set": ("sets", "list"),
-    "--format": ("format", OutputFormat),
-    "-f": ("format", OutputFormat),
+    "--format": ("format", ReportFormat),
+    "-f": ("format", ReportFormat),
     "--output": ("output", "path"),
     "-o": ("output", "path"),
     "--patched-config": ("patched_config", "path"),
@@ -60,7 +60,7 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
 DEFAULTS: dict[str, Any] = {
     "config": None,
     "sets": None,
-    "format": OutputFormat.markdown,
+    "format": ReportFormat.markdown,
     "output": None,
     "patched_config": None,
     "previous": None,
@@ -236,7 +236,7 @@ def execute(
     metrics: Path,
     config: Path | None = None,
     sets: list[str] | None = None,
-    format: OutputFormat = OutputFormat.markdown,
+    format: ReportFormat = ReportFormat.markdown,
     output: Path | None = None,
     patched_config: Path | None = None,
     previous: Sequence[Path] | None = None,
@@ -255,7 +255,7 @@ def execute(
         raise InputError(f"--training-samples: expected a positive integer, got {training_samples}")
     dests = _check_outputs(metrics, config, previous, output, patched_config, plots_dir)
     out_dir = None
-    if not no_plots and format == OutputFormat.markdown:
+    if not no_plots and format == ReportFormat.markdown:
         out_dir = dests.get("--plots-dir") or (
             dests["--output"].parent if output is not None else None
         )
