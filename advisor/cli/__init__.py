@@ -103,7 +103,7 @@ def fail(message: str) -> None:
     raise typer.Exit(Exit.UNUSABLE)
 
 
-_COMMANDS = ("diagnose", "validate", "watch", "rules", "harness")
+_COMMANDS = ("diagnose", "validate", "watch", "rules", "harness", "diff")
 
 
 def _register(argv: list[str]) -> None:
