@@ -6,17 +6,18 @@ Each run is diagnosed as `diagnose` would (advisor.api) and compared on four cou
 - the config delta: every setting known for at least one run whose values differ, said in
   each run's dialect (TRL's field names for a TRL run, verl's Hydra keys for a verl run, the
   guide's for the platform); a value only assumed (a default) is marked so;
-- where each core metric parts ways: the difference of the two curves at their common steps,
-  averaged over a window of `w` steps (an eighth of them, 3 to 20), beyond `Z` times the
-  noise such a mean has, in the same direction for `w` window positions in a row (so over
-  2w - 1 steps). The noise is the runs' own (`mean_noise`: the spread of a run's w-step block
-  means, which keeps the step-to-step correlation of a smooth metric), the two runs' added in
-  quadrature. The step given is the first of the first such window. On two runs of one trend
-  with independent AR(1) noise (phi 0 to 0.6), no parting is found in 200 pairs of 50 to 1,000
-  steps (tests/diff);
+- where each core metric parts ways: the difference a - b of the two curves at their common
+  steps, averaged over a window of `w` steps (an eighth of them, 3 to 20), beyond `Z` times
+  the noise such a mean has, in the same direction for `w` window positions in a row (so over
+  2w - 1 steps). The noise is the runs' own, read from a - b itself (`mean_noise`: how much a
+  w-step mean moves from one block of w steps to the next; a trend the runs share cancels in
+  a - b). The step given is the first of the first such window. On two runs of one trend with
+  independent AR(1) noise, 200 pairs of 50 to 1,000 steps, a parting is found in at most 1 of
+  100 for phi 0 to 0.6 (tests/diff); noise as slow as phi 0.9 gives 1 in 8 at 50 steps;
 - the findings each run has and the other does not (by rule id);
-- whether the comparison is confounded: more than one setting differs, so no single change
-  explains what the metrics show.
+- whether the comparison is confounded: more than one setting that changes the training
+  differs (how often a run is validated or saved does not count), so no single change explains
+  what the metrics show.
 """
 
 from __future__ import annotations
@@ -39,14 +40,16 @@ CORE_METRICS: tuple[tuple[str, ...], ...] = (
     ("response_length",),
     ("grad_norm",),
 )
+# settings that change what a run logs or keeps, not what it learns: listed, never a confound
+OBSERVING = frozenset({"eval_steps", "save_steps", "save_strategy", "save_total_limit"})
 Z = 4.0  # the mean difference over a window must exceed Z sigma of such a mean
 WINDOW_MIN, WINDOW_MAX = 3, 20
 MIN_BLOCKS = 5
 TEST = (
     "the difference of the two curves at their common steps, averaged over w steps, exceeds "
     f"{Z:g} sigma of such a mean, in the same direction for w windows in a row; sigma from the "
-    "runs' own noise: each run's w-step block means, 1.4826 x the MAD of their differences / "
-    "sqrt 2, the two runs added in quadrature"
+    "runs' own noise: how a w-step mean of their difference moves from one block of w steps "
+    "to the next (1.4826 x MAD / sqrt 2)"
 )
 
 
@@ -96,6 +99,11 @@ class RunDiff:
     both: list[str]
 
     @property
+    def training(self) -> list[Setting]:
+        """The settings that differ and change what the run learns (not only what it logs)."""
+        return [s for s in self.settings if s.param not in OBSERVING]
+
+    @property
     def differ(self) -> bool:
         """The runs differ in what they show: a curve parts ways or a finding is not shared."""
         return bool(self.only_a or self.only_b or any(m.step is not None for m in self.metrics))
@@ -106,8 +114,12 @@ class RunDiff:
             "kind": "diff",
             "a": _side_dict(self.a),
             "b": _side_dict(self.b),
-            "config_delta": [{"param": s.param, "a": s.a, "b": s.b} for s in self.settings],
+            "config_delta": [
+                {"param": s.param, "a": s.a, "b": s.b, "trains": s.param not in OBSERVING}
+                for s in self.settings
+            ],
             "settings_changed": len(self.settings),
+            "training_settings_changed": len(self.training),
             "confounded": self.confounded,
             "metrics": [
                 {
@@ -144,18 +156,17 @@ def _side_dict(s: Side) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- the test
 def mean_noise(values: Sequence[float], w: int) -> float:
-    """The noise of a run's mean over `w` steps, from the run itself: the means of its
-    consecutive blocks of `w` steps, 1.4826 x the MAD of their first differences, over
-    sqrt 2. Blocks (batch means) keep the noise's correlation from step to step, which a
-    smooth metric (entropy, KL) has and a per-step spread would miss; differences of
-    neighbouring blocks take out the trend. NaN when there are fewer than 5 blocks."""
+    """The noise of a mean over `w` consecutive steps of `values`: the difference of each
+    such mean and the next one w steps on (two neighbouring blocks: batch means, which keep
+    the noise's correlation from step to step that a smooth metric such as entropy has),
+    1.4826 x the MAD of those differences, over sqrt 2. Differencing takes out a trend; the
+    MAD, a parting that covers only some of them. NaN with fewer than MIN_BLOCKS blocks."""
     np = _np()
     x = np.asarray(values, dtype=float)
-    blocks = len(x) // w
-    if blocks < MIN_BLOCKS:
+    if len(x) // w < MIN_BLOCKS:
         return math.nan
-    means = x[: blocks * w].reshape(blocks, w).mean(axis=1)
-    d = np.diff(means)
+    means = np.convolve(x, np.ones(w) / w, mode="valid")
+    d = means[w:] - means[:-w]
     mad = float(np.median(np.abs(d - np.median(d))))
     return 1.4826 * mad / math.sqrt(2)
 
@@ -175,13 +186,12 @@ def parting(
     if len(common) < 2 * w:
         out.note = f"too few common steps ({len(common)}) to judge"
         return out
-    sa, sb = mean_noise(list(fa.values()), w), mean_noise(list(fb.values()), w)
-    if math.isnan(sa) or math.isnan(sb):
+    d = np.array([fa[s] - fb[s] for s in common])
+    sigma = mean_noise(d, w)  # the noise of a w-step mean of a - b
+    if math.isnan(sigma):
         out.note = f"too few steps for the noise of a {w}-step mean"
         return out
-    sigma = math.sqrt(sa**2 + sb**2)  # the noise of a w-step mean of a - b
     out.noise, out.window = sigma, w
-    d = np.array([fa[s] - fb[s] for s in common])
     if sigma == 0:  # two noiseless curves: any difference that lasts is a parting
         sigma = float(np.finfo(float).eps) * max(1.0, float(np.max(np.abs(d))))
     means = np.convolve(d, np.ones(w) / w, mode="valid")  # means[i]: steps i .. i + w - 1
@@ -235,9 +245,11 @@ def _said(r: _Read, param: str, value: Any) -> dict[str, Any]:
     speaker = Speaker(r.job.framework, r.job.hp, r.job.loaded.facts, r.job.origin)
     known = r.job.origin.get(param, "default") != "default"
     keys = speaker.keys(Change(param=param, from_=value, to=value))
-    if keys and keys[0].key == speaker.name(param) and keys[0].from_ is not None:
+    if keys and keys[0].from_ is not None:
         return {"key": keys[0].key, "value": keys[0].from_, "known": known}
-    return {"key": speaker.name(param), "value": value, "known": known}
+    # no key in the framework, or one counted otherwise with a value the run does not show
+    # (TRL's gradient_accumulation_steps for the batch size): the guide's name and value
+    return {"key": param, "value": value, "known": known}
 
 
 def _settings(a: _Read, b: _Read) -> list[Setting]:
@@ -295,7 +307,7 @@ def diff_runs(
         a=_side(a, fa),
         b=_side(b, fb),
         settings=settings,
-        confounded=len(settings) > 1,
+        confounded=sum(s.param not in OBSERVING for s in settings) > 1,
         metrics=metrics,
         only_a=[f for f in fa if f["id"] not in ids_b],
         only_b=[f for f in fb if f["id"] not in ids_a],
@@ -318,12 +330,13 @@ def _side(r: _Read, findings: list[dict[str, Any]]) -> Side:
 def verdict(r: RunDiff) -> str:
     """One line: what the comparison shows and whether it can be read as one setting's effect."""
     parted = [m for m in r.metrics if m.step is not None]
+    trains = r.training
     if r.confounded:
-        what = f"{len(r.settings)} settings differ (confounded)"
-    elif r.settings:
-        what = f"one setting differs ({r.settings[0].param})"
+        what = f"{len(trains)} training settings differ (confounded)"
+    elif trains:
+        what = f"one training setting differs ({trains[0].param})"
     else:
-        what = "no known setting differs"
+        what = "no known training setting differs"
     if parted:
         first = min(parted, key=lambda m: m.step or 0)
         curves = (
@@ -352,6 +365,8 @@ def render(r: RunDiff, fmt: str = "markdown") -> str:
             a=r.a,
             b=r.b,
             settings=r.settings,
+            training=r.training,
+            observing=OBSERVING,
             confounded=r.confounded,
             metrics=r.metrics,
             only_a=r.only_a,

@@ -37,8 +37,12 @@ def diff(
     dest = None
     if output is not None:
         dest = destination("--output", output)
-        if any(dest.resolve() == p.resolve() for p in inputs):
-            raise InputError(f"--output {output}: the same file as an input")
+        for src in inputs:
+            if _overwrites(dest, src):
+                raise InputError(
+                    f"--output {output}: the same file as the input {src} or one in it; "
+                    "expected a new path (inputs are never overwritten)"
+                )
     result = diff_runs(run_a, run_b, config_a, config_b)
     text = render(result, fmt.value)
     if dest is not None:
@@ -46,3 +50,15 @@ def diff(
     else:
         typer.echo(text, nl=False)
     raise SystemExit(int(Exit.FINDINGS if result.differ else Exit.OK))
+
+
+def _overwrites(dest: Path, src: Path) -> bool:
+    """`dest` is the input `src`, or a file already inside the run folder `src` (any of its
+    files may be what the run is read from)."""
+    try:
+        target, source = dest.resolve(), src.resolve()
+    except (OSError, RuntimeError):  # a link loop
+        return False
+    return target == source or (
+        source.is_dir() and target.is_relative_to(source) and target.exists()
+    )
