@@ -442,8 +442,12 @@ def assemble(
     silenced = set(silenced)
     findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
     framework = framework or framework_of_run(run.format, run.frame.columns, run.config_hints)
-    speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin or {})
+    origin = _sampling_origin(run, framework_facts, origin)
+    speaker = Speaker(framework, hp, {**run.config_hints, **(framework_facts or {})}, origin)
     facts = run_facts(run)
+    status = judgement.status
+    if status == "issues" and not findings:  # everything that fired was silenced
+        status = "healthy"
     known = (framework_facts or {}).get("temperature")  # the job file's, over the log's
     if isinstance(known, int | float) and not isinstance(known, bool):
         facts["temperature"] = float(known)
@@ -457,6 +461,9 @@ def assemble(
         speaker=speaker,
         facts=facts,
         history=history,
+        # A run with no warning or error is handed no change: an info finding's advice (a
+        # switch to DAPO for a run that saturates) is for a next run, and may make this one sick.
+        healthy=not any(f.severity.rank >= Severity.warning.rank for f in findings),
     )
     info = dataclasses.replace(run.info(), framework=framework)
     save_hp, save_notes = _save_settings(hp, origin or {})
@@ -468,9 +475,7 @@ def assemble(
     if checkpoint is None or "best_step" not in checkpoint:
         save_notes = []  # no checkpoint advice rests on them
     estimator_skips, estimator_notes = _estimator(run.config_hints.get("adv_estimator"))
-    status = judgement.status
-    if status == "issues" and not findings:  # everything that fired was silenced
-        status = "healthy"
+    config_findings = overruled(config_findings, findings, status)
     said = spoken(planned, speaker, facts, origin or {})
     return Diagnosis(
         tool={"name": "rl-advisor", "version": __version__},
@@ -503,12 +508,59 @@ def assemble(
     )
 
 
+def overruled(
+    config_findings: Sequence[Any], findings: Sequence[Finding], status: str
+) -> list[Any]:
+    """The job's config findings beside what the run showed. A rule with `shows_as` is a
+    prior (a value typical of other runs: an SFT-level learning rate diverges, a KL coefficient
+    far above the typical one pins the policy); a run judged healthy past its warm-up that
+    shows none of those symptoms, not even as a passed episode, has answered it for these
+    settings. Its finding drops to info, says so, and suggests no value: a typical value
+    offered against a run that learns can only make it worse (an lr of 5e-6 instead of the
+    5e-3 a tiny model learns with leaves it flat)."""
+    if status != "healthy":
+        return list(config_findings)
+    shown = {f.id for f in findings}
+    rules = {r.id: r for r in rulebook().rules}
+    out = []
+    for c in config_findings:
+        rule = rules.get(c.id)
+        if rule is None or not rule.shows_as or shown & set(rule.shows_as):
+            out.append(c)
+            continue
+        ids = ", ".join(rule.shows_as)
+        out.append(
+            dataclasses.replace(
+                c,
+                severity=Severity.info,
+                suggested=None,
+                message=f"{c.message}; but this run is healthy past its warm-up with none of "
+                f"{ids}, what this setting is expected to cause: the run overrules the prior "
+                "here (info; no change suggested while it learns)",
+            )
+        )
+    return out
+
+
 def _history_said(history: Sequence[Any], hp: Mapping[str, Any]) -> list[dict[str, Any]]:
     if not history:
         return []
     from advisor.history import said
 
     return said(history, hp)
+
+
+def _sampling_origin(
+    run: Run, framework_facts: Mapping[str, Any] | None, origin: Mapping[str, str] | None
+) -> dict[str, str]:
+    """`origin` with the sampling temperature's, a framework's own setting: the job file's,
+    else the run's record of it (a known value, not an assumed one)."""
+    out = dict(origin or {})
+    for where, values in (("file", framework_facts or {}), ("run", run.config_hints)):
+        value = values.get("temperature")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out.setdefault("temperature", where)
+    return out
 
 
 def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping[str, str]) -> Any:

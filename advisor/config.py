@@ -87,6 +87,8 @@ _KEYWORD_TOP = (
 # The SDK's job file (dashscope TuningModel, pydantic with extra="forbid": it refuses every other
 # top-level key), and the guide's keys it refuses with where the SDK keeps the same setting.
 _SDK_TOP = ("name", "model", "teacher_model", "functions", "datasets", "training", "observability")
+# where the SDK takes any key (plain dicts): an unknown one there is the platform's to judge
+_SDK_OPEN = ("training.hyper_parameters.", "training.resources.")
 _GUIDE_ONLY = {
     "job_name": "name",
     "mode": "training.type",
@@ -297,6 +299,13 @@ class LoadedConfig:
         """The merged config for --show-config: each hyperparameter with its origin."""
         cfg = self.config.to_dict()
         del cfg["hyper_parameters"]
+        if self.layout == "sdk":  # in the SDK's own names
+            named = {"name": cfg.pop("job_name")} if "job_name" in cfg else {}
+            if "model" in cfg:
+                cfg["model"] = {"name": cfg["model"]}
+            if "mode" in cfg:
+                cfg["training_type"] = cfg.pop("mode")
+            cfg = {**named, **cfg}
         cfg["hyper_parameters"] = {
             k: {"value": v, "origin": self.origin.get(k, "default")}
             for k, v in self.hyper_parameters.items()
@@ -572,7 +581,7 @@ def detect_layout(doc: Mapping[str, Any]) -> Layout:
         return "platform"
     training = doc.get("training")
     model = doc.get("model")
-    guide = bool(keys & set(_GUIDE_ONLY)) or isinstance(model, str)
+    guide = bool(keys & set(_GUIDE_ONLY))  # a model string alone is either layout's slip
     signs = (
         keys & {"teacher_model", "observability"}
         or (isinstance(training, Mapping) and "type" in training)
@@ -650,7 +659,12 @@ class _Pass:
         if alias and alias.param in candidates and alias.note:
             hint += f" ({alias.note})"
         sugg = candidates.get(key) or (candidates[near[0]] if near else None)
-        self.add("C001", [path], f"{path} is not a known field{hint}", suggested=sugg, line=line)
+        severity = None
+        if getattr(self, "layout", None) == "sdk" and not path.startswith(_SDK_OPEN):
+            # the SDK's models forbid extra fields: the file is refused, not only misread
+            severity, hint = Severity.error, hint + "; the SDK refuses a file with it"
+        self.add("C001", [path], f"{path} is not a known field{hint}", suggested=sugg, line=line,
+                 severity=severity)  # fmt: skip
 
     def as_sdk_reads(self, path: str, raw: Any, kind: str) -> Any:
         """`raw` as the SDK's YAML 1.1 loader reads it where a string is what the SDK takes
@@ -985,7 +999,7 @@ class _Walker(_Pass):
         value = self.value(path, raw, _spec("choice", choices=_TRAINING_TYPES), line)
         if value is not None:
             self.out["mode"] = value
-            self.lines["mode"] = line or 0
+            self.lines["mode"] = self.lines["training_type"] = line or 0
 
     def sdk_model(self, raw: Any, path: str, line: int | None) -> None:
         """The SDK's `model: {name: ...}` (a FoundationModel)."""
@@ -1308,6 +1322,9 @@ def _set_target(key: str) -> tuple[str, str]:
         if key in framework_key_params(fw):
             return "converted", key
     parts = key.split(".")
+    sdk_names = {"model.name": "model", "name": "job_name", "training.type": "mode"}
+    if key in sdk_names:  # the SDK's names of the job's own fields
+        return "top", sdk_names[key]
     for prefix in (["training", "hyper_parameters"], ["hyper_parameters"]):
         if parts[: len(prefix)] == prefix and len(parts) == len(prefix) + 1:
             parts = parts[len(prefix) :]
@@ -1324,7 +1341,8 @@ def _set_target(key: str) -> tuple[str, str]:
             return "resources", name
         if name in _EXTRAS:
             return "extra", name
-        if name in ("model", "teacher_model", "job_name", "tuned_model_name", "workspace_dir"):
+        if name in ("model", "teacher_model", "job_name", "tuned_model_name", "workspace_dir",
+                    "mode"):  # fmt: skip
             return "top", name
     if len(parts) >= 3 and parts[0] == "functions" and parts[1].isdigit():
         return "function", key

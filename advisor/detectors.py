@@ -1188,23 +1188,39 @@ def steady(s: Series, p: Params) -> Evidence | None:
 
 @detector("no_rise")
 def no_rise(s: Series, p: Params) -> Evidence | None:
-    """The metric never rose more than `max_rise` warm-up sigmas above its start level."""
+    """The metric never rose more than `max_rise` warm-up sigmas above its start level: its
+    run-wide highest block mean did not (`level: peak`), or, with `level: latest`, its latest
+    level (the median of its last `last` block means) does not stand that far above it: a rise
+    that did not hold is none (one noisy block lifts the peak for good, not the median)."""
     b = s.baseline
     if b is None or s.peak is None or len(s) == 0:
         return None
     # From the lower of the first block and the first two's median: with long blocks (eval_steps
     # 50: 25 steps) a run that learned within its first block has a second block already up.
     start = min(b.start, b.first) if math.isfinite(b.first) else b.start
-    rise = (s.peak - start) / b.scale
+    latest = str(p.get("level", "peak")) == "latest"
+    if latest:
+        y = s.mean[np.isfinite(s.mean)][-int(p.get("last", 3)) :]
+        if not len(y):
+            return None
+        top = float(median(y))
+    else:
+        top = s.peak
+    rise = (top - start) / b.scale
     if rise > float(p.get("max_rise", 3.0)):
         return None
-    i = 0
+    said = (
+        f"{s.metric}'s latest level {_fmt(top)} stands no more than {rise:.1f} warm-up sigmas "
+        f"above its start level {_fmt(start)} (highest block mean {_fmt(s.peak)})."
+        if latest
+        else f"{s.metric} never rose above its start level {_fmt(start)} by more than "
+        f"{rise:.1f} warm-up sigmas (highest block mean {_fmt(s.peak)})."
+    )
     return _evidence(
         s,
         "no_rise",
-        i,
-        f"{s.metric} never rose above its start level {_fmt(start)} by more than "
-        f"{rise:.1f} warm-up sigmas (highest block mean {_fmt(s.peak)}).",
+        0,
+        said,
         effect=rise,
         excess=1.0,
         start=start,
@@ -2925,7 +2941,7 @@ def _no_rise_screen(c: Column, p: Params) -> np.ndarray:
     if b is None:
         return _never(rows)
     peak = _peaks(c)
-    if peak is None:
+    if peak is None or str(p.get("level", "peak")) == "latest":
         return _maybe(rows)
     start = min(b.start, b.first) if math.isfinite(b.first) else b.start
     with np.errstate(invalid="ignore", over="ignore"):

@@ -17,7 +17,11 @@ How a run is judged (knowledge.md §4 "How to judge"):
   run endings (OOM) fire whenever the run ends.
 - Lifecycle: a finding that cleared and stayed clear for `clear_after` evaluations before the
   end is recovered: reported at info with `recovered_from`, it sets neither the exit code nor
-  the patch. A finding whose evidence is low-confidence never becomes the one change.
+  the patch. A rule with `recovery: learnt` (DIV, P1) recovers only when the reward ends above
+  the untrained policy's level (a run back at it after a collapse or a stall keeps the
+  severity). A finding whose evidence is low-confidence never becomes the one change, and
+  when every alarm is borderline (low confidence, one piece of evidence just past its
+  threshold) they are reported as info.
 - Blocks: `push` is O(1): it folds each tracked metric into the current block's accumulators
   (sum, count, non-finite count, min, max). Block length = warm-up / `warmup_blocks` steps (at
   least 1), so the warm-up always gives about the same number of block means to calibrate on,
@@ -66,7 +70,7 @@ False-alarm budget: ~1 % of healthy runs per warning/error symptom; see `advisor
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -362,7 +366,8 @@ class _Track:
     peak3_ctx: dict[str, float] = field(default_factory=dict)
     trough: float | None = None
     trough_step: int | None = None
-    first: tuple[float, float, float] = (math.nan, math.nan, math.nan)  # first block mean, lo, hi
+    # the first block's mean, lowest and highest point, and its within-block sd
+    first: tuple[float, float, float, float] = (math.nan, math.nan, math.nan, math.nan)
     total: int = 0
     warm: list[tuple[float, float, int]] = field(default_factory=list)  # warm-up, bounded
     wander: list[tuple[int, float]] = field(default_factory=list)  # chunks, bounded
@@ -861,7 +866,7 @@ class _BlockFolding:
             logged = True
             if n:
                 if not math.isfinite(t.first[0]):
-                    t.first = (mean, lo, hi)
+                    t.first = (mean, lo, hi, sd)
                 if t.peak is None or mean > t.peak:
                     t.peak, t.peak_step = mean, end
                 t.last3 = [*t.last3[-2:], (mean, end, start)]
@@ -963,7 +968,9 @@ class _BlockFolding:
             got = fresh[counted]
             means = got[:, MEAN]
             if not math.isfinite(t.first[0]):
-                t.first = (float(means[0]), float(got[0, LO]), float(got[0, HI]))
+                t.first = (
+                    float(means[0]), float(got[0, LO]), float(got[0, HI]), float(got[0, SD])
+                )
             top, low = int(np.argmax(means)), int(np.argmin(means))
             if t.peak is None or means[top] > t.peak:
                 t.peak, t.peak_step = float(means[top]), int(got[top, END])
@@ -1334,7 +1341,7 @@ class _RuleEvaluation(_BlockFolding):
                     companions = plan.per is not None or plan.rounds is not None
                     ask = int(i[j + (later & -later).bit_length() - 1])
                     col = Column(rows, window, t.baseline, peak, new, ask, companions, offset,
-                                 peak3, last3, t.first)  # fmt: skip
+                                 peak3, last3, t.first[:3])  # fmt: skip
                     verdicts = screen(col, plan.params)
                     got = (rows, t.baseline, verdicts, _bits(verdicts[np.maximum(i, 0)]))
                     plan.screened[name] = got
@@ -1743,11 +1750,24 @@ class _Lifecycle(_RuleEvaluation):
         end is over: reported as recovered, at info, so it neither sets the exit code nor
         drives the patch. One that cleared only at the run's last blocks keeps its severity:
         a few quiet blocks at the end are not yet a recovery."""
+        learnt = self._learnt()
         for f in self.findings:
             if f.cleared_step is None or f.recovered_from is not None:
                 continue
             if id(f) in self._ended_clearing:
                 continue
+            rule = self._by_id.get(f.id)
+            if rule is not None and rule.recovery == "learnt" and learnt is not None:
+                ok, level, untrained = learnt
+                if not ok and f.severity != Severity.info:
+                    self._notes[f"unrecovered:{f.id}:{f.onset_step}"] = (
+                        f"{f.id} {f.name} from step {f.onset_step} cleared by step "
+                        f"{f.cleared_step}, but {self._st.learning_metric} ended at "
+                        f"{level:.3g}, no higher than its untrained level {untrained:.3g} (the "
+                        "highest point of its first logged block plus that block's spread): not "
+                        "a recovery; kept at its severity."
+                    )
+                    continue
             if f.severity != Severity.info:
                 f.recovered_from = f.severity
                 f.severity = Severity.info
@@ -1755,6 +1775,50 @@ class _Lifecycle(_RuleEvaluation):
                     f"{f.id} {f.name} from step {f.onset_step} recovered by step "
                     f"{f.cleared_step}: reported as info, with no change to make for it."
                 )
+
+    def _borderline(self) -> None:
+        """A borderline finding never sets the verdict alone: when every warning or error the
+        run raised is borderline (low confidence, one piece of evidence and that one less than
+        x1.2 past its threshold: a level or a shift just past it, with nothing to corroborate
+        it, and it never grew surer while it held), they are reported at info, so they set
+        neither the status, the exit code nor the patch; the note says what to confirm. Beside
+        a finding the evidence is sure of, they keep their severity; a young finding with
+        corroborating evidence (a constant reward with no gradient, in a 3-step excerpt) is not
+        borderline."""
+        alarms = [f for f in self.findings if f.severity.rank >= Severity.warning.rank]
+        if not alarms or not all(
+            f.confidence == "low" and len(f.evidence) == 1 and _excess_of(f.evidence[0]) < 1.2
+            for f in alarms
+        ):
+            return
+        for f in alarms:
+            self._notes[f"borderline:{f.id}:{f.onset_step}"] = (
+                f"{f.id} {f.name} from step {f.onset_step} rests on one piece of evidence just "
+                f"past its threshold (low confidence): reported as info ({f.severity.value} if "
+                "it holds), with no change to make; confirm it over the next evaluations."
+            )
+            f.severity = Severity.info
+
+    def _learnt(self) -> tuple[bool, float, float] | None:
+        """Whether the run's reward (settings.learning_metric) ended above its untrained level:
+        (learnt, its latest level, the untrained level). The latest level is the median of its
+        last 3 block means (one block is noise); the untrained level is the highest point of
+        its first logged block, the policy before training moved it (a collapse inside that
+        block lowers its mean, not its first steps), plus that block's within-block sd: with
+        few points before a collapse their highest is one noisy draw of the untrained reward,
+        which a run back at that level passes half the time. A level at or above
+        settings.learning_low is learnt whatever the start (a run saturated from its first
+        step). None when the metric was not logged."""
+        t = self._tracks.get(self._st.learning_metric)
+        if t is None or not t.nb or not math.isfinite(t.first[2]):
+            return None
+        y = t.buf[: t.nb, MEAN]
+        y = y[np.isfinite(y)][-3:]
+        if not len(y):
+            return None
+        noise = t.first[3] if math.isfinite(t.first[3]) else 0.0
+        level, untrained = float(median(y)), float(t.first[2]) + noise
+        return level > untrained or level >= self._st.learning_low, level, untrained
 
     def _confidence(
         self, evidence: list[Evidence], excess: float, trend: bool = True
@@ -1822,9 +1886,9 @@ class _Lifecycle(_RuleEvaluation):
                 continue
             rule = by_id[rid]
             note = f" {rule.absent_note}" if rule.absent_note else ""
+            need = sorted({DERIVED.get(m, m) for m in metrics})  # a derived one: its source
             out.append(
-                f"{rid} {rule.name} not judged: needs {', '.join(sorted(metrics))}, "
-                f"not in this run.{note}"
+                f"{rid} {rule.name} not judged: needs {', '.join(need)}, not in this run.{note}"
             )
         return out
 
@@ -1886,6 +1950,14 @@ class Monitor(_Lifecycle):
             return None
         return algo
 
+    def kl_names(self, names: Iterable[str]) -> None:
+        """The run's own metric names (a reader's columns; online, the keys of the first step
+        that logs a KL): a KL to the reference read from a KL-in-reward name (verl's critic/kl,
+        actor/reward_kl_penalty) makes `kl_in_reward` a fact, unless the job says whether
+        the KL is in the reward (use_kl_in_reward)."""
+        if "use_kl_in_reward" not in self.hp and _kl_in_reward_column(list(names)):
+            self._pred["kl_in_reward"] = True
+
     def _warmup(self, expected: int | None) -> int:
         """eval_steps x 3 (the guide's wait), never below the rulebook's minimum, and never more
         than `max_warmup_share` of a run whose logged length is known: the wait is for a trend
@@ -1895,7 +1967,12 @@ class Monitor(_Lifecycle):
         wait = max(3 * self.eval_steps, st.min_warmup_steps)
         if expected:
             cap = max(st.min_warmup_steps, math.ceil(st.max_warmup_share * expected))
-            if cap < wait:
+
+            def ends(w: int) -> int:  # where a warm-up of w steps ends: on a block boundary
+                block = max(1, w // st.warmup_blocks)
+                return -(-w // block) * block
+
+            if ends(cap) < ends(wait):
                 self._notes["warmup_cap"] = (
                     f"warm-up capped at {{warmup}} steps, {st.max_warmup_share:.0%} of the "
                     f"{expected} steps logged (eval_steps {self.eval_steps} x 3 = "
@@ -2115,6 +2192,7 @@ class Monitor(_Lifecycle):
         self._closed = True
         self.ending = ending
         if ending is None:
+            self._borderline()
             return new
         step = ending.step if ending.step is not None else self._last
         for rule in self._rules:
@@ -2148,6 +2226,7 @@ class Monitor(_Lifecycle):
                 + (f" ({ending.message.strip()[:120]})" if ending.message else "")
                 + f": {what}"
             )
+        self._borderline()
         return new
 
 
@@ -2165,11 +2244,10 @@ def judge_run(
 
     frame = run.frame
     merged = {**(run.config_hints or {}), **{k: v for k, v in (hp or {}).items() if v is not None}}
-    if "use_kl_in_reward" not in merged and _kl_in_reward_column(frame.columns):
-        merged["use_kl_in_reward"] = True
     steps = frame["step"].to_list() if "step" in frame.columns and frame.height else []
     expected = int(steps[-1] - steps[0] + 1) if steps else None
     mon = Monitor(merged, rules, origin=origin, expected_steps=expected)
+    mon.kl_names(frame.columns)
     cols = [c for c in mon.tracked if c in frame.columns]
     data = frame.select([pl.col(c).cast(pl.Float64, strict=False) for c in cols])
     # what push would be given row by row; a null (not logged, or not a number) is skipped

@@ -117,6 +117,11 @@ def _known(values: Mapping[str, Any], path: Path, where: str) -> dict[str, Any]:
     """The guide's hyperparameters among `values` (a run record also holds TRL's own keys)."""
     params = rulebook().hyper_parameters
     known = {k: v for k, v in values.items() if k in params and v is not None}
+    for k, v in known.items():
+        if params[k].type in ("int", "float") and not _number(v):
+            raise InputError(
+                f"--previous {path}: {where}.{k} is {v!r}; expected a finite number"
+            )
     if not known:
         raise InputError(f"--previous {path}: its {where} hold no hyperparameter; {_EXPECTED}")
     return known

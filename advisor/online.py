@@ -133,6 +133,7 @@ class Advisor:
         # clipped steps, their longest response, how many reached it
         self._cut: tuple[int, float, int] = (0, 0.0, 0)
         self._trl_keys: set[str] = set()  # TRL's GRPO and kl keys seen (frame.trl_without_kl)
+        self._kl_named = False  # the monitor was told which name the run's KL came under
         self._training_samples = training_samples
         self.expected_steps = expected_steps  # run length, when the trainer knows it
         self._loaded: LoadedConfig | None = config
@@ -233,6 +234,7 @@ class Advisor:
 
     def _start(self) -> Monitor:
         self._monitor = self._new_monitor()
+        self._kl_named = False
         self._extra = frozenset(self._monitor.tracked) - _TRACKED
         return self._monitor
 
@@ -310,6 +312,9 @@ class Advisor:
         if not self._trl_keys.intersection(TRL_KL_KEYS):  # a kl key settles it
             self._trl_keys.update(k for k in _TRL_KEYS if k in metrics)
         monitor = self._monitor if self._monitor is not None else self._start()
+        if not self._kl_named and "kl_ref" in row:
+            monitor.kl_names(metrics)  # which name the KL came under, as judge_run reads it
+            self._kl_named = True
         new = list(monitor.push(step, row))
         self._track(step, row)
         if is_training_record(k for k, v in metrics.items() if v is not None):

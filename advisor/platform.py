@@ -254,13 +254,14 @@ class Platform:
 
 
 def job_file(job: PlatformJob, known: Callable[[str], bool]) -> str:
-    """The job's own settings as a job file in the guide's layout (JSON, which YAML reads): its
-    model and the hyper_parameters the guide knows (`known`), values as the platform gave
-    them (the job loader reads numbers written as strings)."""
+    """The job's own settings as a job file in the SDK's layout (JSON, which YAML reads): its
+    model (`model: {name}`, as `TuningModel` has it, so no layout warning is raised about a file
+    the user never wrote) and the hyper_parameters the guide knows (`known`), values as the
+    platform gave them (the job loader reads numbers written as strings)."""
     hp = {k: v for k, v in job.hyper_parameters.items() if known(k)}
     doc: dict[str, Any] = {}
     if job.model:
-        doc["model"] = job.model
+        doc["model"] = {"name": job.model}
     doc["training"] = {"hyper_parameters": hp}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 

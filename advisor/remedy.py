@@ -502,7 +502,8 @@ def stepped(
         # the evidence now says the step is no more off than the rule's mild end (signed: a
         # raise is spent when the run asks for less than x mild, or for a cut)
         asked = math.log(by_run[1]) * direction if by_run is not None else math.inf
-        if asked < abs(math.log(mild)):
+        spent_at = size.spent_at if size.spent_at is not None else mild
+        if asked < math.log(spent_at) * direction:
             return Stepped(None, "", spent=(
                 f"the previous run already moved {spec.param} x{_round_sig(last, 2):g} and the "
                 f"run now moves (by its {size.by[0].fact}): the knob is not what holds it"
@@ -942,9 +943,11 @@ def plan(
     speaker: Speaker | None = None,
     facts: Mapping[str, object] | None = None,
     history: Sequence[Round] = (),
+    healthy: bool = False,
 ) -> RemedyResult:
     """Resolve every finding's action; patch only the top one's first change (one variable at
-    a time, knowledge.md §4 "How to judge"); the rest become ordered next steps.
+    a time, knowledge.md §4 "How to judge"); the rest become ordered next steps. A `healthy`
+    run (no warning or error) gets no patch: its info findings' advice is for a next run.
 
     `into_range`: carry a change on until the job's own config findings clear (`_into_range`);
     off without a job file, where the values are the log's and the job's context (a LoRA run's
@@ -968,6 +971,8 @@ def plan(
             )
         out.append(replace(f, action=r.action, fallback=fallback))
         resolved.append(r)
+    if healthy:
+        return RemedyResult(Patch(kind="none", hyper_parameters=dict(hp)), [], out)
     escalating = {
         f.id
         for f in ranked
@@ -1083,7 +1088,13 @@ def _patch(
         steps.append(f"Then {g.id} ({g.name}, {g.severity.value}): {what}")
     for g in {g.id: g for g in reversed(findings[:top])}.values():
         what = say(g.action.advice, []) if g.action else "see the finding's evidence."
-        steps.insert(0, f"{g.id} ({g.name}): no parameter change applies; {what}")
+        if _passed(g):
+            steps.insert(0, f"{g.id} ({g.name}): cleared at step {g.cleared_step}; only if it "
+                         f"comes back: {what}")  # fmt: skip
+        elif g.severity.value == "info":
+            steps.insert(0, f"{g.id} ({g.name}, info): no reason to change the job; {what}")
+        else:
+            steps.insert(0, f"{g.id} ({g.name}): no parameter change applies; {what}")
     patch = Patch(
         from_finding=f.id,
         kind="fallback" if r.action.kind == "fallback" else "primary",

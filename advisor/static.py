@@ -83,6 +83,7 @@ def job_scope(loaded: LoadedConfig) -> dict[str, Any]:
     samples = loaded.training_samples
     hp: Mapping[str, Any] = loaded.hyper_parameters  # ints where used: the loader checks types
     steps_per_epoch = math.ceil(samples / hp["batch_size"]) if samples else None
+    names = [f.name for f in functions if f.name]  # an unnamed one is named by the SDK
     scope.update(
         model=cfg.model,
         model_kind=kind,
@@ -100,6 +101,9 @@ def job_scope(loaded: LoadedConfig) -> dict[str, Any]:
         expected_step_seconds=loaded.extras.get("expected_step_seconds"),
         teacher_model=cfg.teacher_model,
         training_type=cfg.mode,
+        repeated_function_names=", ".join(
+            sorted({n for n in names if names.count(n) > 1})
+        ),
         n_functions=len(functions),
         n_rollout_functions=sum(f.type == "rollout" for f in functions),
         n_reward_functions=sum(f.type in ("reward", "group_reward") for f in functions),
@@ -133,11 +137,15 @@ def _workspace_scope(loaded: LoadedConfig) -> dict[str, Any]:
         if m.classpath and _CLASSPATH.fullmatch(m.classpath)
     ] + [m.filepath for m in fcmodels if m.filepath and not m.classpath]
     local = workspace is not None and any((workspace / p).exists() for p in paths)
+    # the SDK's fcmodel.requirements_path (under zipdir), else the guide's project-root file
+    requirements = next(
+        (m.requirements_path for m in fcmodels if m.requirements_path), "requirements.txt"
+    )
     return {
         "workspace_local": local,
         "workspace_path": str(workspace) if local else None,
         "requirements_found": (
-            (workspace / "requirements.txt").is_file() if local and workspace is not None else None
+            (workspace / requirements).is_file() if local and workspace is not None else None
         ),
     }
 

@@ -230,6 +230,15 @@ class ConfigRule(_Strict):
         CouplingRepair | None,
         Field(description="how the remedy restores a coupling (C1xx) its change broke"),
     ] = None
+    shows_as: Annotated[
+        list[str],
+        Field(
+            description="run-time symptom ids by which a run would show this rule's "
+            "consequence: the rule is a prior (a value typical of other runs), and a diagnosed "
+            "run that is healthy past its warm-up with none of them overrules it (its finding "
+            "drops to info, says why, and suggests no value)"
+        ),
+    ] = dataclasses.field(default_factory=list)
 
     def finding(
         self,

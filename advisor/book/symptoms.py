@@ -201,6 +201,14 @@ class SizeSpec(_M):
             "(2: x10 then x100); none: a failed step falls back"
         ),
     ] = None
+    spent_at: Annotated[
+        float | None,
+        Field(
+            description="after a step that did not cure, the raw factor the run's evidence "
+            "must ask for at least (in the step's direction) for the same setting to go on; "
+            "below it the setting is spent and the fallback is used (default: the mild bound)"
+        ),
+    ] = None
     source: Annotated[str, Field(min_length=1, description="where the sizing comes from")]
 
 
@@ -347,6 +355,17 @@ class SymptomRule(_M):
         list[str], Field(description="RunEnding kinds that fire it")
     ] = field(default_factory=list)
     urgent: Urgent | None = None
+    recovery: Annotated[
+        Literal["cleared", "learnt"],
+        Field(
+            description="when an episode that cleared is over: `cleared`, once it stayed clear "
+            "for clear_after evaluations; `learnt`, also only if the run's reward then stands "
+            "above its untrained level (settings.learning_metric: the median of its last 3 "
+            "block means above every point of its first logged block, by that block's sd) or "
+            "at settings.learning_low or more. A run back at the untrained policy's level "
+            "after a collapse or a stall has not recovered: its episode keeps its severity"
+        ),
+    ] = "cleared"
     fallback_first: Annotated[
         list[str],
         Field(
@@ -437,6 +456,22 @@ class Settings(_M):
             "logged)"
         ),
     ] = "gen_batches"
+    learning_metric: Annotated[
+        str,
+        Field(
+            description="the metric whose level says whether a run learnt (rules with "
+            "`recovery: learnt`): higher is better, and its first logged block is the untrained "
+            "policy's level"
+        ),
+    ] = "reward_mean"
+    learning_low: Annotated[
+        float,
+        Field(
+            description="a learning_metric level ending at or above this is no failure to "
+            "learn, whatever its start (a run saturated from its first step ends where it "
+            "started): 0.5, the low_reward condition's level on an accuracy-like 0..1 reward"
+        ),
+    ] = 0.5
     evaluation_metric: Annotated[
         str,
         Field(

@@ -39,6 +39,15 @@ if TYPE_CHECKING:
     from advisor.config import JobFile
 
 _FAIL_RANK = {FailOn.error: 2, FailOn.warning: 1, FailOn.info: 0}
+# The job file the TRL callback leaves beside a run (advisor.integrations.transformers.JOB_FILE):
+# what --patched-config patches when no --config is given.
+JOB_FILE = "rl-advisor-job.yaml"
+
+
+def job_beside(metrics: Path) -> Path | None:
+    """The callback's job file in the run's folder (`metrics` itself or the file's folder)."""
+    path = (metrics if metrics.is_dir() else metrics.parent) / JOB_FILE
+    return path if path.is_file() else None
 
 # option -> (parameter, kind): "path", "str", "int", "list", "flag" or an enum class
 _OPTIONS: dict[str, tuple[str, Any]] = {
@@ -202,7 +211,10 @@ def _check_outputs(
     if plots_dir is not None:
         out["--plots-dir"] = destination("--plots-dir", plots_dir, want_dir=True)
     if patched is not None and config is None:
-        raise InputError("--patched-config: needs --config JOB.yaml (the file to patch)")
+        raise InputError(
+            f"--patched-config: needs --config JOB.yaml (the file to patch) or a run folder "
+            f"holding the TRL callback's {JOB_FILE}"
+        )
     return out
 
 
@@ -253,7 +265,10 @@ def execute(
     private folder, are named by the job)."""
     if training_samples is not None and training_samples < 1:
         raise InputError(f"--training-samples: expected a positive integer, got {training_samples}")
-    dests = _check_outputs(metrics, config, previous, output, patched_config, plots_dir)
+    # The file a patch is written from: --config, else the job file the TRL callback left
+    # beside the run (patched only: the judgement reads the run's own record of its settings).
+    source = config if config is not None or patched_config is None else job_beside(metrics)
+    dests = _check_outputs(metrics, source, previous, output, patched_config, plots_dir)
     out_dir = None
     if not no_plots and format == ReportFormat.markdown:
         out_dir = dests.get("--plots-dir") or (
@@ -289,7 +304,7 @@ def execute(
         # Written even when nothing changes, so a CI step can always resubmit PATH.
         changes = file_changes(d.patch)
         # from the job file as the diagnosis read it: not read or parsed again
-        patched = _patched(job.loaded.file or config, changes)
+        patched = _patched(job.loaded.file or source, changes)
         items.append(("--patched-config", dests["--patched-config"], patched))
     if output is not None:
         items.append(("--output", dests["--output"], text.encode("utf-8")))
@@ -299,6 +314,8 @@ def execute(
     said = [f"report written to {output}"] if output is not None else []
     if patched_config is not None:
         said.append(f"patched job written to {patched_config}")
+        if source is not config:
+            said[-1] += f" (from {source})"
     if said:
         # one line for the person at the terminal; stdout stays the report's (or empty)
         echo(f"rl-advisor: {verdict(d)} {'; '.join(said).capitalize()}.\n", err=True)

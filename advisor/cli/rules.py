@@ -76,6 +76,36 @@ def _config_extra(rule: ConfigRule) -> dict[str, str]:
     return extra
 
 
+def _size_lines(change: Any) -> list[str]:
+    """How a change's step is sized from the run (rulebook `size`), for `rules ID`."""
+    size = change.size
+    lo, hi = size.bounds
+    lines = [f"{change.param}: a factor between x{lo:g} and x{hi:g}, from the first of:", ""]
+    for by in size.by:
+        if by.kind == "kl_controller":
+            how = (
+                f"the adaptive KL controller replayed over {by.fact} (target {by.target:g}, "
+                f"K {by.gain:g}, error clipped at {by.clip:g})"
+            )
+        else:
+            how = f"({by.fact} / {by.target:g}) ** {by.power:g}"
+        lines.append(f"- {how}: {by.why}")
+    lines.append("")
+    if size.escalate:
+        lines.append(
+            f"A step that did not cure (`--previous`) is followed by its factor to the power "
+            f"{size.escalate:g}, kept between values earlier runs showed too low and too high"
+            + (
+                f", while the run still asks for at least x{size.spent_at:g}"
+                if size.spent_at is not None
+                else ""
+            )
+            + "."
+        )
+    lines.append(f"Source: {size.source}")
+    return lines
+
+
 def _repair_lines(repair: CouplingRepair) -> list[str]:
     """How the remedy restores the coupling after its own change broke it, in order."""
     lines = ["When the advisor's change breaks this coupling, the first of these that applies:"]
@@ -111,8 +141,23 @@ def _symptom_doc(rule: SymptomRule, conditions: dict[str, str]) -> RuleDoc:
         for c in rule.action.changes
         if c.min_from is not None
     )
+    sized = [c for c in rule.action.changes if c.size is not None]
+    if sized:
+        extra["Step size"] = _list_md([line for c in sized for line in _size_lines(c)])
+    if rule.first_when:
+        extra["Goes first"] = _list_md([
+            f"- while the run's {w.fact} is"
+            + (f" below {w.below:g}" if w.below is not None else "")
+            + (f" above {w.above:g}" if w.above is not None else "")
+            + f": {w.action.advice.strip()} ({w.why})"
+            for w in rule.first_when
+        ])
     if rule.fallback is not None:
-        extra["Fallback"] = rule.fallback.advice
+        extra["Fallback"] = rule.fallback.advice + (
+            f" First when every piece of evidence is {' or '.join(rule.fallback_if_only)}."
+            if rule.fallback_if_only
+            else ""
+        )
     if rule.when is not None:
         when = "after the warm-up" if rule.warmup else "from the first block"
         extra["When it fires"] = _list_md([
@@ -120,6 +165,12 @@ def _symptom_doc(rule: SymptomRule, conditions: dict[str, str]) -> RuleDoc:
             "",
             *_when_lines(rule.when, 0, conditions),
         ])
+    if rule.recovery == "learnt":
+        extra["When it ends"] = (
+            "An episode that cleared counts as recovered (info) only when the reward ends above "
+            "the untrained policy's level (its first logged block) or at the rulebook's "
+            "learning_low (0.5) or more; one back at that level keeps its severity."
+        )
     return RuleDoc(
         id=rule.id,
         name=rule.name,

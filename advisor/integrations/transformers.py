@@ -6,7 +6,10 @@
 `on_log` feeds every log dict (train and eval) to the Advisor at `state.global_step`; new
 findings go to the `rl_advisor` logger; with `stop_on="error"` an error-severity finding sets
 `control.should_training_stop`. At train end the report is written into `args.output_dir`
-(`rl-advisor-report.md` and `.json`) by the world's process zero.
+(`rl-advisor-report.md` and `.json`) by the world's process zero. At train begin it leaves there
+what the run knew (`rl-advisor-run.json`) and, for a TRL config, a resubmittable job file
+(`rl-advisor-job.yaml`, see `write_job_file`) that `rl-advisor diagnose OUTPUT_DIR
+--patched-config NEXT.yaml` patches and `trl grpo --config NEXT.yaml` trains from.
 
 Importing this module imports transformers (the `transformers` extra); `import advisor` does not.
 """
@@ -32,6 +35,23 @@ REPORT_NAME = "rl-advisor-report.md"
 
 
 RUN_FILE = "rl-advisor-run.json"  # what the live run knew, for a later `diagnose OUTPUT_DIR`
+JOB_FILE = "rl-advisor-job.yaml"  # the run's GRPOConfig as `trl grpo --config` reads it
+
+# Arguments that name this machine's folders or secrets: never in a resubmittable job file.
+_MACHINE = frozenset({
+    "output_dir", "logging_dir", "run_name", "resume_from_checkpoint", "hub_token",
+    "hub_model_id", "push_to_hub_token", "push_to_hub_model_id", "push_to_hub_organization",
+    "deepspeed", "fsdp_config", "accelerator_config", "torch_compile_backend",
+})  # fmt: skip
+# Sampling and clipping settings the advice may name besides the name table's keys.
+# The GRPOConfig keys the advice's changes land on (the name table's TRL keys for the learning
+# rate, beta, group size, length cap and algorithm, and the sampling and clipping settings):
+# stated even at their defaults, so the job file shows what a patch changes.
+_ADVISED = frozenset({
+    "learning_rate", "beta", "num_generations", "max_completion_length", "loss_type",
+    "importance_sampling_level", "epsilon", "epsilon_high", "temperature", "top_p",
+    "max_grad_norm",
+})  # fmt: skip
 
 
 def _arguments(args: Any) -> dict[str, Any]:
@@ -77,6 +97,134 @@ def write_run_file(args: Any, hints: Mapping[str, Any], path: Path) -> Path:
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def _plain(value: Any) -> bool:
+    """A value a YAML job file can hold as written: a scalar, or a list of scalars."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return True
+    return isinstance(value, list | tuple) and all(
+        v is None or isinstance(v, bool | int | float | str) for v in value
+    )
+
+
+def _declared_default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return getattr(f.default, "value", f.default)
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+@contextlib.contextmanager
+def _accelerate_state_kept() -> Iterator[None]:
+    """Building a TrainingArguments sets up its devices, which resets accelerate's shared
+    state under the running Trainer's feet: put the state back as it was afterwards."""
+    try:
+        from accelerate.state import AcceleratorState, GradientState, PartialState
+    except Exception:  # no accelerate: nothing shared to keep
+        yield
+        return
+    shared = [c._shared_state for c in (PartialState, AcceleratorState, GradientState)]
+    saved = [dict(s) for s in shared]
+    try:
+        yield
+    finally:
+        for s, kept in zip(shared, saved, strict=True):
+            s.clear()
+            s.update(kept)
+
+
+def _without_derived(
+    build: Callable[[Mapping[str, Any]], Any], kept: dict[str, Any], declared: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`kept` without the arguments `build` derives from the rest: first those declared with a
+    value (the user's kind), then any other the build does not reproduce, then each one whose
+    removal still reproduces it. `kept` itself when a build refuses or the result differs."""
+
+    def made(given: Mapping[str, Any]) -> dict[str, Any] | None:
+        try:
+            obj = build(given)
+        except Exception:  # the class refuses this combination
+            return None
+        return {k: _json_safe(getattr(obj, k, None)) for k in kept}
+
+    chosen = {k: v for k, v in kept.items() if declared[k] is not None}
+    got = made(chosen)
+    if got is None:
+        return kept
+    chosen |= {k: v for k, v in kept.items() if got[k] != v}
+    for k in list(chosen):
+        rest = {n: v for n, v in chosen.items() if n != k}
+        if (again := made(rest)) is not None and again == kept:
+            chosen = rest
+    return chosen if made(chosen) == kept else kept
+
+
+def job_arguments(args: Any) -> dict[str, Any]:
+    """The arguments of a TrainingArguments / GRPOConfig dataclass as a job file states them:
+    those the run set to other than the class's declared default, without the ones its
+    `__post_init__` derives from the rest (dropped when building the class without them gives
+    the same value: TRL's generation_batch_size, transformers' report_to list), plus the keys
+    the advice may change at their values, and never a machine path (_MACHINE, or a string
+    naming the output folder)."""
+    import warnings
+
+    cls = type(args)
+    fields = {f.name: f for f in dataclasses.fields(args) if f.init}
+    out_dir = str(getattr(args, "output_dir", "") or "")
+    values = {k: _json_safe(getattr(args, k, None)) for k in fields}
+
+    def machine(k: str, v: Any) -> bool:
+        return k in _MACHINE or bool(out_dir and isinstance(v, str) and out_dir in v)
+
+    declared = {k: _json_safe(_declared_default(f)) for k, f in fields.items()}
+    kept = {
+        k: v for k, v in values.items()
+        if _plain(v) and not machine(k, v) and v != declared[k]
+    }  # fmt: skip
+
+    def build(given: Mapping[str, Any]) -> Any:
+        with warnings.catch_warnings(), _accelerate_state_kept():
+            warnings.simplefilter("ignore")
+            return cls(**given)
+
+    kept = _without_derived(build, kept, declared)
+    for k in sorted(_ADVISED & set(fields)):
+        if k not in kept and values[k] is not None and _plain(values[k]):
+            kept[k] = values[k]
+    return {k: kept[k] for k in fields if k in kept}  # the class's field order
+
+
+_YAML11_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~", ""})
+
+
+def write_job_file(args: Any, path: Path) -> Path:
+    """Leave a job file that `trl grpo --config` reads and `rl-advisor diagnose OUTPUT_DIR
+    --patched-config` patches: the run's GRPOConfig arguments as `job_arguments` states them
+    (the model and the data are the script's arguments, not GRPOConfig's: add them to run)."""
+    from io import StringIO
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
+    def said(v: Any) -> Any:  # `no` is false to YAML 1.1 readers (PyYAML, TRL's parser)
+        if isinstance(v, str) and v.lower() in _YAML11_WORDS:
+            return DoubleQuotedScalarString(v)
+        return [said(x) for x in v] if isinstance(v, list | tuple) else v
+
+    yaml = YAML(typ="rt")  # keeps the class's field order
+    yaml.default_flow_style = False
+    body = StringIO()
+    yaml.dump({k: said(v) for k, v in job_arguments(args).items()}, body)
+    head = (
+        f"# {type(args).__name__} arguments of this run that differ from the defaults, plus the\n"
+        "# ones rl-advisor's advice may change; no machine paths (give --output_dir, the model\n"
+        "# and the dataset when resubmitting: trl grpo --config THIS_FILE ...).\n"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, head + body.getvalue())
     return path
 
 
@@ -126,6 +274,11 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
                 write_run_file(args, hints, Path(out_dir) / RUN_FILE)
             except Exception as err:
                 self.hook._error("run file", err)
+            if hasattr(args, "num_generations") and dataclasses.is_dataclass(args):  # TRL's
+                try:
+                    write_job_file(args, Path(out_dir) / JOB_FILE)
+                except Exception as err:
+                    self.hook._error("job file", err)
 
     def on_log(
         self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any

@@ -109,6 +109,14 @@ def _verdict(d: Diagnosis) -> str:
             return f"Crashed: no symptom in the metrics before the end ({wait}){extra}."
         return f"Healthy: no symptom ({wait}){extra}."
     ordered = list({f.id: f for f in reversed(ordered)}.values())[::-1]  # episodes: one issue
+    if d.status == "healthy" and all(f.severity.value == "info" for f in ordered):
+        # info findings (advice for a next run, episodes that passed) change no verdict
+        n = len(ordered)
+        return (
+            f"Healthy: no warning or error (trends judged after a warm-up of {d.warmup_steps} "
+            f"steps); nothing to change in this run; {n} info finding{'s' if n > 1 else ''} "
+            "below, for the record and for a next run."
+        )
     counts = {
         s: sum(1 for f in ordered if f.severity.value == s) for s in ("error", "warning", "info")
     }

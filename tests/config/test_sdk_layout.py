@@ -639,3 +639,91 @@ def test_strings_yaml_1_2_would_read_as_numbers_are_read_as_the_sdk_reads_them(
         True,
     )
     assert not [f for f in loaded.findings if f.id in ("C002", "C009")]
+
+
+@pytest.mark.parametrize(("name", "code"), [("moe_grpo", 1), ("dense_gspo", 0)])
+def test_validate_of_an_sdk_file_through_the_entry_point(
+    name: str, code: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sdk_path, _ = _written()[name]
+    assert main(["validate", str(sdk_path), "--format", "json"]) == code
+    data = json.loads(capsys.readouterr().out)
+    ids = {f["id"] for f in data["config_findings"]}
+    assert ("C301" in ids) == (name == "moe_grpo")
+    assert not ids & {"C001", "C002", "C004", "C008", "C009"}
+    assert main(["validate", str(sdk_path)]) == code
+    assert "(sdk layout," in capsys.readouterr().out
+
+
+def test_show_config_of_an_sdk_file_speaks_the_sdk_names(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = JOBS / "sdk_moe_35b_a3b.yaml"
+    main(["validate", str(path), "--show-config", "--format", "json"])
+    config = json.loads(capsys.readouterr().out)["config"]
+    assert config["name"] == "moe-math" and config["model"] == {"name": "qwen3.5-35b-a3b"}
+    assert config["training_type"] == "reinforcement" and "job_name" not in config
+
+
+def _set(path: str, value: Any) -> Any:
+    def mutate(doc: dict[str, Any]) -> None:
+        node: Any = doc
+        *parents, last = path.split(".")
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        node[int(last) if last.isdigit() else last] = value
+
+    return mutate
+
+
+@pytest.mark.parametrize(
+    ("mutation", "sdk_takes_it"),
+    [
+        (_set("job_name", "x"), False),  # the guide's key
+        (_set("model", "qwen3.5-9b"), False),  # the guide's model string
+        (_set("functions.0.runtime.cpu", "two"), False),
+        (_set("functions.0.timeout", 1.5), False),
+        (_set("functions.0.type", "critic"), False),
+        (_set("functions.0.fcmodel.module", "a.b"), False),
+        (_set("datasets.0.type", "dev"), False),
+        (_set("training.type", "sft"), False),
+        (_set("model.size", "9b"), False),
+        (_set("functions.0.runtime.cpu", 0.5), True),
+        (_set("functions.0.type", "group_reward"), True),
+        (_set("datasets.0.type", "testing"), True),
+        (_set("training.hyper_parameters.custom_knob", 1), True),  # a plain dict to the SDK
+        (_set("observability", {"anything": 1}), True),
+    ],
+)
+def test_a_load_error_exactly_where_the_sdk_refuses_the_file(
+    mutation: Any, sdk_takes_it: bool, tmp_path: Path
+) -> None:
+    sdk_path, _ = _written()["dense_gspo"]
+    doc = yaml.safe_load(sdk_path.read_text())
+    mutation(doc)
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    try:
+        sdk.TuningModel.load_from_yaml(str(path))
+        took = True
+    except Exception:
+        took = False
+    assert took == sdk_takes_it
+    errors = [
+        (f.id, f.message)
+        for f in load_config(path).findings
+        if f.id in ("C001", "C002", "C004") and f.severity.value == "error"
+    ]
+    assert bool(errors) == (not sdk_takes_it), errors
+
+
+def test_set_takes_the_sdk_names_of_the_job_fields() -> None:
+    loaded = load_config(
+        JOBS / "sdk_guide_config.yaml",
+        sets=["model.name=qwen3.5-35b-a3b", "training.type=pg_opd", "name=next"],
+    )
+    assert (loaded.config.model, loaded.config.mode, loaded.config.job_name) == (
+        "qwen3.5-35b-a3b",
+        "pg_opd",
+        "next",
+    )

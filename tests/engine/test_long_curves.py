@@ -4,6 +4,8 @@ match, the compute wasted on zero-gradient steps and groups that score alike."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 from engine_series import HP, base
@@ -216,3 +218,88 @@ def test_a_reward_off_the_unit_scale_says_difficulty_unknown() -> None:
 def test_few_uniform_groups_and_no_zero_gradient_are_no_waste() -> None:
     j = judge_run(_run(base(300, seed=4)), HP)
     assert "WASTE" not in {f.id for f in j.findings}
+
+
+# ----------------------------------------------------------------------------- P1, KL ~0 signed
+def _flat_rm_run(seed: int, kl: np.ndarray) -> Run:
+    """A reward model's score flat at -1.8 over 2,000 steps (a policy that does not move), no
+    gradient or ppo_kl logged: MiniMind's GRPO log's columns."""
+    rng = np.random.default_rng(seed)
+    n = len(kl)
+    return _run(
+        {
+            "reward_mean": -1.8 + rng.normal(0, 0.3, n),
+            "kl_ref": kl,
+            "response_length": 210 * np.exp(rng.normal(0, 0.3, n)),
+            "lr": np.full(n, 3e-7),
+        }
+    )
+
+
+def test_a_signed_kl_averaging_zero_on_a_flat_reward_is_p1() -> None:
+    for seed in range(3):
+        rng = np.random.default_rng(seed + 10)
+        kl = np.round(rng.normal(0, 0.002, 2000), 4)  # k1 estimates around 0, 4 decimals
+        j = judge_run(_flat_rm_run(seed, kl), {})
+        p1 = [f for f in j.findings if f.id == "P1"]
+        assert p1 and any(e.metric == "kl_ref" for e in p1[0].evidence), j.findings
+
+
+def test_a_kl_that_grows_on_a_flat_reward_is_not_that_evidence() -> None:
+    t = np.arange(2000, dtype=float)
+    kl = 0.03 * (1 - np.exp(-t / 400)) + 1e-4
+    j = judge_run(_flat_rm_run(0, kl), {})
+    for f in j.findings:
+        assert not any(e.metric == "kl_ref" and e.detector == "below" for e in f.evidence)
+
+
+# ----------------------------------------------------------------------------- a real shape
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_a_verl_ppo_baseline_in_reward_kl_is_not_p3() -> None:
+    """critic/kl 0 -> 0.32 over 435 steps of a maintainers' PPO baseline (fixtures/README.md):
+    in the reward, no explosion; the same curve as a KL loss is judged by the loss's yardstick."""
+    from advisor.ingest import load_run
+
+    src = FIXTURES / "verl_ppo_in_reward_kl.csv"
+    run = load_run(src)
+    assert run.frame["kl_ref"].max() > 0.3
+    j = judge_run(run, {"eval_steps": 10})
+    assert "P3" not in {f.id for f in j.findings}
+    as_loss = run.frame.rename({"critic/kl": "actor/kl_loss"})
+    j = judge_run(Run(frame=as_loss, source=str(src), format="csv"), {"eval_steps": 10})
+    assert "P3" in {f.id for f in j.findings}
+
+
+def test_observe_reads_an_in_reward_kl_by_its_name_as_diagnose_does() -> None:
+    from advisor import Advisor
+
+    rows = _run(_ppo_kl(0)).frame.to_dicts()
+    judged = {}
+    for name in ("critic/kl", "actor/kl_loss"):
+        adv = Advisor(hyper_parameters=PPO_HP)
+        for r in rows:
+            step = r.pop("step")
+            r[name] = r.pop("kl_ref")
+            r["critic/rewards/mean"] = r.pop("reward_mean")
+            adv.observe(step, r)
+            r["kl_ref"], r["reward_mean"] = r.pop(name), r.pop("critic/rewards/mean")
+            r["step"] = step
+        adv.close()
+        judged[name] = {f.id for f in adv.findings}
+    assert "P3" not in judged["critic/kl"] and "P3" in judged["actor/kl_loss"]
+
+
+def test_a_trl_vlm_run_that_collapsed_inside_its_warm_up_is_p4() -> None:
+    """The real shape of item 1 (fixtures/README.md): P4 from the first points, the zero-gradient
+    steps' share as WASTE, and no alarm beyond those its label allows (P1, DIV)."""
+    from advisor.ingest import load_run
+
+    j = judge_run(load_run(FIXTURES / "trl_vlm_grpo_warmup_collapse.csv"), {})
+    ids = {f.id: f for f in j.findings}
+    assert ids["P4"].severity.value == "warning" and ids["P4"].onset_step <= 150
+    alarms = {i for i, f in ids.items() if f.severity.rank >= 1}
+    assert alarms <= {"P4", "P1", "DIV"}
+    share = next(e for e in ids["WASTE"].evidence if e.metric == "grad_zero").statistic["share"]
+    assert share >= 0.8

@@ -11,6 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from advisor.cli import main
 
@@ -101,3 +103,61 @@ def test_unreadable_previous_exits_2_with_one_line(tmp_path, capsys, make, expec
     assert err.count("\n") == 0 and "Traceback" not in err
     assert "--previous" in err and str(bad.name) in err and expected in err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-10, 10**6), st.floats(allow_nan=True),
+    st.text(max_size=8), st.lists(st.integers(), max_size=3),
+)  # fmt: skip
+_KEYS = st.sampled_from(
+    ["learning_rate", "kl_loss_coef", "n_rollouts", "beta", "foo", "status", "patch"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    shape=st.sampled_from(["hints", "report", "plain"]),
+    body=st.dictionaries(_KEYS, _VALUES, max_size=5),
+)
+def test_a_previous_record_is_read_or_refused_in_one_line(tmp_path_factory, shape, body) -> None:
+    """Any JSON an earlier run's record may hold: a Round of guide settings only, or an
+    InputError naming the file; never another exception, never a default."""
+    from advisor.history import read_round
+    from advisor.static import rulebook
+    from advisor.types import InputError
+
+    doc: dict = {"plain": body, "hints": {"hints": body}}.get(shape) or {
+        "schema_version": 1, "status": "issues", "hyper_parameters": body,
+        "patch": {"changes": [{"param": "learning_rate", "from": 1e-6, "to": 2e-6}]},
+    }  # fmt: skip
+    path = tmp_path_factory.mktemp("prev") / "rl-advisor-run.json"
+    path.write_text(json.dumps(doc))
+    try:
+        r = read_round(path)
+    except InputError as err:
+        assert str(path) in str(err) and "\n" not in str(err)
+        return
+    assert r.hp and set(r.hp) <= set(rulebook().hyper_parameters)
+    assert all(r.hp[k] == body[k] for k in r.hp)
+
+
+def test_near_greedy_sampling_patches_the_temperature(tmp_path, capsys) -> None:
+    """A `trl grpo --config` file sampling at 0.1: the patch written from it raises the
+    temperature (a TRL setting, no guide hyperparameter) and the ready flag says so."""
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "learning_rate: 5.0e-7\nbeta: 0.1\nnum_generations: 8\nmax_completion_length: 48\n"
+        "per_device_train_batch_size: 64\ntemperature: 0.1\n"
+    )
+    patched = tmp_path / "next.yaml"
+    code = main([
+        "diagnose", str(RUN), "--config", str(job), "--patched-config", str(patched),
+        "--format", "json",
+    ])  # fmt: skip
+    d = json.loads(capsys.readouterr().out)
+    assert code == 1
+    (c,) = d["patch"]["changes"]
+    assert (c["param"], c["from"], c["to"], c["assumed"]) == ("temperature", 0.1, 1.0, False)
+    assert d["patch"]["override_args"] == "--temperature 1"
+    text = patched.read_text()
+    assert "temperature: 1.0" in text and "learning_rate: 5.0e-7" in text

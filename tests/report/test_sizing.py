@@ -150,10 +150,21 @@ def test_a_raise_is_squared_when_the_evidence_says_less() -> None:
 
 
 def test_a_raise_that_made_the_policy_move_falls_back() -> None:
+    """Past the top of the healthy KL band (0.06) a policy that still learns nothing is not
+    held by the rate: the fallback (the reward function, the data)."""
     history = [Round({"learning_rate": 2e-6})]
-    res = plan("P1", job(learning_rate=4e-6), {"kl_ref_median": 0.05}, history)
+    res = plan("P1", job(learning_rate=4e-6), {"kl_ref_median": 0.1}, history)
     (f,) = res.findings
     assert f.action.kind == "fallback" and "reward function" in f.action.advice
+
+
+def test_a_raise_inside_the_healthy_band_goes_on() -> None:
+    """KL 0.01 after a x100 raise, nothing learnt: the band's low end is no proof the rate is
+    right for this task (its healthy KL may be far higher): the raise goes on, squared."""
+    history = [Round({"learning_rate": 5e-7})]
+    res = plan("P1", job(learning_rate=5e-5), {"kl_ref_median": 0.01}, history)
+    (c,) = res.patch.changes
+    assert c.param == "learning_rate" and c.to == pytest.approx(5e-3)
 
 
 def test_no_ping_pong_after_a_fallback_round() -> None:
@@ -234,7 +245,7 @@ def test_failing_steps_grow_geometrically(first: float, rounds: int) -> None:
 
 
 # ------------------------------------------------------------------------------ sampling
-@pytest.mark.parametrize("fid", ["P9", "P1", "DAPO-ZSTD"])
+@pytest.mark.parametrize("fid", ["DIV", "P9", "P1", "DAPO-ZSTD"])
 @pytest.mark.parametrize(
     ("framework", "key"),
     [("trl", "temperature"), ("verl", "actor_rollout_ref.rollout.temperature"), ("platform", None)],
@@ -260,3 +271,22 @@ def test_near_greedy_sampling_names_the_temperature(fid, framework, key) -> None
 def test_a_temperature_in_the_healthy_band_keeps_the_rules_own_action() -> None:
     res = plan("P9", job(), {"temperature": 0.7})
     assert res.patch.changes[0].param == "max_length"
+
+
+def test_rules_id_shows_the_sizing_and_what_goes_first(capsys) -> None:
+    from advisor.cli import main
+
+    assert main(["rules", "P1"]) == 0
+    out = capsys.readouterr().out
+    assert "## Step size" in out and "x1.5 and x100" in out and "kl_ref_median" in out
+    assert "## Goes first" in out and "temperature is below 0.5" in out
+    assert main(["rules", "NAN"]) == 0
+    assert "nonfinite:reward_mean or stopped:reward_mean" in capsys.readouterr().out
+
+
+def test_an_info_finding_is_never_the_one_change() -> None:
+    """A run with nothing at warning or above is healthy at its settings: DAPO-ZSTD's switch
+    (which collapsed a saturating live run's entropy) is a next step to consider, no patch."""
+    res = remedy.plan([finding("DAPO-ZSTD", severity="info")], job(), RULES)
+    assert res.patch.kind == "none" and not res.patch.changes
+    assert any("consider" in s for s in res.next_steps)
