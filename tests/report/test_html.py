@@ -170,3 +170,36 @@ def capture_json(run: Path, capsys: pytest.CaptureFixture[str]) -> str:
 def test_html_is_a_choice_of_diagnose_only(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules", "--format", "html"]) == 2
     assert "html" in capsys.readouterr().err
+
+
+CORPUS = Path(__file__).parents[2] / "sample_metrics" / "corpus"
+# one labelled run per symptom family, with its job file (the patch as a diff of it)
+FAMILIES = sorted(
+    {
+        p.name.split("-")[0]: p
+        for p in sorted(CORPUS.iterdir(), reverse=True)
+        if (p / "job.yaml").exists()
+    }.values()
+)
+
+
+@pytest.mark.parametrize("run", FAMILIES, ids=lambda p: p.name)
+def test_each_symptom_family_has_the_markdown_reports_content(run: Path) -> None:
+    from advisor.api import diagnose
+
+    d = diagnose(run, run / "job.yaml")
+    md, page = render(d, "markdown"), Page(render(d, "html"))
+    _self_contained(page)
+    body = page.body
+    for line in md.splitlines():
+        if line.startswith("## ") or line.startswith("### "):
+            assert line.lstrip("#").strip().replace("\\_", "_") in body, line
+    charted = {(f.id, e.metric) for f in d.findings for e in f.evidence if e.metric in d.series}
+    assert len(page.all("svg")) == len(charted)  # one chart per finding and metric
+    for f in d.findings:
+        for e in f.evidence:
+            assert e.summary.replace("`", "") in body
+    if d.patch and d.patch.override_args:
+        assert d.patch.override_args in body
+    for c in d.config_findings:
+        assert c.id in body
