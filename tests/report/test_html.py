@@ -9,6 +9,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from report_helpers import HP, Judgement, finding, make_rules, make_run
 
 from advisor.api import assemble
@@ -203,3 +205,27 @@ def test_each_symptom_family_has_the_markdown_reports_content(run: Path) -> None
         assert d.patch.override_args in body
     for c in d.config_findings:
         assert c.id in body
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(
+        alphabet=st.characters(blacklist_categories=("Cs", "Cc")) | st.sampled_from("<>&\"'`/="),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_any_text_in_a_finding_stays_text(text: str) -> None:
+    f = replace(
+        finding("P1"),
+        name=text,
+        why=text,
+        causes=[text],
+        evidence=[Evidence(metric=text, detector=text, window=(150, 400), summary=text)],
+    )
+    d = _diag([f])
+    steps, values = d.series["reward_mean"]
+    d = replace(d, series={**d.series, text: (steps, values)}, assumptions=[text])
+    page = Page(render(d, "html"))
+    _self_contained(page)
+    assert f"P1 {text}" in page.body  # the section's title, as written
