@@ -31,7 +31,8 @@ from typing import Any
 from advisor.types import Change, Diagnosis
 
 SCHEMA_VERSION = 1
-# the curves compared, in the order they are reported; the KL is the first of its names a run has
+# the curves compared, in the order they are reported; the KL is the first of its names both
+# runs have
 CORE_METRICS: tuple[tuple[str, ...], ...] = (
     ("reward_mean",),
     ("val_reward",),
@@ -77,8 +78,9 @@ class Setting:
 class Parting:
     """Where one core metric parts ways between the runs (`step` None: it does not)."""
 
-    metric: str
+    metric: str  # the advisor's (canonical) name
     compared: int  # common steps with a finite value in both
+    logged: dict[str, str] = field(default_factory=dict)  # "a"/"b" -> the name in the run's log
     step: int | None = None
     higher: str | None = None  # "a" or "b": whose curve is above from the parting on
     gap: float | None = None  # mean of a - b from the parting on
@@ -124,6 +126,7 @@ class RunDiff:
             "metrics": [
                 {
                     "metric": m.metric,
+                    "logged_as": m.logged,
                     "parted_at": m.step,
                     "higher": m.higher,
                     "gap": _finite(m.gap),
@@ -275,6 +278,25 @@ def _series(r: _Read, names: Sequence[str]) -> tuple[str, tuple[list[int], list[
     return None
 
 
+def _logged(r: _Read, canonical: str) -> str:
+    """The name the run's log gives a canonical metric (its highest-ranked key present:
+    TRL's `reward`, verl's `critic/rewards/mean`), else the canonical name."""
+    from advisor.ingest.names import lookup, val_rank
+
+    keys = []
+    for col in r.job.run.frame.columns:
+        if col == canonical:
+            continue
+        if canonical == "val_reward":
+            rank = val_rank(col)
+        else:
+            hit = lookup(col)
+            rank = hit[1] if hit is not None and hit[0] == canonical else None
+        if rank is not None:
+            keys.append((rank, col))
+    return min(keys)[1] if keys else canonical
+
+
 def _findings(d: Diagnosis) -> list[dict[str, Any]]:
     seen: dict[str, dict[str, Any]] = {}
     for f in d.findings:
@@ -296,10 +318,16 @@ def diff_runs(
     a, b = _read(run_a, config_a), _read(run_b, config_b)
     metrics = []
     for names in CORE_METRICS:
-        sa, sb = _series(a, names), _series(b, names)
-        if sa is None or sb is None:
+        # the first name both runs logged: a KL to the reference is never set against the
+        # KL between the old and the new policy
+        both = [n for n in names if _series(a, (n,)) and _series(b, (n,))]
+        if not both:
             continue
-        metrics.append(parting(sa[0] if sa[0] == sb[0] else f"{sa[0]}/{sb[0]}", sa[1], sb[1]))
+        sa, sb = _series(a, both[:1]), _series(b, both[:1])
+        assert sa is not None and sb is not None
+        p = parting(both[0], sa[1], sb[1])
+        p.logged = {"a": _logged(a, both[0]), "b": _logged(b, both[0])}
+        metrics.append(p)
     fa, fb = _findings(a.d), _findings(b.d)
     ids_a, ids_b = {f["id"] for f in fa}, {f["id"] for f in fb}
     settings = _settings(a, b)

@@ -117,6 +117,7 @@ def test_one_setting_changed_from_the_sane_run(
     assert delta[0]["b"]["value"] == next(iter(label["config"].values()))
     assert r["a"]["framework"] == r["b"]["framework"] == "trl" and r["confounded"] is False
     reward = next(m for m in r["metrics"] if m["metric"] == "reward_mean")
+    assert reward["logged_as"] == {"a": "reward", "b": "reward"}  # TRL's name
     assert reward["parted_at"] is not None and reward["higher"] == "a"  # sane learns
     assert only_b <= {f["id"] for f in r["findings"]["only_b"]}
     assert r["findings"]["only_a"] == [] and r["differ"] is True
@@ -143,6 +144,9 @@ def test_two_frameworks_each_in_its_names_and_confounded(
     assert lr_like["n_rollouts"]["a"]["key"] == "actor_rollout_ref.rollout.n"  # verl Hydra
     assert lr_like["n_rollouts"]["b"]["key"] == "num_generations"  # TRL
     assert lr_like["eval_steps"]["trains"] is False  # how often it validates: no confound
+    logged = {m["metric"]: m["logged_as"] for m in r["metrics"]}
+    assert logged["reward_mean"] == {"a": "critic/rewards/mean", "b": "reward"}
+    assert "kl_ref" not in logged and "ppo_kl" not in logged  # A logs one KL, B the other
     code, md, _ = _diff(capsys, str(a), str(b))
     assert code == 1 and "Confounded:" in md and "`actor_rollout_ref.rollout.n`" in md
 
