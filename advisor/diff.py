@@ -368,8 +368,8 @@ def verdict(r: RunDiff) -> str:
     if parted:
         first = min(parted, key=lambda m: m.step or 0)
         curves = (
-            f"{len(parted)} of {len(r.metrics)} core curves part ways, first {first.metric} "
-            f"at step {first.step}"
+            f"{len(parted)} of {len(r.metrics)} core curves part ways, first "
+            f"{first.logged.get('a', first.metric)} at step {first.step}"
         )
     else:
         curves = f"none of {len(r.metrics)} core curves parts ways beyond its noise"
