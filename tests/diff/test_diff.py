@@ -200,3 +200,17 @@ def test_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert code == 1 and stdout == ""
     r = json.loads(out.read_text())
     assert r["kind"] == "diff" and r["schema_version"] == 1
+
+
+def test_through_the_installed_command(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    call = [sys.executable, "-m", "advisor", "diff", str(RUNS / "sane"), str(RUNS / "beta-zero")]
+    done = subprocess.run([*call, "-f", "json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and done.stderr == ""
+    assert json.loads(done.stdout)["config_delta"][0]["b"]["key"] == "beta"
+    missing = [*call[:5], str(RUNS / "sane"), "--config-b", str(tmp_path / "none.yaml")]
+    done = subprocess.run(missing, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stdout == "" and "none.yaml" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
