@@ -1,7 +1,8 @@
 """`rl-advisor diagnose METRICS`: judge a run, report it, and write the patched job file.
 
-Output: Markdown (default) or JSON on stdout, or into `--output PATH`. Pictures are drawn only
-when they have a place to go: beside `--output` (Markdown), or into `--plots-dir DIR`; with the
+Output: Markdown (default), JSON or one self-contained HTML file (its charts inline) on stdout,
+or into `--output PATH`. Pictures are drawn only when they have a place to go: beside
+`--output` (Markdown), or into `--plots-dir DIR`; with the
 report on stdout and no `--plots-dir`, the report keeps its inline sparklines only. `--no-plots`
 never draws. Every file is written atomically (temp file + rename), and nothing is written
 when the input is unusable.
@@ -86,7 +87,8 @@ def diagnose(
 ) -> None:
     """Diagnose a run: what is wrong, the evidence, the one change to make.
 
-    Report on stdout, or in --output with an SVG chart per finding and metric beside it.
+    Report on stdout, or in --output with an SVG chart per finding and metric beside it
+    (--format html: one file, its charts inside).
 
     Exit 0: nothing at or above --fail-on; 1: findings at or above it; 2: unusable input.
     """
