@@ -26,7 +26,7 @@ from advisor.cli import Exit, FailOn, ReportFormat
 from advisor.reading import Reading
 from advisor.report import render
 from advisor.report.markdown import verdict
-from advisor.resources import destination, write_all
+from advisor.resources import destination, write_all, written_through
 from advisor.types import (
     Diagnosis,
     InputError,
@@ -206,7 +206,12 @@ def _check_outputs(
                     "expected a new path (inputs are never overwritten)"
                 )
         out[flag] = destination(flag, path)
-    if output is not None and patched is not None and out["--output"] == out["--patched-config"]:
+    if (
+        output is not None
+        and patched is not None
+        and out["--output"] == out["--patched-config"]
+        and not written_through(out["--output"])
+    ):
         raise InputError(f"--patched-config {patched}: the same file as --output")
     if plots_dir is not None:
         out["--plots-dir"] = destination("--plots-dir", plots_dir, want_dir=True)
@@ -271,9 +276,9 @@ def execute(
     dests = _check_outputs(metrics, source, previous, output, patched_config, plots_dir)
     out_dir = None
     if not no_plots and format == ReportFormat.markdown:
-        out_dir = dests.get("--plots-dir") or (
-            dests["--output"].parent if output is not None else None
-        )
+        # a report written through to a stream (/dev/null, stdout) has no folder for pictures
+        beside = output is not None and not written_through(dests["--output"])
+        out_dir = dests.get("--plots-dir") or (dests["--output"].parent if beside else None)
     stem = output.stem if output is not None else "report"
     with _without_cyclic_gc():
         # the read starts before the API's import (pydantic, the rulebooks' models), which it
