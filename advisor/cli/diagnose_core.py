@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.cli import Exit, FailOn, OutputFormat
+from advisor.cli import Exit, FailOn, ReportFormat
 from advisor.reading import Reading
 from advisor.report import render
 from advisor.report.markdown import verdict
@@ -54,8 +54,8 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--config": ("config", "path"),
     "-c": ("config", "path"),
     "--set": ("sets", "list"),
-    "--format": ("format", OutputFormat),
-    "-f": ("format", OutputFormat),
+    "--format": ("format", ReportFormat),
+    "-f": ("format", ReportFormat),
     "--output": ("output", "path"),
     "-o": ("output", "path"),
     "--patched-config": ("patched_config", "path"),
@@ -69,7 +69,7 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
 DEFAULTS: dict[str, Any] = {
     "config": None,
     "sets": None,
-    "format": OutputFormat.markdown,
+    "format": ReportFormat.markdown,
     "output": None,
     "patched_config": None,
     "previous": None,
@@ -253,7 +253,7 @@ def execute(
     metrics: Path,
     config: Path | None = None,
     sets: list[str] | None = None,
-    format: OutputFormat = OutputFormat.markdown,
+    format: ReportFormat = ReportFormat.markdown,
     output: Path | None = None,
     patched_config: Path | None = None,
     previous: Sequence[Path] | None = None,
@@ -275,7 +275,7 @@ def execute(
     source = config if config is not None or patched_config is None else job_beside(metrics)
     dests = _check_outputs(metrics, source, previous, output, patched_config, plots_dir)
     out_dir = None
-    if not no_plots and format == OutputFormat.markdown:
+    if not no_plots and format == ReportFormat.markdown:
         # a report written through to a stream (/dev/null, stdout) has no folder for pictures
         beside = output is not None and not written_through(dests["--output"])
         out_dir = dests.get("--plots-dir") or (dests["--output"].parent if beside else None)

@@ -152,7 +152,7 @@ def test_short_run_is_insufficient_data(tmp_path, job, capsys) -> None:
         ["{metrics}", "--config", "{job}", "--patched-config", "{job}"],
         ["{metrics}", "--output", "{metrics}"],
         ["{metrics}", "--patched-config", "new.yaml"],
-        ["{metrics}", "--format", "html"],
+        ["{metrics}", "--format", "pdf"],
         ["{metrics}", "--fail-on", "sometimes"],
         ["{metrics}", "--ignore", "P7"],
     ],
