@@ -183,6 +183,23 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+# files a report writes: an existing one inside a run folder is no input of the run
+_REPORT_SUFFIXES = frozenset({".md", ".html", ".htm", ".svg", ".png"})
+
+
+def _inside_run_folder(path: Path, folder: Path) -> bool:
+    """`path` is an existing file (not a report) somewhere inside the input folder `folder`:
+    the readers take a run folder's logs, states and checkpoints, so writing over one would
+    change an input."""
+    try:
+        if not folder.is_dir() or not path.is_file():
+            return False
+        target, root = path.resolve(), folder.resolve()
+    except OSError:
+        return False
+    return target.is_relative_to(root) and target.suffix.lower() not in _REPORT_SUFFIXES
+
+
 def _check_outputs(
     metrics: Path,
     config: Path | None,
@@ -204,6 +221,12 @@ def _check_outputs(
                 raise InputError(
                     f"{flag} {path}: resolves to the input {src}; "
                     "expected a new path (inputs are never overwritten)"
+                )
+            if _inside_run_folder(path, src):
+                raise InputError(
+                    f"{flag} {path}: an existing file inside the input folder {src}, which "
+                    "the run may be read from; expected a new path or a report file "
+                    "(inputs are never overwritten)"
                 )
         out[flag] = destination(flag, path)
     if (
