@@ -8,7 +8,6 @@ advisor.demo_runs (pyproject.toml lists them): a checkout reads them where they 
 from __future__ import annotations
 
 import difflib
-from importlib.resources import files
 from pathlib import Path
 from typing import Annotated
 
@@ -36,10 +35,11 @@ RUNS: dict[str, str] = {
 
 def runs_dir() -> Path:
     """The repo's sample_metrics/corpus in a checkout, the packaged copy when installed."""
-    repo = Path(__file__).resolve().parents[2] / "sample_metrics" / "corpus"
+    here = Path(__file__).resolve().parents[1]  # the advisor package
+    repo = here.parent / "sample_metrics" / "corpus"
     if repo.is_dir():
         return repo
-    return Path(str(files("advisor.demo_runs")))
+    return here / "demo_runs"  # a data-only package: no __init__, so found by its place
 
 
 def _pick(symptom: str) -> str:
