@@ -57,6 +57,9 @@ def find(start: Path | None = None) -> tuple[Path, tuple[str, ...]] | None:
     return None
 
 
+TABLES = ("rules", "alerts")  # the tables a user config file holds
+
+
 def _near(word: str, choices: Iterable[str]) -> str:
     near = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean {near[0]}?)" if near else ""
@@ -89,8 +92,12 @@ def check(data: Any, where: str) -> dict[str, dict[str, Any]]:
     if not isinstance(data, dict):
         raise InputError(f"{where.rstrip('.')}: expected a table")
     for key in data:
-        if key != "rules":
-            raise InputError(f"{where}{key}: unknown key, expected rules{_near(key, ['rules'])}")
+        # `alerts` is the same file's table for watch and the hooks (advisor.alerts checks it)
+        if key not in TABLES:
+            raise InputError(
+                f"{where}{key}: unknown key, expected one of {', '.join(TABLES)}"
+                f"{_near(key, TABLES)}"
+            )
     rules = data.get("rules", {})
     if not isinstance(rules, dict):
         raise InputError(f"{where}rules: expected a table of rule ids")

@@ -80,7 +80,7 @@ def test_rules_config_flag_wins(tmp_path: Path) -> None:
          "info, found 'warn' (did you mean warning?)"),
         ("[rules.P1.params]\nmax_p = 7\n", "rules.P1.params.max_p: expected"),
         ("[rules.P1]\nenabled = 0\n", "rules.P1.enabled: expected true or false, found 0"),
-        ("[rule.P1]\nenabled = false\n", "rule: unknown key, expected rules (did you mean rules?)"),
+        ("[rule.P1]\nenabled = false\n", "rule: unknown key, expected one of rules, alerts (did you mean rules?)"),
         ("[rules.P1\n", "not valid TOML"),
     ],
 )  # fmt: skip
@@ -102,3 +102,12 @@ def test_a_missing_rules_config_file(tmp_path: Path) -> None:
         out.stderr.strip()
         == f"rl-advisor: error: {tmp_path / 'none.toml'}: --rules-config: no such file"
     )
+
+
+def test_an_alerts_table_beside_the_rules_is_the_alerts_own(tmp_path) -> None:
+    """One rl-advisor.toml holds the rules and the alerts of watch: diagnose reads its rules
+    and leaves the alerts table to the alerts, which check it themselves."""
+    from advisor.userconf import check
+
+    table = {"rules": {"P2": {"enabled": False}}, "alerts": {"slack": {"cooldown": 60}}}
+    assert check(table, "rl-advisor.toml: ") == {"P2": {"enabled": False}}
