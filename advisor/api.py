@@ -477,6 +477,13 @@ def assemble(
     estimator_skips, estimator_notes = _estimator(run.config_hints.get("adv_estimator"))
     config_findings = overruled(config_findings, findings, status)
     said = spoken(planned, speaker, facts, origin or {})
+    from advisor import cost, outlook  # the price of waste, the trends' crossings
+
+    gpus = cost.gpus_of_job(hp, origin, speaker.framework)
+    goals = outlook.targets(
+        rules if rules is not None else _rules(), str(hp.get("algorithm") or "").lower() or None,
+        hp, origin,
+    )
     return Diagnosis(
         tool={"name": "rl-advisor", "version": __version__},
         run=info,
@@ -505,6 +512,8 @@ def assemble(
         checkpoint=_checkpoint_said(checkpoint, speaker),
         hyper_parameters=dict(hp),
         series=_series(run, planned.findings),
+        cost=cost.of_run(run, said.findings, checkpoint, gpus, "job" if gpus else None),
+        forecasts=outlook.forecasts(run, said.findings, goals),
     )
 
 

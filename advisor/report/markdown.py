@@ -14,7 +14,7 @@ from typing import Any
 
 from advisor.report.plots import draw
 from advisor.report.templating import render
-from advisor.report.values import change_text, fmt
+from advisor.report.values import change_text, duration, fmt, money, pct, waste_said
 from advisor.types import Change, Diagnosis, Finding
 
 TICKS = "▁▂▃▄▅▆▇█"
@@ -85,7 +85,8 @@ def verdict(d: Diagnosis) -> str:
     if end is not None and end.kind not in ("completed", "unknown"):
         where = f" at step {end.step}" if end.step is not None else ""
         text += f" The run ended abnormally: {end.kind.replace('_', ' ')}{where}."
-    return text
+    waste = waste_said(d.cost)
+    return f"{text} {waste}" if waste else text
 
 
 def _verdict(d: Diagnosis) -> str:
@@ -191,6 +192,64 @@ def _curves(d: Diagnosis) -> list[dict[str, Any]]:
     return out
 
 
+def _cost_view(d: Diagnosis) -> dict[str, Any] | None:
+    """The cost table's rows (advisor.cost) as text."""
+    cost = d.cost
+    if not cost or not cost.get("entries"):
+        return None
+    rows = []
+    for e in cost["entries"]:
+        rows.append(
+            {
+                "what": f"{pct(e['share'])} {e['what']}",
+                "finding": e["finding"] or "-",
+                "steps": f"{e['window'][0]}-{e['window'][1]}",
+                "wasted": fmt(e["steps"]),
+                "of_run": pct(e["of_run"]),
+                "time": duration(e["hours"]) if e["hours"] is not None else "n/a",
+                "gpu_hours": fmt(round(e["gpu_hours"], 2)) if e["gpu_hours"] is not None else "n/a",
+                "cost": money(e["cost"], cost["currency"]) if e["cost"] is not None else "n/a",
+            }
+        )
+    how = []
+    if cost.get("run_hours") is None:
+        how.append("the log has no step time: the waste is in steps (`step_time`, verl's "
+                   "`timing_s/step`, gives hours)")
+    elif cost.get("gpus") is None:
+        how.append("GPU-hours and money need the GPU count: `--gpus N --gpu-hour-price X`")
+    else:
+        src = "the job" if cost.get("gpus_from") == "job" else "`--gpus`"
+        how.append(f"{cost['gpus']} GPUs (from {src})")
+        if cost.get("gpu_hour_price") is None:
+            how.append("money needs `--gpu-hour-price X` (and `--currency`)")
+        else:
+            how.append(f"{money(cost['gpu_hour_price'], cost['currency'])} a GPU-hour")
+    return {"rows": rows, "how": how, "priced": cost.get("gpu_hour_price") is not None}
+
+
+def _forecast_view(d: Diagnosis) -> list[str]:
+    out = []
+    for f in d.forecasts:
+        lo, hi = f["interval"]
+        text = (
+            f"`{f['metric']}` ({f['finding']}) reaches {f['threshold_is']} ({fmt(f['threshold'])}) "
+            f"at step ~{f['step']} ({fmt(f['level'])}% interval {lo}-{hi})"
+        )
+        if "hours" in f:
+            h0, h1 = f["hours_interval"]
+            text += (
+                f", {duration(f['hours'])} after the last step ({duration(h0)} to "
+                f"{duration(h1)})"
+            )
+        scale = "log-linear" if f["scale"] == "log" else "linear"
+        text += (
+            f"; a {scale} fit on {f['points']} points from step {f['fit_from']}, "
+            f"R² {fmt(f['r2'])}."
+        )
+        out.append(text)
+    return out
+
+
 def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "report") -> str:
     plots: dict[str, str] = dict(d.plots)
     if out_dir is not None and d.findings:
@@ -203,5 +262,7 @@ def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "repo
         "framework": d.framework,
         "ckpt": d.checkpoint,
         "curves": _curves(d),
+        "cost": _cost_view(d),
+        "forecasts": _forecast_view(d),
     }
     return render("report.md.j2", **view)

@@ -66,3 +66,51 @@ def change_text(c: Change) -> Md:
     else:
         text = f"{code(c.param)} {prose(f'{_old(c.from_, c.assumed)} → {fmt(c.to)}{how}')}"
     return Md(text + "".join(f" - {prose(n)}" for n in notes))
+
+
+def pct(share: float) -> str:
+    """A share as a percentage a person writes: 97%, 4.2%, 0.4%, <0.1%."""
+    p = 100 * share
+    if p == 0:
+        return "0%"
+    if p < 0.1:
+        return "<0.1%"
+    return f"{p:.0f}%" if p >= 10 else f"{p:.1f}%".replace(".0%", "%")
+
+
+def duration(hours: float) -> str:
+    """Hours as a person says them: 42 s, 14 min, 3.2 h."""
+    if hours * 3600 < 90:
+        return f"{hours * 3600:.0f} s"
+    if hours < 1.5:
+        return f"{hours * 60:.0f} min"
+    return f"{hours:.1f} h"
+
+
+def money(value: float, currency: str) -> str:
+    return f"{value:,.2f} {currency}"
+
+
+def waste_said(cost: dict[str, Any] | None) -> str:
+    """The cost of a run's largest waste as the verdict's sentence (advisor.cost), or ""."""
+    entries = (cost or {}).get("entries") or []
+    if not entries:
+        return ""
+    e = max(entries, key=lambda e: e["of_run"])
+    lo, hi = e["window"]
+    where = f"over steps {lo}-{hi}" if lo != hi else f"at step {lo}"
+    text = f"Waste: {pct(e['share'])} {e['what']} {where}"
+    if e["hours"] is not None:
+        text += f": {duration(e['hours'])} of steps"
+        if cost and cost.get("run_hours"):
+            text += f" ({pct(e['of_run'])} of the run's {duration(cost['run_hours'])})"
+        if e["gpu_hours"] is not None:
+            text += f", {fmt(round(e['gpu_hours'], 2))} GPU-hours at {cost['gpus']} GPUs"  # type: ignore[index]
+        if e["cost"] is not None:
+            text += f", {money(e['cost'], cost['currency'])}"  # type: ignore[index]
+    else:
+        text += f": {fmt(e['steps'])} steps' worth ({pct(e['of_run'])} of the run)"
+    more = len(entries) - 1
+    if more:
+        text += f"; {more} more kind{'s' if more > 1 else ''} of waste below"
+    return text + "."
