@@ -480,10 +480,8 @@ def assemble(
     from advisor import cost, outlook  # the price of waste, the trends' crossings
 
     gpus = cost.gpus_of_job(hp, origin, speaker.framework)
-    goals = outlook.targets(
-        rules if rules is not None else _rules(), str(hp.get("algorithm") or "").lower() or None,
-        hp, origin,
-    )
+    # the thresholds a trend is projected to: the shipped rulebook's (cached)
+    goals = outlook.targets(_rules(), str(hp.get("algorithm") or "").lower() or None, hp, origin)
     return Diagnosis(
         tool={"name": "rl-advisor", "version": __version__},
         run=info,

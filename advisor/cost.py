@@ -40,6 +40,12 @@ COLLAPSES = ("DIV", "NAN", "P4")
 PLATEAUS = ("P1", "P6")
 TRUNCATION = ("P9",)
 
+# what each collapse is called when the steps after it are counted
+COLLAPSE_SAID = {
+    "DIV": "the divergence",
+    "NAN": "the first non-finite metrics",
+    "P4": "the entropy collapse",
+}
 # what each entry says a wasted unit is
 WHAT = {
     "all_alike_groups": "of the rollouts were in groups whose samples all scored alike",
@@ -235,7 +241,9 @@ def of_run(
         lo = max(collapse.onset_step, first)
         got = wasted(steps, ones, lo, last)
         if got is not None:
-            entries.append(_entry("after_collapse", collapse.id, (lo, last), got, "steps"))
+            e = _entry("after_collapse", collapse.id, (lo, last), got, "steps")
+            e["what"] = f"of the steps came after {COLLAPSE_SAID[collapse.id]}"
+            entries.append(e)
     plateau = _active(findings, PLATEAUS)
     if plateau is not None:
         best = (checkpoint or {}).get("best_step")

@@ -94,22 +94,26 @@ def money(value: float, currency: str) -> str:
 def waste_said(cost: dict[str, Any] | None) -> str:
     """The cost of a run's largest waste as the verdict's sentence (advisor.cost), or ""."""
     entries = (cost or {}).get("entries") or []
-    if not entries:
+    if not entries or cost is None:
         return ""
     e = max(entries, key=lambda e: e["of_run"])
     lo, hi = e["window"]
-    where = f"over steps {lo}-{hi}" if lo != hi else f"at step {lo}"
-    text = f"Waste: {pct(e['share'])} {e['what']} {where}"
-    if e["hours"] is not None:
-        text += f": {duration(e['hours'])} of steps"
-        if cost and cost.get("run_hours"):
-            text += f" ({pct(e['of_run'])} of the run's {duration(cost['run_hours'])})"
-        if e["gpu_hours"] is not None:
-            text += f", {fmt(round(e['gpu_hours'], 2))} GPU-hours at {cost['gpus']} GPUs"  # type: ignore[index]
-        if e["cost"] is not None:
-            text += f", {money(e['cost'], cost['currency'])}"  # type: ignore[index]
+    where = f"steps {lo}-{hi}" if lo != hi else f"step {lo}"
+    if e["unit"] == "steps" and e["share"] >= 1:  # whole steps: after a collapse, past the best
+        after = e["what"].split(" steps ", 1)[-1]  # "came after the divergence"
+        text = f"Waste: the {fmt(e['steps'])} steps that {after} ({where})"
     else:
-        text += f": {fmt(e['steps'])} steps' worth ({pct(e['of_run'])} of the run)"
+        text = f"Waste: {pct(e['share'])} {e['what']} ({where})"
+    if e["hours"] is not None:
+        text += f": {duration(e['hours'])}"
+        if cost.get("run_hours"):
+            text += f", {pct(e['of_run'])} of the run's {duration(cost['run_hours'])}"
+        if e["gpu_hours"] is not None:
+            text += f", {fmt(round(e['gpu_hours'], 2))} GPU-hours at {cost['gpus']} GPUs"
+        if e["cost"] is not None:
+            text += f", {money(e['cost'], cost['currency'])}"
+    else:
+        text += f": {pct(e['of_run'])} of the run's {fmt(cost['run_steps'])} steps"
     more = len(entries) - 1
     if more:
         text += f"; {more} more kind{'s' if more > 1 else ''} of waste below"
