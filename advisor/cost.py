@@ -172,7 +172,7 @@ def _entry(
         "share": round(got["share"], 4),
         "of_run": round(got["of_run"], 4),
         "steps": round(got["steps"], 1),
-        "hours": None if math.isnan(got["hours"]) else round(got["hours"], 4),
+        "hours": None if math.isnan(got["hours"]) else round(got["hours"], 6),
         "gpu_hours": None,
         "cost": None,
     }
