@@ -60,7 +60,8 @@ WHAT = {
 @dataclasses.dataclass(frozen=True, slots=True)
 class Steps:
     """The run's logged training steps: each step number, the steps it stands for (the gap
-    to the previous logged step) and its seconds per step (NaN where not logged)."""
+    to the previous logged step; the first: its own number, at most the usual gap) and its
+    seconds per step (NaN where not logged)."""
 
     step: list[int]
     weight: list[float]
@@ -72,9 +73,11 @@ class Steps:
             return cls([], [], [])
         gaps = [float(b - a) for a, b in itertools.pairwise(steps)]
         usual = _median([g for g in gaps if g > 0]) if gaps else 1.0
-        weight = [usual if math.isfinite(usual) and usual > 0 else 1.0] + [
-            g if g > 0 else 0.0 for g in gaps
-        ]
+        usual = usual if math.isfinite(usual) and usual > 0 else 1.0
+        # the first log stands for the steps since the run's start (TRL's first log at step
+        # 10 for 10), at most a usual gap: its weight does not depend on how the rest is
+        # sampled (the online Advisor's thinned history gives the same)
+        weight = [min(max(float(steps[0]), 1.0), usual)] + [g if g > 0 else 0.0 for g in gaps]
         secs = [_finite(s) for s in (seconds or [None] * len(steps))]
         return cls(list(steps), weight, secs)
 
