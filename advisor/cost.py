@@ -40,6 +40,11 @@ COLLAPSES = ("DIV", "NAN", "P4")
 PLATEAUS = ("P1", "P6")
 TRUNCATION = ("P9",)
 
+# the metrics of a training step (a row with none of them is an evaluation's)
+TRAINING = (
+    "grad_norm", "reward_mean", "loss", "entropy", "kl_ref", "ppo_kl", "step_time",
+    "zero_std_frac", "truncation_rate", "response_length",
+)  # fmt: skip
 # what each collapse is called when the steps after it are counted
 COLLAPSE_SAID = {
     "DIV": "the divergence",
@@ -110,6 +115,8 @@ def wasted(
         x = _finite(x)
         if not math.isfinite(x):
             continue
+        if lo is not None:
+            w = min(w, float(st - lo + 1))  # a log stands for no step before the window
         seen = True
         x = min(max(x, 0.0), 1.0)
         w_all += w
@@ -200,17 +207,16 @@ def of_run(
     if "step" not in run.frame.columns or run.frame.height == 0:
         return None
     frame = run.frame
-    if run.training is not None:  # evaluation-only rows (verl's step 0 validation) are no step
-        cols = [
-            c
-            for c in ("grad_norm", "reward_mean", "loss", "entropy", "step_time")
-            if c in frame.columns
-        ]
-        if cols:
-            from advisor import lazy
+    # a row with none of the training metrics (verl's validation before step 1, an online
+    # history's edge) is no training step
+    cols = [c for c in TRAINING if c in frame.columns]
+    if cols:
+        from advisor import lazy
 
-            pl = lazy.polars
-            frame = frame.filter(pl.any_horizontal([pl.col(c).is_not_null() for c in cols]))
+        pl = lazy.polars
+        frame = frame.filter(pl.any_horizontal([pl.col(c).is_not_null() for c in cols]))
+        if frame.height == 0:
+            return None
     run = dataclasses.replace(run, frame=frame) if frame is not run.frame else run
     step_list = [int(s) for s in run.frame.get_column("step").to_list()]
     steps = Steps.of(step_list, _column(run, "step_time"))

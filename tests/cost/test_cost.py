@@ -147,3 +147,10 @@ def test_with_price_refuses_what_cannot_price() -> None:
             cost.with_price(d, *args)
     assert cost.with_price(Diagnosis(), 8, 2.0, None).cost is None  # nothing wasted: no price
     assert cost.with_price(d, 4, 1.0, None).cost["entries"][0]["cost"] == 2.0
+
+
+def test_a_window_counts_no_step_before_its_start() -> None:
+    # logs every 2 steps: the log at step 701 stands for 700 and 701, the window starts at 701
+    s = cost.Steps.of(list(range(1, 1600, 2)))
+    got = cost.wasted(s, [1.0] * len(s.step), lo=701, hi=1599)
+    assert got is not None and got["steps"] == 1599 - 701 + 1
