@@ -28,11 +28,11 @@ one whose groups all scored alike): they are never summed.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from advisor import lazy
 from advisor.types import Diagnosis, Finding, InputError, Run
 
 # the findings whose active episode makes each kind of waste (rulebook ids)
@@ -62,74 +62,83 @@ WHAT = {
 }
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class Steps:
-    """The run's logged training steps: each step number, the steps it stands for (the gap
-    to the previous logged step; the first: its own number, at most the usual gap) and its
-    seconds per step (NaN where not logged)."""
+    """The run's logged training steps (numpy arrays): each step number, the steps it stands
+    for (the gap to the previous logged step; the first: its own number, at most the usual
+    gap) and its seconds per step (NaN where not logged)."""
 
-    step: list[int]
-    weight: list[float]
-    seconds: list[float]
+    step: Any
+    weight: Any
+    seconds: Any
 
     @classmethod
-    def of(cls, steps: Sequence[int], seconds: Sequence[float | None] | None = None) -> Steps:
-        if len(steps) == 0:
-            return cls([], [], [])
-        gaps = [float(b - a) for a, b in itertools.pairwise(steps)]
-        usual = _median([g for g in gaps if g > 0]) if gaps else 1.0
-        usual = usual if math.isfinite(usual) and usual > 0 else 1.0
+    def of(cls, steps: Any, seconds: Any = None) -> Steps:
+        np = lazy.numpy
+        st = np.asarray(steps, dtype=np.int64)
+        n = len(st)
+        secs = np.full(n, np.nan) if seconds is None else np.asarray(seconds, dtype=float)
+        secs = np.where(np.isfinite(secs), secs, np.nan)
+        if n == 0:
+            return cls(st, np.zeros(0), secs)
+        gaps = np.diff(st).astype(float)
+        positive = gaps[gaps > 0]
+        usual = float(np.median(positive)) if len(positive) else 1.0
         # the first log stands for the steps since the run's start (TRL's first log at step
         # 10 for 10), at most a usual gap: its weight does not depend on how the rest is
         # sampled (the online Advisor's thinned history gives the same)
-        weight = [min(max(float(steps[0]), 1.0), usual)] + [g if g > 0 else 0.0 for g in gaps]
-        secs = [_finite(s) for s in (seconds or [None] * len(steps))]
-        return cls(list(steps), weight, secs)
+        first = min(max(float(st[0]), 1.0), usual)
+        weight = np.concatenate([[first], np.where(gaps > 0, gaps, 0.0)])
+        return cls(st, weight, secs)
 
     def timed(self) -> bool:
-        return any(math.isfinite(s) for s in self.seconds)
+        return bool(lazy.numpy.isfinite(self.seconds).any())
 
-    def step_seconds(self) -> list[float]:
+    def step_seconds(self) -> Any:
         """Each logged step's seconds, gaps filled with the run's median step time."""
-        known = [s for s in self.seconds if math.isfinite(s)]
-        fill = _median(known) if known else math.nan
-        return [s if math.isfinite(s) else fill for s in self.seconds]
+        np = lazy.numpy
+        known = self.seconds[np.isfinite(self.seconds)]
+        fill = float(np.median(known)) if len(known) else math.nan
+        return np.where(np.isfinite(self.seconds), self.seconds, fill)
 
 
 def wasted(
-    steps: Steps, share: Sequence[float | None], lo: int | None = None, hi: int | None = None
+    steps: Steps, share: Any, lo: int | None = None, hi: int | None = None
 ) -> dict[str, float] | None:
-    """The waste of `share` (each logged step's wasted fraction, 0..1; None: not logged) over
-    the steps `lo`..`hi` (inclusive; None: the run's ends): the steps it stands for and the
-    seconds, with the share of that window and of the whole run. None when no step of the
-    window logged the share."""
-    secs = steps.step_seconds()
-    timed = steps.timed()
-    w_steps = w_sum = w_secs = w_all = 0.0
-    run_steps = sum(steps.weight)
-    run_secs = sum(w * s for w, s in zip(steps.weight, secs, strict=True)) if timed else math.nan
-    seen = False
-    for st, w, s, x in zip(steps.step, steps.weight, secs, share, strict=True):
-        if (lo is not None and st < lo) or (hi is not None and st > hi):
-            continue
-        x = _finite(x)
-        if not math.isfinite(x):
-            continue
-        if lo is not None:
-            w = min(w, float(st - lo + 1))  # a log stands for no step before the window
-        seen = True
-        x = min(max(x, 0.0), 1.0)
-        w_all += w
-        w_steps += w * x
-        if timed:
-            w_secs += w * s * x
-            w_sum += w * s
-    if not seen or w_all <= 0:
+    """The waste of `share` (each logged step's wasted fraction, 0..1; None or NaN: not
+    logged) over the steps `lo`..`hi` (inclusive; None: the run's ends): the steps it stands
+    for and the seconds, with the share of that window and of the whole run. None when no
+    step of the window logged the share."""
+    np = lazy.numpy
+    x = np.asarray(share, dtype=float)
+    ok = np.isfinite(x)
+    if lo is not None:
+        ok &= steps.step >= lo
+    if hi is not None:
+        ok &= steps.step <= hi
+    if not ok.any():
         return None
+    w = steps.weight[ok]
+    if lo is not None:  # a log stands for no step before the window
+        w = np.minimum(w, (steps.step[ok] - lo + 1).astype(float))
+    x = np.clip(x[ok], 0.0, 1.0)
+    w_all = float(w.sum())
+    if w_all <= 0:
+        return None
+    w_steps = float((w * x).sum())
+    run_steps = float(steps.weight.sum())
+    timed = steps.timed()
+    if timed:
+        secs = steps.step_seconds()
+        run_secs = float((steps.weight * secs).sum())
+        ws = w * secs[ok]
+        w_sum, w_secs = float(ws.sum()), float((ws * x).sum())
+    else:
+        run_secs = w_sum = w_secs = math.nan
     return {
         "steps": w_steps,
-        "share": w_steps / w_all if not timed or w_sum <= 0 else w_secs / w_sum,
-        "of_run": w_steps / run_steps if not timed or run_secs <= 0 else w_secs / run_secs,
+        "share": w_secs / w_sum if timed and w_sum > 0 else w_steps / w_all,
+        "of_run": w_secs / run_secs if timed and run_secs > 0 else w_steps / run_steps,
         "hours": w_secs / 3600 if timed else math.nan,
         "run_hours": run_secs / 3600 if timed else math.nan,
     }
@@ -161,13 +170,14 @@ def gpus_of_job(
     return total or None
 
 
-def _column(run: Run, metric: str) -> list[float | None] | None:
+def _column(run: Run, metric: str) -> Any:
+    """The metric's values as floats (NaN where not logged), or None when it is not a number."""
     if metric not in run.frame.columns:
         return None
     col = run.frame.get_column(metric)
     if not col.dtype.is_numeric():
         return None
-    return [None if v is None else float(v) for v in col.to_list()]
+    return col.cast(lazy.polars.Float64).fill_null(math.nan).to_numpy()
 
 
 def _entry(
@@ -211,32 +221,30 @@ def of_run(
     # history's edge) is no training step
     cols = [c for c in TRAINING if c in frame.columns]
     if cols:
-        from advisor import lazy
-
         pl = lazy.polars
         frame = frame.filter(pl.any_horizontal([pl.col(c).is_not_null() for c in cols]))
         if frame.height == 0:
             return None
     run = dataclasses.replace(run, frame=frame) if frame is not run.frame else run
-    step_list = [int(s) for s in run.frame.get_column("step").to_list()]
-    steps = Steps.of(step_list, _column(run, "step_time"))
-    first, last = step_list[0], step_list[-1]
+    np = lazy.numpy
+    step_col = run.frame.get_column("step").cast(lazy.polars.Int64)
+    steps = Steps.of(step_col.to_numpy(), _column(run, "step_time"))
+    first, last = int(steps.step[0]), int(steps.step[-1])
     entries: list[dict[str, Any]] = []
     waste_f = _active(findings, ("WASTE",))
     waste_id = waste_f.id if waste_f is not None else None
 
     zsf = _column(run, "zero_std_frac")
-    if zsf is not None and any((x or 0) > 0 for x in zsf):
+    if zsf is not None and bool((zsf > 0).any()):
         got = wasted(steps, zsf)
         if got is not None and got["steps"] > 0:
             entries.append(_entry("all_alike_groups", waste_id, (first, last), got, "rollouts"))
     grad = _column(run, "grad_norm")
-    if grad is not None:
-        zero = [None if g is None or not math.isfinite(g) else float(g == 0.0) for g in grad]
-        if any(z == 1.0 for z in zero):
-            got = wasted(steps, zero)
-            if got is not None:
-                entries.append(_entry("zero_gradient", waste_id, (first, last), got, "steps"))
+    if grad is not None and bool((grad == 0.0).any()):
+        zero = np.where(np.isfinite(grad), (grad == 0.0).astype(float), np.nan)
+        got = wasted(steps, zero)
+        if got is not None:
+            entries.append(_entry("zero_gradient", waste_id, (first, last), got, "steps"))
     trunc_f = _active(findings, TRUNCATION)
     trunc = _column(run, "truncation_rate")
     if trunc_f is not None and trunc is not None:
@@ -244,7 +252,7 @@ def of_run(
         got = wasted(steps, trunc, lo, last)
         if got is not None and got["steps"] > 0:
             entries.append(_entry("truncated", trunc_f.id, (lo, last), got, "completions"))
-    ones: list[float | None] = [1.0] * len(step_list)
+    ones = np.ones(len(steps.step))
     collapse = _active(findings, COLLAPSES)
     if collapse is not None and collapse.onset_step is not None and collapse.onset_step <= last:
         lo = max(collapse.onset_step, first)
@@ -265,15 +273,13 @@ def of_run(
                 entries.append(_entry(kind, plateau.id, window, got, "steps"))
     if not entries:
         return None
-    run_hours = (
-        steps.timed()
-        and sum(w * s for w, s in zip(steps.weight, steps.step_seconds(), strict=True)) / 3600
-    )
+    timed = steps.timed()
+    run_hours = float((steps.weight * steps.step_seconds()).sum()) / 3600 if timed else None
     out = {
         "entries": entries,
-        "run_steps": round(sum(steps.weight), 1),
-        "run_hours": round(float(run_hours), 4) if steps.timed() else None,
-        "step_time_from": "step_time" if steps.timed() else None,
+        "run_steps": round(float(steps.weight.sum()), 1),
+        "run_hours": round(run_hours, 4) if run_hours is not None else None,
+        "step_time_from": "step_time" if timed else None,
         "gpus": None,
         "gpus_from": None,
         "gpu_hour_price": None,
@@ -336,19 +342,3 @@ def check_price(gpus: int | None, price: float | None, currency: str | None) -> 
         raise InputError(f"--gpu-hour-price: expected a price of 0 or more, got {price}")
     if currency is not None and not currency.strip():
         raise InputError("--currency: expected a currency name (USD, EUR, CNY ...), got ''")
-
-
-def _finite(x: Any) -> float:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return math.nan
-    return v if math.isfinite(v) else math.nan
-
-
-def _median(xs: Sequence[float]) -> float:
-    s = sorted(xs)
-    if not s:
-        return math.nan
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
