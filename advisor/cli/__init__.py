@@ -35,6 +35,14 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
+class ReportFormat(StrEnum):
+    """diagnose's formats: those of every command, and the one-file HTML report."""
+
+    markdown = "markdown"
+    json = "json"
+    html = "html"
+
+
 class FailOn(StrEnum):
     error = "error"
     warning = "warning"
@@ -95,7 +103,7 @@ def fail(message: str) -> None:
     raise typer.Exit(Exit.UNUSABLE)
 
 
-_COMMANDS = ("diagnose", "validate", "watch", "rules", "harness")
+_COMMANDS = ("diagnose", "validate", "watch", "rules", "harness", "diff")
 
 
 def _register(argv: list[str]) -> None:

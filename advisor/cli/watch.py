@@ -29,6 +29,7 @@ from advisor.cli.diagnose import _check_outputs, exit_code, staged_report, write
 from advisor.ingest import is_regular, load_run
 from advisor.integrations.follow import Sidecar, resolve_log
 from advisor.online import Advisor
+from advisor.resources import written_through
 from advisor.types import Finding, InputError, no_metric_read
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -269,9 +270,8 @@ def _report(d: Any, output: Path | None, dests: dict[str, Path], format: OutputF
     no canonical metric was read is refused instead (exit 2)."""
     if (unjudged := no_metric_read(d.run)) is not None:
         raise InputError(unjudged)
-    out_dir = (
-        dests["--output"].parent if output is not None and format == OutputFormat.markdown else None
-    )
+    beside = output is not None and not written_through(dests["--output"])  # not a stream
+    out_dir = dests["--output"].parent if beside and format == OutputFormat.markdown else None
     text, items = staged_report(
         d, format.value, output.stem if output else "report", out_dir, "--output"
     )
