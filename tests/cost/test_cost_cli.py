@@ -95,3 +95,14 @@ def test_a_bad_price_is_one_line_exit_2_nothing_written(tmp_path, flag, value, s
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"rl-advisor: error: {said}")
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_the_html_report_has_both_sections(tmp_path, capsys) -> None:
+    run = write_run(tmp_path / "run.jsonl", steps=400, entropy_tau=100, zero_grad_from=100)
+    assert main(["diagnose", str(run), "--format", "html", "--fail-on", "never"]) == 0
+    page = capsys.readouterr().out
+    assert (
+        '<h2 id="cost">Cost of waste</h2>' in page and '<h2 id="forecasts">Forecasts</h2>' in page
+    )
+    assert "<td>38% of the steps had a gradient of exactly 0</td>" in page  # 150 of 400
+    assert "<code>entropy</code> (P4) reaches the entropy floor (0.01) at step ~46" in page
