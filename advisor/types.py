@@ -478,6 +478,10 @@ class Diagnosis(_Data):
     # the earlier runs of `--previous`, oldest first: source, the settings that differ from
     # this run's, what their diagnosis advised ("raise"/"lower" per parameter), healthy or not
     history: list[dict[str, Any]] = field(default_factory=list)
+    # what the run's waste cost (advisor.cost): shares, steps, hours, GPU-hours, money
+    cost: dict[str, Any] | None = None
+    # when an active trend crosses its threshold (advisor.outlook), with an interval
+    forecasts: list[dict[str, Any]] = field(default_factory=list)
     # metric -> (steps, values) the report draws; not in the JSON
     series: dict[str, tuple[list[int], list[float | None]]] = field(default_factory=dict)
 

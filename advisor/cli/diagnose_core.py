@@ -65,6 +65,9 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--ignore": ("ignore", "list"),
     "--plots-dir": ("plots_dir", "path"),
     "--no-plots": ("no_plots", "flag"),
+    "--gpus": ("gpus", "int"),
+    "--gpu-hour-price": ("gpu_hour_price", "float"),
+    "--currency": ("currency", "str"),
 }
 DEFAULTS: dict[str, Any] = {
     "config": None,
@@ -78,6 +81,9 @@ DEFAULTS: dict[str, Any] = {
     "ignore": None,
     "plots_dir": None,
     "no_plots": False,
+    "gpus": None,
+    "gpu_hour_price": None,
+    "currency": None,
 }
 
 
@@ -132,6 +138,13 @@ def parse_argv(argv: Sequence[str]) -> dict[str, Any] | None:
                 out[param] = int(value)
             except ValueError:
                 return None
+        elif kind == "float":
+            try:
+                out[param] = float(value)
+            except ValueError:
+                return None
+        elif kind == "str":
+            out[param] = value
         else:
             try:
                 out[param] = kind(value)
@@ -286,6 +299,9 @@ def execute(
     plots_dir: Path | None = None,
     no_plots: bool = False,
     names: dict[str, str] | None = None,
+    gpus: int | None = None,
+    gpu_hour_price: float | None = None,
+    currency: str | None = None,
 ) -> int:
     """Diagnose, write the report (and the charts, and the patched job), return the exit code.
 
@@ -296,6 +312,9 @@ def execute(
     # The file a patch is written from: --config, else the job file the TRL callback left
     # beside the run (patched only: the judgement reads the run's own record of its settings).
     source = config if config is not None or patched_config is None else job_beside(metrics)
+    from advisor.cost import check_price
+
+    check_price(gpus, gpu_hour_price, currency)  # a bad flag refused before any work
     dests = _check_outputs(metrics, source, previous, output, patched_config, plots_dir)
     out_dir = None
     if not no_plots and format == ReportFormat.markdown:
@@ -322,6 +341,10 @@ def execute(
                         dataclasses.replace(c, line=None) for c in d.config_findings
                     ],
                 )
+        if gpus is not None or gpu_hour_price is not None or currency is not None:
+            from advisor.cost import with_price
+
+            d = with_price(d, gpus, gpu_hour_price, currency)
         if (unjudged := no_metric_read(d.run)) is not None:
             raise InputError(unjudged)
         # Everything is computed before anything is written: a failure leaves nothing behind.
