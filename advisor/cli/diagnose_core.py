@@ -201,16 +201,20 @@ _REPORT_SUFFIXES = frozenset({".md", ".html", ".htm", ".svg", ".png"})
 
 
 def _inside_run_folder(path: Path, folder: Path) -> bool:
-    """`path` is an existing file (not a report) somewhere inside the input folder `folder`:
-    the readers take a run folder's logs, states and checkpoints, so writing over one would
-    change an input."""
+    """`path` is an existing file somewhere inside the input folder `folder` that the run may
+    be read from: the readers take a run folder's logs, states and checkpoints, so writing
+    over one would change an input (reports and earlier patches are no input)."""
     try:
         if not folder.is_dir() or not path.is_file():
             return False
         target, root = path.resolve(), folder.resolve()
     except OSError:
         return False
-    return target.is_relative_to(root) and target.suffix.lower() not in _REPORT_SUFFIXES
+    if not target.is_relative_to(root) or target.suffix.lower() in _REPORT_SUFFIXES:
+        return False
+    # a job file in the folder is read only as the job: the callback's, which diagnose takes
+    # when --config names none; another (a patch written earlier) may be written again
+    return target.suffix.lower() not in (".yaml", ".yml") or target.name == JOB_FILE
 
 
 def _check_outputs(
