@@ -39,7 +39,7 @@ from advisor.static import (
     scale_caps,
     sort_findings,
 )
-from advisor.types import Diagnosis, Finding, InputError, Run, Severity
+from advisor.types import RUN_FILE, Diagnosis, Finding, InputError, Run, Severity
 
 # Hyperparameters whose value changes a conclusion, and what it changes (for the assumptions).
 _WEIGHS_ON = {
@@ -345,7 +345,6 @@ def diagnose_job(
     return with_file_diff(diagnosis, job.loaded.file or config), job
 
 
-RUN_FILE = "rl-advisor-run.json"  # left in a TRL output dir by the transformers callback
 
 
 def _with_run_file(metrics: Path, run: Run) -> Run:

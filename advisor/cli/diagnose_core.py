@@ -28,6 +28,7 @@ from advisor.report import render
 from advisor.report.markdown import verdict
 from advisor.resources import destination, write_all, written_through
 from advisor.types import (
+    JOB_FILE,
     Diagnosis,
     InputError,
     Severity,
@@ -39,9 +40,6 @@ if TYPE_CHECKING:
     from advisor.config import JobFile
 
 _FAIL_RANK = {FailOn.error: 2, FailOn.warning: 1, FailOn.info: 0}
-# The job file the TRL callback leaves beside a run (advisor.integrations.transformers.JOB_FILE):
-# what --patched-config patches when no --config is given.
-JOB_FILE = "rl-advisor-job.yaml"
 
 
 def job_beside(metrics: Path) -> Path | None:
