@@ -515,7 +515,7 @@ def assemble(
         hyper_parameters=dict(hp),
         series=_series(run, planned.findings),
         unread_keys=_unread_keys(run),
-        lacking_metrics=_lacking(info.metrics, rules),
+        lacking_metrics=lacking_metrics(info.metrics, rules),
         cost=cost.of_run(run, said.findings, checkpoint, gpus, "job" if gpus else None),
         forecasts=outlook.forecasts(run, said.findings, goals),
     )
@@ -523,11 +523,16 @@ def assemble(
 
 def _unread_keys(run: Run) -> list[str]:
     """The log's metric names no canonical metric was read from (kept in the frame as they are)."""
+    return unread_names(run.frame.columns)
+
+
+def unread_names(names: Iterable[str]) -> list[str]:
+    """Of a log's metric names, in their order, those no canonical metric is read from."""
     from advisor.ingest.names import CANONICAL_SET, canonical_name, is_eval_key
 
     return [
         c
-        for c in run.frame.columns
+        for c in names
         if c != "step"
         and c not in CANONICAL_SET
         and canonical_name(c) is None
@@ -535,7 +540,7 @@ def _unread_keys(run: Run) -> list[str]:
     ]
 
 
-def _lacking(metrics: Sequence[str], rules: Any) -> dict[str, list[str]]:
+def lacking_metrics(metrics: Sequence[str], rules: Any) -> dict[str, list[str]]:
     """Each canonical metric the run lacks -> the symptom rules that read it (what logging it
     would let the advisor judge)."""
     from advisor.book.symptoms import walk

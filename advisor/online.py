@@ -150,6 +150,7 @@ class Advisor:
         self._lock = threading.Lock()
         self._seen: set[str] = set()  # canonical metrics seen (bounded by the vocabulary)
         self._first_step: int | None = None
+        self._names: dict[str, None] = {}  # every metric name observed, in the order first seen
         self._last_step: int | None = None
         self._steps = 0
         self._dropped = 0
@@ -305,6 +306,8 @@ class Advisor:
         return self._push(step, metrics)
 
     def _push(self, step: int, metrics: Mapping[str, object]) -> list[Finding]:
+        if not self._names.keys() >= metrics.keys():  # the log's names, in the order first seen
+            self._names.update(dict.fromkeys(metrics))
         row = self._row(metrics)
         lr = row.get("lr")
         if lr is not None and 0 < lr < math.inf and lr > self._lr_peak:
@@ -648,7 +651,13 @@ class Advisor:
         assembly (`advisor.api.assemble`: remedy, checkpoint advice, assumptions), fed from the
         Monitor's judgement and the bounded history this Advisor keeps."""
 
-        from advisor.api import assemble, config_findings_of, with_file_diff
+        from advisor.api import (
+            assemble,
+            config_findings_of,
+            lacking_metrics,
+            unread_names,
+            with_file_diff,
+        )
 
         loaded = self._report_config()
         d = assemble(
@@ -665,7 +674,13 @@ class Advisor:
             framework_facts=loaded.facts,
             framework_assumed=loaded.defaults_taken,
         )
-        d = replace(d, run=self.run_info())
+        info = self.run_info()
+        d = replace(
+            d,
+            run=info,
+            unread_keys=unread_names(self._names),
+            lacking_metrics=lacking_metrics(info.metrics, self._rules),
+        )
         return with_file_diff(d, self._config_path)
 
     def _report_config(self) -> LoadedConfig:

@@ -25,8 +25,8 @@ def test_every_symptom_has_a_report_run() -> None:
     from sample_metrics.generate import SYMPTOMS
 
     mod = _script()
-    assert set(mod.RUNS) == {"healthy", *(s for s in symptom_ids() if s in SYMPTOMS)}
-    for run_id in mod.RUNS.values():
+    assert set(mod.runs()) == {"healthy", *(s for s in symptom_ids() if s in SYMPTOMS)}
+    for run_id in mod.runs().values():
         assert (ROOT / "sample_metrics" / "corpus" / run_id / "label.json").exists(), run_id
 
 
