@@ -25,6 +25,7 @@ from advisor import lazy
 from advisor._version import __version__
 from advisor.config import JobFile, LoadedConfig, load_config, write_patched
 from advisor.dialect import Speaker, framework_assumed, framework_of_run
+from advisor.i18n import t
 from advisor.ingest.frame import trl_without_kl
 from advisor.reading import Reading
 from advisor.runfacts import concrete_fallback, run_facts
@@ -57,10 +58,12 @@ _ALWAYS_DRAWN = ("reward_mean", "val_reward")
 
 
 def _rules() -> Any:
-    """The symptom rulebook (cached per file by the engine, so a batch worker reads it once)."""
+    """The symptom rulebook (cached per file by the engine, so a batch worker reads it once),
+    with the user's own overrides (advisor.userconf: rl-advisor.toml, --rules-config)."""
     from advisor.engine import load_symptom_rules
+    from advisor.userconf import rules_for_run
 
-    return load_symptom_rules()
+    return rules_for_run(load_symptom_rules())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,10 +322,11 @@ def diagnose_job(
     # unreadable: refused before any work; a batch loads each job file once
     history = read_history(previous_paths(previous), _load_config_once)
     from advisor import engine  # imported alongside the read
+
     run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
-    judgement = engine.judge_run(run, job.judged_hp, origin=job.judged_origin)
+    judgement = engine.judge_run(run, job.judged_hp, rules=_rules(), origin=job.judged_origin)
     diagnosis = assemble(
         job.run,
         job.hp,
@@ -451,10 +455,11 @@ def assemble(
     known = (framework_facts or {}).get("temperature")  # the job file's, over the log's
     if isinstance(known, int | float) and not isinstance(known, bool):
         facts["temperature"] = float(known)
+    rules = rules if rules is not None else _rules()
     planned = remedy.plan(
         findings,
         hp,
-        rules if rules is not None else _rules(),
+        rules,
         previous,
         caps=caps,
         into_range=config_given,
@@ -505,7 +510,40 @@ def assemble(
         checkpoint=_checkpoint_said(checkpoint, speaker),
         hyper_parameters=dict(hp),
         series=_series(run, planned.findings),
+        unread_keys=_unread_keys(run),
+        lacking_metrics=_lacking(info.metrics, rules),
     )
+
+
+def _unread_keys(run: Run) -> list[str]:
+    """The log's metric names no canonical metric was read from (kept in the frame as they are)."""
+    from advisor.ingest.names import CANONICAL_SET, canonical_name, is_eval_key
+
+    return [
+        c
+        for c in run.frame.columns
+        if c != "step"
+        and c not in CANONICAL_SET
+        and canonical_name(c) is None
+        and not (is_eval_key(c) and "reward" in c.lower())
+    ]
+
+
+def _lacking(metrics: Sequence[str], rules: Any) -> dict[str, list[str]]:
+    """Each canonical metric the run lacks -> the symptom rules that read it (what logging it
+    would let the advisor judge)."""
+    from advisor.book.symptoms import walk
+
+    have = set(metrics)
+    out: dict[str, list[str]] = {}
+    for rule in getattr(rules, "rules", ()):  # a caller's own rulebook may be partial
+        for _, leaf in walk(rule.when):
+            if have & set(leaf.metrics):  # one of its alternatives is logged
+                continue
+            for m in leaf.metrics:
+                if rule.id not in out.setdefault(m, []):
+                    out[m].append(rule.id)
+    return {m: ids for m, ids in sorted(out.items()) if ids}
 
 
 def overruled(
@@ -568,6 +606,7 @@ def spoken(planned: Any, speaker: Any, facts: Mapping[str, Any], origin: Mapping
     framework's names (each change marked when its old value is assumed), the fallback made
     concrete with what the run showed, and a patch that carries only known values and the
     change, with the framework's settings and override line beside it."""
+
     def action(a: Any, fid: str | None = None) -> Any:
         if a is None:
             return None
@@ -668,22 +707,35 @@ def _restart_step(findings: Sequence[Finding], checkpoint: Mapping[str, Any] | N
     f = next((f for f in found if f.cleared_step is None), found[0] if found else None)
     if f is None or f.onset_step is None:
         return []
-    what, onset = _RESTART[f.id], f.onset_step
+    what, onset = t(_RESTART[f.id]), f.onset_step
     kept = (checkpoint or {}).get("kept_steps")
     if kept is None:
         return [
-            f"Restart from the last checkpoint saved before step {onset} ({what}); the save "
-            "settings do not tell which one survived."
+            t(
+                "Restart from the last checkpoint saved before step {onset} ({what}); the save "
+                "settings do not tell which one survived.",
+                onset=onset,
+                what=what,
+            )
         ]
     before = [s for s in kept if s < onset]
     if before:
         return [
-            f"Restart from the checkpoint of step {before[-1]}, the last kept one before {what} "
-            f"at step {onset}."
+            t(
+                "Restart from the checkpoint of step {step}, the last kept one before {what} "
+                "at step {onset}.",
+                step=before[-1],
+                what=what,
+                onset=onset,
+            )
         ]
     return [
-        f"No kept checkpoint precedes {what} at step {onset}: restart from the base model (or "
-        "the previous run's output)."
+        t(
+            "No kept checkpoint precedes {what} at step {onset}: restart from the base model (or "
+            "the previous run's output).",
+            what=what,
+            onset=onset,
+        )
     ]
 
 

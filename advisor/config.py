@@ -27,6 +27,7 @@ import io
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cache
@@ -389,6 +390,8 @@ def read_job_file(path: Path) -> JobFile:
         raise InputError(f"{path}: no such file")
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a YAML or JSON job file")
+    if not path.is_file():  # a pipe or a device: a read that may never end
+        raise InputError(f"{path}: {_not_a_file(path)}; expected a YAML or JSON job file")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
@@ -423,17 +426,39 @@ def read_job_file(path: Path) -> JobFile:
         raise InputError(f"{where}: not valid YAML/JSON: {what}") from None
     except RecursionError:
         raise InputError(f"{path}: nested too deeply for a job file") from None
+    except ValueError as err:
+        if "digits" not in str(err):
+            raise InputError(f"{path}: not valid YAML/JSON: {_first_line(err)}") from None
+        raise InputError(_too_many_digits(path, text)) from None
     except Exception as err:
         # ruamel's own errors, and what its constructor raises on shapes it does not expect
         # (a sequence as a mapping key, `!!pairs` as a key): the file is no usable job
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"{path}: not valid YAML/JSON: {first[:200]}") from None
+        raise InputError(f"{path}: not valid YAML/JSON: {_first_line(err)}") from None
     _check_expansion(path, doc)
     if doc is None:
         raise InputError(f"{path}:1: empty file, expected a mapping of job config keys")
     if not isinstance(doc, Mapping):
         raise InputError(f"{path}:1: expected a mapping of job config keys, got a {_kind(doc)}")
     return JobFile(path, source_text, text, doc)
+
+
+def _not_a_file(path: Path) -> str:
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError as err:
+        return f"cannot be read ({err.strerror or err})"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _first_line(err: Exception) -> str:
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return first[:200]
 
 
 # A job file is a few levels deep; YAML nested past this (by indentation or brackets) is
@@ -540,6 +565,23 @@ def _json_error(path: Path, text: str, always: bool = False) -> None:
         raise InputError(f"{path}:{err.lineno}:{err.colno}: not valid JSON: {err.msg}") from None
     except RecursionError:
         raise InputError(f"{path}: nested too deeply for a job file") from None
+    except ValueError:  # Python's bound on the digits of an integer it converts
+        raise InputError(_too_many_digits(path, text)) from None
+
+
+def _too_many_digits(path: Path | str, text: str) -> str:
+    """The one line for a number longer than any job value (Python converts at most 4,300
+    digits to an integer): where it starts and how long it is."""
+    limit = sys.get_int_max_str_digits()
+    m = re.search(rf"(?<![\d.eE])\d{{{limit + 1},}}", text)
+    if m is None:
+        return f"{path}: a number too long to read; expected a job value"
+    line = text.count("\n", 0, m.start()) + 1
+    col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+    return (
+        f"{path}:{line}:{col}: a number of {len(m[0]):,} digits; expected a job value "
+        f"(at most {limit:,} digits)"
+    )
 
 
 def _kind(value: Any) -> str:
@@ -2119,6 +2161,9 @@ _JSON_EXPONENT = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?[eE][-+]?\d+')
 def _dump(doc: Any, text: str | None, is_json: bool) -> str:
     if is_json:
         out = json.dumps(_plain(doc), indent=2, ensure_ascii=False) + "\n"
+        # a lone surrogate (a key read from a `\ud800` escape) has no UTF-8 form: it is
+        # written back as the escape it was read from
+        out = _SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", out)
         # the SDK reads a job file with a YAML 1.1 loader, JSON included: 1e-05 -> 1.0e-05
         return _JSON_EXPONENT.sub(
             lambda m: m[0] if m[0][0] == '"' else yaml11_number(float(m[0])), out
@@ -2128,7 +2173,12 @@ def _dump(doc: Any, text: str | None, is_json: bool) -> str:
     if text is not None:
         # ruamel's guess reads the text's lines; the document it would also load (its `yaml`)
         # is the one already read and patched, so its loader is one that loads nothing
-        _, seq, offset = lazy.yaml.util.load_yaml_guess_indent(text, yaml=_NoLoad())
+        # (a line of dashes and blanks alone, `  -` with its item cut off, is left out: the
+        # guess reads past the end of such a line)
+        lines = [ln if ln.strip(" -") else "" for ln in text.splitlines()]
+        _, seq, offset = lazy.yaml.util.load_yaml_guess_indent(
+            "\n".join(lines), yaml=_NoLoad()
+        )
         y.indent(mapping=_mapping_indent(text), sequence=seq or 2, offset=offset or 0)
     y.width = 4096
     buf = io.StringIO()

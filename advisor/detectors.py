@@ -83,6 +83,21 @@ SHARES: dict[str, str] = {"grad_zero": "had a gradient of exactly 0"}
 _MAD_TO_SIGMA = 1.4826
 
 
+# Past this magnitude the square of a value (and a sum of squares) overflows a double.
+_SQUARE_SAFE = 2.0**500
+
+
+def _pow2_scale(x: np.ndarray) -> float:
+    """1.0 for values whose squares stay finite; else the power of two that brings the largest
+    of them under 1. A power of two scales every sum, product and quotient exactly, so a
+    statistic of x * _pow2_scale(x), divided back, is the statistic of x without overflow (a value
+    of 1e300, which a run logs only when its loss has blown up, squares to inf)."""
+    big = float(np.max(np.abs(x), initial=0.0))
+    if not big > _SQUARE_SAFE or not math.isfinite(big):
+        return 1.0
+    return 2.0 ** -math.frexp(big)[1]
+
+
 def median(x: Any) -> float:
     """np.median of a 1-D sequence, exactly (NaN if it holds a NaN or is empty), without numpy's
     masked-array check: that check imports numpy.ma, ~10 ms of every `rl-advisor` start."""
@@ -466,8 +481,9 @@ def _window_scale(s: Series) -> float:
     floor = max(0.01 * abs(level), 1e-12)
     sigma = robust_scale(s.mean, floor, line=False)
     if len(x) >= 5:
-        d2 = np.diff(x, n=2)
-        sigma = max(sigma, math.sqrt(float(np.mean(d2 * d2)) / 6.0))
+        c = _pow2_scale(x)  # scaled before the differences are squared (see _pow2_scale)
+        d2 = np.diff(x * c if c != 1.0 else x, n=2)
+        sigma = max(sigma, math.sqrt(float(np.mean(d2 * d2)) / 6.0) / c)
     if len(x) >= 6:
         shape_sd = _unimodal_sd(x.tolist())
         if sigma > shape_sd * _diff_excess_95(len(x)):
@@ -2341,13 +2357,17 @@ def swing(s: Series, p: Params) -> Evidence | None:
         y, cnt, sd = s.mean[sl], s.count[sl], s.raw[sl, SD]
         if not (np.all(np.isfinite(y)) and np.all(cnt >= min_pts) and np.all(np.isfinite(sd))):
             return False, {}
+        c = _pow2_scale(y)  # the fits square the values: judged on y x c (exact, see _pow2_scale)
+        if c != 1.0:
+            y, sd = y * c, sd * c
+        min_abs = float(p.get("min_abs", 0.0)) * c
         noise = max(median(sd / np.sqrt(cnt)), 1e-12)
         level = abs(median(y))
         # A sinusoid's amplitude is at most sqrt 2 x the residuals' spread: a window whose
         # spread cannot carry the thresholds is not fitted (the fit is the costly part).
         need = max(
             float(p.get("min_ratio", 5.0)) * noise,
-            float(p.get("min_abs", 0.0)),
+            min_abs,
             float(p.get("min_rel", 0.2)) * level,
         )
         if 2.0 * math.sqrt(2.0) * _line_resid_bound(y) < need:
@@ -2357,7 +2377,7 @@ def swing(s: Series, p: Params) -> Evidence | None:
         most = 2.0 * math.sqrt(2.0) * float(np.std(r))
         if (
             most < float(p.get("min_ratio", 5.0)) * noise
-            or most < float(p.get("min_abs", 0.0))
+            or most < min_abs
             or most < float(p.get("min_rel", 0.2)) * level
         ):
             return False, {}
@@ -2371,10 +2391,10 @@ def swing(s: Series, p: Params) -> Evidence | None:
             share >= float(p.get("min_share", 0.5))
             and ratio >= float(p.get("min_ratio", 5.0))
             and p2p >= float(p.get("min_rel", 0.2)) * level
-            and p2p >= float(p.get("min_abs", 0.0))
+            and p2p >= min_abs
         )
-        return ok, {"period": period, "share": share, "p2p": p2p, "ratio": ratio, "noise": noise,
-                    "onset": _swing_start(r, period, amp)}
+        return ok, {"period": period, "share": share, "p2p": p2p / c, "ratio": ratio,
+                    "noise": noise / c, "onset": _swing_start(r, period, amp)}
 
     results = []
     for j in range(k):  # the latest window first: most evaluations stop there

@@ -82,11 +82,32 @@ _VERL_TOP = frozenset({"actor_rollout_ref", "algorithm", "trainer", "data", "cri
 
 @cache
 def trl_fields() -> frozenset[str]:
-    """GRPOConfig's field names: from the installed TRL, else the table's TRL keys."""
+    """GRPOConfig's field names: from the installed TRL, else the table's TRL keys. Importing
+    TRL imports torch and transformers (seconds, over ten on a busy machine): the names are
+    kept in the cache folder under TRL's version and place, and read from there next time."""
+    import json
+    from importlib import metadata
+    from pathlib import Path
+
+    from advisor.resources import _cache_file, _write_cache
+
+    try:
+        dist = metadata.distribution("trl")
+        kept = _cache_file(Path("trl-fields"), f"{dist.version} {dist.locate_file('')}".encode())
+    except Exception:  # not installed, or no metadata: no cache to key
+        kept = None
+    if kept is not None:
+        try:
+            return frozenset(json.loads(kept.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):
+            pass
     try:
         from trl import GRPOConfig  # optional: TRL is the user's, not a dependency
 
-        return frozenset(f.name for f in dataclasses.fields(GRPOConfig))
+        names = sorted(f.name for f in dataclasses.fields(GRPOConfig))
+        if kept is not None:
+            _write_cache(kept, names)
+        return frozenset(names)
     except Exception:  # TRL not installed (the extra) or broken: the table's own names
         book = dialects()
         out = {n.key for per in book.names.values() if (n := per.get("trl")) and n.key}

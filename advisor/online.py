@@ -242,8 +242,11 @@ class Advisor:
         loaded = self._config()
         # origin and the run length as diagnose gives them: a defaulted eval_steps is then
         # assumed the same way (from the run length when it is known)
-        from advisor.engine import Monitor
+        from advisor.engine import Monitor, load_symptom_rules
+        from advisor.userconf import rules_for_run
 
+        if self._rules is None:  # the user's overrides (rl-advisor.toml), as diagnose has them
+            self._rules = rules_for_run(load_symptom_rules())
         return Monitor(
             loaded.hyper_parameters,
             self._rules,
@@ -493,8 +496,9 @@ class Advisor:
         if todo:
             from advisor.engine import load_symptom_rules
             from advisor.remedy import plan
+            from advisor.userconf import rules_for_run
 
-            rules = self._rules if self._rules is not None else load_symptom_rules()
+            rules = self._rules if self._rules is not None else rules_for_run(load_symptom_rules())
             cfg = self._config()
             caps = scale_caps(cfg)
             for f in plan(todo, cfg.hyper_parameters, rules, caps=caps).findings:
@@ -502,9 +506,7 @@ class Advisor:
         out = []
         for f in found:
             p = self._planned.get(_key(f))
-            out.append(
-                replace(f, action=p.action, fallback=p.fallback) if p else f
-            )
+            out.append(replace(f, action=p.action, fallback=p.fallback) if p else f)
         return out
 
     def _notify(self, new: list[Finding]) -> list[Finding]:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.book.symptoms import ActionSpec, ChangeSpec, FirstWhen, SizeBy, SizeSpec
 from advisor.config import HyperParams, load_config
+from advisor.i18n import rule_text, t
 from advisor.static import RequireCheck, Unknown, check, evaluate, render, rulebook
 from advisor.types import Action, Change, ConfigFinding, Finding, Patch, Scalar
 
@@ -380,9 +381,7 @@ def _static_check(hp: HyperParams) -> tuple[ConfigFinding, ...]:
     return tuple(f for f in check(load_config(None, hints=dict(hp))) if f.severity.rank >= 1)
 
 
-def already_tried(
-    spec: ChangeSpec, hp: HyperParams, previous: HyperParams | None
-) -> bool:
+def already_tried(spec: ChangeSpec, hp: HyperParams, previous: HyperParams | None) -> bool:
     """The previous job already moved this parameter the same way (e.g. lr raised prev -> now)."""
     if not previous or spec.param not in previous:
         return False
@@ -439,9 +438,9 @@ def _path(param: str, history: Sequence[Round], now: Any) -> list[tuple[Any, int
     return [*out, (now, None)]
 
 
-def judged(param: str, history: Sequence[Round], now: float, direction: int) -> tuple[
-    float | None, float | None
-]:
+def judged(
+    param: str, history: Sequence[Round], now: float, direction: int
+) -> tuple[float | None, float | None]:
     """(the highest value known too low, the lowest known too high) of `param`.
 
     A round's own report says which (it advised raising or lowering it); without one, a move
@@ -504,13 +503,17 @@ def stepped(
         asked = math.log(by_run[1]) * direction if by_run is not None else math.inf
         spent_at = size.spent_at if size.spent_at is not None else mild
         if asked < math.log(spent_at) * direction:
-            return Stepped(None, "", spent=(
-                f"the previous run already moved {spec.param} x{_round_sig(last, 2):g} and the "
-                f"run now moves (by its {size.by[0].fact}): the knob is not what holds it"
-            ))
+            return Stepped(
+                None,
+                "",
+                spent=(
+                    f"the previous run already moved {spec.param} x{_round_sig(last, 2):g} and the "
+                    f"run now moves (by its {size.by[0].fact}): the knob is not what holds it"
+                ),
+            )
         if size.escalate is None:
             return None  # the rule falls back after a failed step
-        grown = last ** size.escalate
+        grown = last**size.escalate
         if abs(math.log(grown)) > abs(math.log(factor)):
             factor = _round_sig(_within(grown, size.bounds), 3)
             notes.append(
@@ -522,10 +525,14 @@ def stepped(
     target = float(now) * factor
     if low is not None and high is not None and low < high:
         if high / low < _BRACKET_TIGHT:
-            return Stepped(None, "", spent=(
-                f"{spec.param} is bracketed between {_v(low)} (too low) and {_v(high)} (too "
-                "high) by the earlier runs: the knob is not what holds the run"
-            ))
+            return Stepped(
+                None,
+                "",
+                spent=(
+                    f"{spec.param} is bracketed between {_v(low)} (too low) and {_v(high)} (too "
+                    "high) by the earlier runs: the knob is not what holds the run"
+                ),
+            )
         if not low < target < high:
             target = math.sqrt(low * high)
             notes.append(
@@ -919,10 +926,11 @@ def _v(value: object) -> str:
 
 def _say(advice: str, changes: Sequence[Change], speaker: Speaker | None = None) -> str:
     """One sentence: the advice, then the exact changes it means for this job."""
-    text = (speaker.text(advice) if speaker is not None else advice).strip().rstrip(".")
+    advice = rule_text(advice)  # the rule's sentence in the asked language (advisor.i18n)
+    text = (speaker.text(advice) if speaker is not None else advice).strip().rstrip(".。")
     if changes:
-        text += " (" + "; ".join(describe(c, speaker) for c in changes) + ")"
-    return text + "."
+        text += t(" (") + t("; ").join(describe(c, speaker) for c in changes) + t(")")
+    return text + t(".")
 
 
 @dataclass
@@ -1023,14 +1031,23 @@ def _patch(
                 continue
             if g.severity.value != "info":
                 steps.append(
-                    f"{g.id} ({g.name}) rests on low-confidence evidence: confirm it over the "
-                    f"next evaluations before changing anything; then: "
-                    f"{_say(g.action.advice, g.action.changes)}"
+                    t(
+                        "{id} ({name}) rests on low-confidence evidence: confirm it over the "
+                        "next evaluations before changing anything; then: {what}",
+                        id=g.id,
+                        name=g.name,
+                        what=_say(g.action.advice, g.action.changes),
+                    )
                 )
             else:
                 steps.append(
-                    f"{g.id} ({g.name}, info) is no reason to change a run that is healthy at "
-                    f"its settings; for a next job, consider: {say(g.action.advice, [])}"
+                    t(
+                        "{id} ({name}, info) is no reason to change a run that is healthy at "
+                        "its settings; for a next job, consider: {what}",
+                        id=g.id,
+                        name=g.name,
+                        what=say(g.action.advice, []),
+                    )
                 )
         return Patch(kind="none", hyper_parameters=patched), steps
     f, r = findings[top], resolved[top]
@@ -1057,44 +1074,92 @@ def _patch(
             f"{f.id} also moves {name(c.param)}; changed one variable at a time (knowledge.md "
             f"§4), so {name(c.param)} waits for the next run."
         )
-        steps.append(f"If {f.id} ({f.name}) persists after this run: {describe(c, speaker)}.")
+        steps.append(
+            t(
+                "If {id} ({name}) persists after this run: {what}.",
+                id=f.id,
+                name=f.name,
+                what=describe(c, speaker),
+            )
+        )
     if not first:
-        steps.insert(0, f"{f.id} ({f.name}): {say(r.action.advice, [])}")
+        steps.insert(
+            0, t("{id} ({name}): {what}", id=f.id, name=f.name, what=say(r.action.advice, []))
+        )
     if r.action.kind == "primary" and f.id in (escalating or set()):
         fb = say(f.fallback.advice, f.fallback.changes) if f.fallback is not None else None
         steps.append(
-            f"If {f.id} ({f.name}) still shows after that: diagnose that run with `--previous` "
-            f"naming this one (and any earlier): the next step on the same setting is sized "
-            f"from both and grows while the symptom stays"
-            + (f"; the fallback once that setting is spent: {fb}" if fb else ".")
+            t(
+                "If {id} ({name}) still shows after that: diagnose that run with `--previous` "
+                "naming this one (and any earlier): the next step on the same setting is sized "
+                "from both and grows while the symptom stays",
+                id=f.id,
+                name=f.name,
+            )
+            + (t("; the fallback once that setting is spent: {fb}", fb=fb) if fb else t("."))
         )
     elif r.action.kind == "primary" and f.fallback is not None:
         fb = say(f.fallback.advice, f.fallback.changes)
-        steps.append(f"If {f.id} ({f.name}) still shows after that, the fallback: {fb}")
+        steps.append(
+            t(
+                "If {id} ({name}) still shows after that, the fallback: {fb}",
+                id=f.id,
+                name=f.name,
+                fb=fb,
+            )
+        )
     said = {f.id}
     for g in findings[top + 1 :]:
         if g.id in said:  # another episode of a rule already advised: one step per rule
             continue
         said.add(g.id)
-        what = say(g.action.advice, g.action.changes) if g.action else "see the finding."
+        what = say(g.action.advice, g.action.changes) if g.action else t("see the finding.")
         if _passed(g):
-            what = f"cleared at step {g.cleared_step}; only if it comes back: {what}"
+            what = t(
+                "cleared at step {step}; only if it comes back: {what}",
+                step=g.cleared_step,
+                what=what,
+            )
         if (
             g.action
             and g.action.changes
             and all(patched.get(c.param) == c.to for c in g.action.changes)
         ):
-            what = "covered by the change above."
-        steps.append(f"Then {g.id} ({g.name}, {g.severity.value}): {what}")
+            what = t("covered by the change above.")
+        steps.append(
+            t(
+                "Then {id} ({name}, {severity}): {what}",
+                id=g.id,
+                name=g.name,
+                severity=t(g.severity.value),
+                what=what,
+            )
+        )
     for g in {g.id: g for g in reversed(findings[:top])}.values():
-        what = say(g.action.advice, []) if g.action else "see the finding's evidence."
+        what = say(g.action.advice, []) if g.action else t("see the finding's evidence.")
         if _passed(g):
-            steps.insert(0, f"{g.id} ({g.name}): cleared at step {g.cleared_step}; only if it "
-                         f"comes back: {what}")  # fmt: skip
+            said_ = t(
+                "{id} ({name}): cleared at step {step}; only if it comes back: {what}",
+                id=g.id,
+                name=g.name,
+                step=g.cleared_step,
+                what=what,
+            )
         elif g.severity.value == "info":
-            steps.insert(0, f"{g.id} ({g.name}, info): no reason to change the job; {what}")
+            said_ = t(
+                "{id} ({name}, info): no reason to change the job; {what}",
+                id=g.id,
+                name=g.name,
+                what=what,
+            )
         else:
-            steps.insert(0, f"{g.id} ({g.name}): no parameter change applies; {what}")
+            said_ = t(
+                "{id} ({name}): no parameter change applies; {what}",
+                id=g.id,
+                name=g.name,
+                what=what,
+            )
+        steps.insert(0, said_)
     patch = Patch(
         from_finding=f.id,
         kind="fallback" if r.action.kind == "fallback" else "primary",

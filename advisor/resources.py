@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import pickle
+import re
 import stat
 import sys
 import tempfile
@@ -148,8 +149,15 @@ def write_text_atomic(dest: Path, text: str) -> None:
 
 def write_atomic(dest: Path, fill: Callable[[IO[Any]], object], binary: bool = False) -> None:
     """`fill(fh)` writes the content; it goes to a temp file beside `dest`, renamed into place:
-    a failure never leaves a partly written file, and a reader never sees one."""
+    a failure never leaves a partly written file, and a reader never sees one. A stream
+    (see `written_through`) is written through; a link, to the file it names."""
 
+    if written_through(dest):
+        with open(dest, "wb") if binary else open(dest, "w", encoding="utf-8") as fh:
+            fill(fh)
+        return
+    if os.path.islink(dest):
+        dest = Path(os.path.realpath(dest))
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     try:
@@ -173,14 +181,44 @@ _KINDS = (
 )
 
 
+# /proc/<pid>/fd (and /proc/self/fd, /dev/fd, /dev/stdout, which lead there): a process's
+# open descriptors
+_FD_DIR = re.compile(r"/proc/[^/]+(?:/task/[^/]+)?/fd")
+# /dev/mem, /dev/kmem, /dev/port: character devices no report is written onto
+_MEMORY_DEVICES = {(1, 1), (1, 2), (1, 4)}
+
+
+def written_through(path: Path) -> bool:
+    """Whether an output to `path` is opened and written as it is, as a shell's `>` would: a
+    character device (/dev/null, a terminal) other than memory, or an open descriptor
+    (/dev/stdout, /dev/fd/N, a link to one). Never renamed over: a device node replaced by
+    a regular file is a broken /dev/null for everyone on the machine, and a file the shell
+    opened for stdout, replaced, is not the one its descriptor writes to."""
+    cur = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own bound on the links followed
+        if _FD_DIR.fullmatch(os.path.realpath(os.path.dirname(cur))):
+            return True
+        if not os.path.islink(cur):
+            break
+        cur = os.path.join(os.path.dirname(cur), os.readlink(cur))
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    device = (os.major(st.st_rdev), os.minor(st.st_rdev))
+    return stat.S_ISCHR(st.st_mode) and device not in _MEMORY_DEVICES
+
+
 def destination(flag: str, path: Path, want_dir: bool = False) -> Path:
     """Where an output of `flag` goes, checked before any work: the path itself, or the file
-    a symbolic link points to. Refused (InputError): a directory (a file when `want_dir`), a
-    device, a pipe or a socket, a link to one of them or to nothing, a link loop, a parent
-    that is not a folder, a name too long for the file system. Never renamed over: a device
-    node replaced by a regular file is a broken /dev/null for everyone on the machine."""
+    a symbolic link points to; a stream (`written_through`) as given. Refused (InputError): a
+    directory (a file when `want_dir`), a memory device, a block device, a named pipe or a
+    socket, a link to one of them or to nothing, a link loop, a parent that is not a folder,
+    a name too long for the file system."""
     p = Path(path)
     what = "expected a folder for the pictures" if want_dir else "expected a file path"
+    if not want_dir and written_through(p):
+        return p
     try:
         st: os.stat_result | None = os.stat(p)
     except FileNotFoundError:
@@ -218,14 +256,19 @@ def write_all(items: list[tuple[str, Path, bytes]]) -> None:
     destination, and only when all are written in full are they renamed into place. A
     failure (a full disk, a folder that refuses writing) removes the temp files, the files
     this call already put in place that did not exist before and the folders it made, and is
-    an InputError naming the output."""
+    an InputError naming the output. A stream (`written_through`: /dev/null, stdout) is
+    written once every file is staged, before any is renamed into place."""
 
     staged: list[tuple[str, Path, str, bool]] = []
     made: list[Path] = []
     placed: list[Path] = []
+    streams = [item for item in items if written_through(item[1])]
     flag, dest = "", Path()
     try:
-        for flag, dest, data in items:
+        for item in items:
+            flag, dest, data = item
+            if any(item is stream for stream in streams):
+                continue
             missing = [d for d in [dest.parent, *dest.parent.parents] if not d.exists()]
             dest.parent.mkdir(parents=True, exist_ok=True)
             made += reversed(missing)
@@ -236,6 +279,10 @@ def write_all(items: list[tuple[str, Path, bytes]]) -> None:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             os.chmod(tmp, _mode_for(dest))
+        for flag, dest, data in streams:  # noqa: B007 (named in the error below)
+            # written through once every file is staged
+            with open(dest, "wb") as fh:
+                fh.write(data)
         for flag, dest, tmp, _existed in staged:  # noqa: B007 (named in the error below)
             if os.path.lexists(dest) and not stat.S_ISREG(os.stat(dest).st_mode):
                 raise IsADirectoryError(errno.EISDIR, "no longer a regular file")

@@ -33,6 +33,7 @@ from advisor.book.config import (
     rulebook,
 )
 from advisor.book.expressions import Unknown, _values, evaluate, fmt, render
+from advisor.i18n import config_text, t
 from advisor.types import ConfigFinding, InputError
 
 if TYPE_CHECKING:
@@ -101,9 +102,7 @@ def job_scope(loaded: LoadedConfig) -> dict[str, Any]:
         expected_step_seconds=loaded.extras.get("expected_step_seconds"),
         teacher_model=cfg.teacher_model,
         training_type=cfg.mode,
-        repeated_function_names=", ".join(
-            sorted({n for n in names if names.count(n) > 1})
-        ),
+        repeated_function_names=", ".join(sorted({n for n in names if names.count(n) > 1})),
         n_functions=len(functions),
         n_rollout_functions=sum(f.type == "rollout" for f in functions),
         n_reward_functions=sum(f.type in ("reward", "group_reward") for f in functions),
@@ -243,7 +242,8 @@ def _judge(rule: ConfigRule, scope: Mapping[str, Any], loaded: LoadedConfig) -> 
         if isinstance(rule.check, CustomCheck):
             hits = CUSTOM[rule.check.function](scope, rule.check.args)
         elif _fires(rule.check, scope):
-            hits = [(rule.severity, render(rule.message, scope), _suggest(rule, scope))]
+            message = config_text(rule.id, "message", rule.message)  # in the asked language
+            hits = [(rule.severity, render(message, scope), _suggest(rule, scope))]
         else:
             hits = []
     except Unknown:
@@ -340,10 +340,20 @@ def compare_profile(loaded: LoadedConfig, name: str) -> list[ConfigFinding]:
 
 def _profile_finding(profile: str, param: str, have: Any, want: Any, loaded: Any) -> ConfigFinding:
     rule = rulebook().rule("C901")
-    shown = f"{fmt(want[0])} to {fmt(want[1])}" if isinstance(want, list) else fmt(want)
+    shown = (
+        t("{first} to {last}", first=fmt(want[0]), last=fmt(want[1]))
+        if isinstance(want, list)
+        else fmt(want)
+    )
     return rule.finding(
         [param],
-        f"{param} {fmt(have)}; profile {profile} uses {shown}",
+        t(
+            "{param} {have}; profile {profile} uses {shown}",
+            param=param,
+            have=fmt(have),
+            profile=profile,
+            shown=shown,
+        ),
         suggested=want[0] if isinstance(want, list) else want,
         line=loaded.line_of([param]),
     )
@@ -364,9 +374,10 @@ def compare_previous(loaded: LoadedConfig, previous: LoadedConfig) -> list[Confi
         f"{k} {fmt(previous.hyper_parameters.get(k))} -> {fmt(loaded.hyper_parameters[k])}"
         for k in changed
     )
-    message = (
-        f"{len(changed)} hyperparameters changed at once ({what}); "
-        "change one at a time so the effect can be attributed"
+    message = t(
+        "{n} hyperparameters changed at once ({what}); "
+        "change one at a time so the effect can be attributed",
+        n=len(changed),
+        what=what,
     )
     return [rule.finding(changed, message, line=loaded.line_of(changed))]
-

@@ -463,6 +463,10 @@ class Diagnosis(_Data):
     # Extensions beyond schema v1 (allowed: extend, never break)
     assumptions: list[str] = field(default_factory=list)  # what was assumed, what it weakens
     next_steps: list[str] = field(default_factory=list)
+    # the log's metric names read as no canonical metric; each canonical metric the run lacks
+    # -> the symptom rules that read it
+    unread_keys: list[str] = field(default_factory=list)
+    lacking_metrics: dict[str, list[str]] = field(default_factory=dict)
     checkpoint: dict[str, Any] | None = None
     hyper_parameters: dict[str, Any] = field(default_factory=dict)  # effective, before the patch
     plots: dict[str, str] = field(default_factory=dict)  # finding id -> image path

@@ -141,15 +141,30 @@ def same_run(case: str, job: dict[str, Any], root: Path = LOOP) -> Path | None:
     return None
 
 
+def _rel(p: Path) -> str:
+    """`p` as said from the repository's root (the CLI runs there): the diagnosis names its
+    inputs so, the same on every checkout."""
+    try:
+        return str(p.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(p)
+
+
+def cli_args(d: Path, previous: Sequence[Path], patched: Path) -> list[str]:
+    """`rl-advisor` arguments diagnosing round folder `d` (from the repository's root)."""
+    target = d if (d / "trainer_state.json").is_file() else d / "train.log"
+    args = ["diagnose", _rel(target), "--format", "json", "--fail-on", "never"]
+    if (d / JOB).is_file():
+        args += ["--patched-config", str(patched)]
+    for p in previous:
+        args += ["--previous", _rel(p)]
+    return args
+
+
 def diagnose(d: Path, previous: Sequence[Path] = ()) -> dict[str, Any]:
     """`rl-advisor diagnose` of a round through the installed CLI: its JSON (kept as
     diagnosis.json) and, when the run left a job file, the patch of it (next.yaml)."""
-    target = d if (d / "trainer_state.json").is_file() else d / "train.log"
-    cmd = [str(CLI), "diagnose", str(target), "--format", "json", "--fail-on", "never"]
-    if (d / JOB).is_file():
-        cmd += ["--patched-config", str(d / NEXT)]
-    for p in previous:
-        cmd += ["--previous", str(p)]
+    cmd = [str(CLI), *cli_args(d, previous, d / NEXT)]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False)
     if res.returncode != 0:
         raise SystemExit(f"closed_loop: {' '.join(cmd)} exited {res.returncode}: {res.stderr}")
@@ -237,6 +252,14 @@ def sane_reward(seeds: Sequence[int], root: Path = LOOP) -> float:
     return sum(values) / len(values)
 
 
+def _drop_from(case: str, seed: int, k: int, root: Path = LOOP) -> None:
+    """Remove the recorded rounds k, k+1, ... of (case, seed): an earlier advice's loop."""
+    for later in sorted((root / case / f"s{seed}").glob("r*")):
+        if later.name[1:].isdigit() and int(later.name[1:]) >= k:
+            print(f"{case} s{seed} {later.name}: trained from an earlier advice; removed")
+            shutil.rmtree(later)
+
+
 def loop_seed(
     case: str,
     seed: int,
@@ -267,6 +290,8 @@ def loop_seed(
             if not train:  # the table of what is recorded: the loop goes no further here
                 if rows:
                     rows[-1]["stop"] = f"round {k} not trained yet"
+                if rec is not None:  # trained from an earlier advice: no longer this loop's
+                    _drop_from(case, seed, k, root)
                 break
             rec = train_round(case, seed, k, root)
             print(f"{case} s{seed} r{k}: exit {rec['exit']}, {rec['seconds']:.0f} s", flush=True)
@@ -296,9 +321,7 @@ def loop_seed(
             stop = f"{rounds} rounds done"
         if stop:
             row["stop"] = stop
-            for later in sorted((root / case / f"s{seed}").glob("r*")):
-                if later.name[1:].isdigit() and int(later.name[1:]) > k:
-                    shutil.rmtree(later)  # a stale round of an earlier loop's advice
+            _drop_from(case, seed, k + 1, root)  # rounds of an earlier loop's advice
             break
     return rows
 
@@ -363,29 +386,34 @@ def table(
         "Cured: no seed's diagnosis has a warning or error finding of the run (the config's",
         "static findings are listed apart), and over the seeds' mean the last 20 steps' train",
         f"reward is >= 0.7 x sane's ({ref:.3f}, sane's round 0 at the same seeds), entropy >= 1",
-        "and truncation < 10 %. Cells give the seeds' mean (min–max). Reward, entropy and",
+        "and truncation < 10 %, over the seeds the row counts (a seed whose loop ended earlier",
+        "is counted at its last round; one whose next round is not trained yet is not).",
+        "Cells give the seeds' mean (min–max). Reward, entropy and",
         "truncation: mean of the last 20 training steps; validation: the last evaluation's",
         "reward. Change: what the round trained with against round 0 (the advice applied);",
         "advised: what this round's diagnosis changes in the job file (`next.yaml`). A round",
         "whose job file states the same arguments and seed as a recorded run on the same",
         "reward is that run (seeded CPU training repeats step for step), copied, not retrained.",
         "",
-        "| case | round | trained with | advised | reward | validation | entropy | truncation "
-        "| verdict | config findings | cured | train s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| case | round | seeds | trained with | advised | reward | validation | entropy "
+        "| truncation | verdict | config findings | cured | train s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     stops: list[str] = []
     for case, per in results.items():
         seeded = [(s, rows) for s, rows in per.items() if rows]
         done = [rows for _, rows in seeded]
+        # a seed whose next round is not trained yet says nothing about the rounds after
+        final = {s: "not trained yet" not in rows[-1].get("stop", "") for s, rows in seeded}
         if not done:
-            lines.append(f"| {case} | – | not trained yet | | | | | | | | | |")
+            lines.append(f"| {case} | – | 0 | not trained yet | | | | | | | | | |")
             continue
         last = max(len(rows) for rows in done)
         for k in range(last):
-            at = [at_round(rows, k) for rows in done]
+            seeded_k = [(s, rows) for s, rows in seeded if len(rows) > k or final[s]]
+            at = [at_round(rows, k) for _, rows in seeded_k]
             trained = sorted(
-                {_said(_against_r0(case, s, at_round(rows, k), k, root)) for s, rows in seeded}
+                {_said(_against_r0(case, s, at_round(rows, k), k, root)) for s, rows in seeded_k}
             )
             reused = sorted({r["same_as"].split("/")[0] for r in at if r.get("same_as")})
             if reused:  # the same settings and seed as a recorded run: not trained twice
@@ -394,9 +422,9 @@ def table(
             verdicts = sorted({f"{r['status']}" + (f" {'+'.join(r['alarms'])}" if r["alarms"]
                                                    else "") for r in at})  # fmt: skip
             config = sorted({"+".join(r["config_alarms"]) or "–" for r in at})
-            secs = [r["seconds"] for rows in done if len(rows) > k for r in [rows[k]]]
+            secs = [rows[k]["seconds"] for _, rows in seeded_k if len(rows) > k]
             lines.append(
-                f"| {case} | {k} | {'; '.join(trained)} | {'; '.join(advised)} "
+                f"| {case} | {k} | {len(at)} | {'; '.join(trained)} | {'; '.join(advised)} "
                 f"| {_spread([r.get('reward') for r in at])} "
                 f"| {_spread([r.get('validation') for r in at])} "
                 f"| {_spread([r.get('entropy') for r in at])} "
@@ -410,6 +438,19 @@ def table(
     times = [r["seconds"] for per in results.values() for rows in per.values() for r in rows
              if "seconds" in r]  # fmt: skip
     lines += ["", "## Why each loop stopped", "", *stops, ""]
+    lines += ["## The cases and their known cure", ""]
+    for case in results:
+        c = LF.BY_NAME[case]
+        if c.healthy:
+            cure = "healthy: no change should be advised"
+        elif c.cure:
+            cure = "cured by " + ", ".join(f"`{k}` {_v(v)}" for k, v in c.cure.items())
+            if all(LF.BASE.get(k) == v for k, v in c.cure.items()):
+                cure += " (sane's value: sane's rounds are the cure's run)"
+        else:
+            cure = "the reward function is the fault: no setting cures it"
+        lines.append(f"- {case}: {c.cause}; {cure}.")
+    lines.append("")
     if times:
         lines += [
             "## Training time",
@@ -423,12 +464,12 @@ def table(
 
 
 def _against_r0(case: str, seed: int, row: dict[str, Any], k: int, root: Path = LOOP) -> dict:
-    """What round k trained with that round 0 did not (the advice applied so far)."""
+    """What round k trained with that round 0 did not (the advice applied so far): the two
+    rounds' job files as the callback wrote them."""
     if k == 0 or row.get("round", 0) == 0:
         return {}
-    r0 = recorded(round_dir(case, seed, 0, root)) or {"settings": {}}
-    rk = recorded(round_dir(case, seed, row["round"], root)) or {"settings": {}}
-    a, b = r0["settings"], rk["settings"]
+    a = LF.read_config(round_dir(case, seed, 0, root) / JOB)
+    b = LF.read_config(round_dir(case, seed, row["round"], root) / JOB)
     return {k2: (a.get(k2), b.get(k2)) for k2 in sorted(set(a) | set(b)) if a.get(k2) != b.get(k2)}
 
 

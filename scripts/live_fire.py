@@ -444,7 +444,11 @@ def read_config(path: Path) -> dict[str, Any]:
     try:
         data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
     except (OSError, YAMLError, UnicodeDecodeError) as err:
-        print(f"live_fire.py: --config {path}: not a readable YAML file ({err})", file=sys.stderr)
+        mark = getattr(err, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        what = getattr(err, "problem", None) or str(err).strip().splitlines()[0]
+        print(f"live_fire.py: --config {path}{where}: not a readable YAML file ({what})",
+              file=sys.stderr)  # fmt: skip
         raise SystemExit(2) from None
     if not isinstance(data, dict):
         print(

@@ -19,6 +19,48 @@ RUNS = ROOT / "tests" / "livefire" / "runs"
 
 # Written from the cause and the round-0 training metrics, before the advisor's output.
 LABELS: dict[str, dict[str, Any]] = {
+    "gen-two": {
+        "expected": [],
+        "expected_any": ["P1", "DAPO-ZSTD"],
+        "acceptable": ["P1", "DAPO-ZSTD"],
+        "forbidden": ["all"],
+        "primary_any": ["DAPO-ZSTD"],
+        "note": "num_generations 2 (8 prompts a step): in 75-100 % of the groups both answers "
+        "score alike, so the group-relative advantage is zero and nothing is learnt; at seed "
+        "1234 the reward stays at the random level (0.10-0.21; last 20 steps 0.20, sane 0.86), "
+        "entropy at 2.5, while the free tokens drift (KL to the reference ~0.1). P1 (a reward "
+        "that never rose) and DAPO-ZSTD (groups of equal rewards) are both true; the cure is "
+        "more generations (8, sane's), which DAPO-ZSTD's advice names, so it should lead. "
+        "P3 is not: the KL stays below sane's own (~0.5).",
+    },
+    "cap-short": {
+        "expected": [],
+        "expected_any": ["P9"],
+        "acceptable": ["P1", "P3", "P4", "DAPO-ZSTD"],
+        "forbidden": ["all"],
+        "primary_any": ["P9"],
+        "note": "max_completion_length 4: at the start 69 % of the completions are cut (reward "
+        "0); the policy learns to end within four tokens, so the free tokens after the answer "
+        "are few and the entropy falls to 1.2-1.3 (sane 2.2), KL to the reference ~1; the "
+        "reward climbs only to 0.28-0.46 (last 20 steps 0.31 at seed 1234, sane 0.86), "
+        "truncation 0-14 %. The cap is the cause: P9 (truncation) must fire and lead (raise "
+        "the cap; 48 is sane's). P1, P3 (the KL a short answer pays), P4 and DAPO-ZSTD are "
+        "true of the curves and acceptable.",
+    },
+    "beta-high": {
+        "expected": [],
+        "expected_any": ["KL0", "P1"],
+        "acceptable": ["KL0", "P1"],
+        "forbidden": ["all"],
+        "primary_any": ["KL0"],
+        "note": "beta 1, 10 x sane: the KL term holds the policy near the reference; at seed "
+        "1234 the reward climbs from 0.14 to ~0.3 by step 60 and stays there (last 20 steps "
+        "0.30, sane 0.86), entropy pinned at the random policy's 2.49, KL to the reference flat "
+        "at 0.02-0.03. A reward that stopped rising far below what the task allows: P1 is true "
+        "of the curve, and KL0 (the penalty outweighs the reward) names the cause and the cure "
+        "(beta down, 0.1 being sane's), so KL0 should lead; P1's learning-rate raise cannot "
+        "move the regularised optimum. One of the two must fire; no other id may.",
+    },
     "lr-low1000": {
         "expected": ["P1"],
         "acceptable": ["KL0"],
@@ -47,12 +89,21 @@ LABELS: dict[str, dict[str, Any]] = {
 }
 
 
+HEALTHY_NOTE = (
+    "A healthy variant ({cause}): a setting inside the healthy band for this task, which "
+    "learns as sane does; no id may fire and no change may be advised."
+)
+
+
 def label_of(case: str) -> dict[str, Any] | None:
     sys.path.insert(0, str(ROOT / "scripts"))
     import live_fire as lf
 
     c = lf.BY_NAME[case]
     base = LABELS.get(case)
+    if base is None and c.healthy and case != "sane":
+        base = {"expected": [], "acceptable": [], "forbidden": ["all"],
+                "note": HEALTHY_NOTE.format(cause=c.cause)}  # fmt: skip
     if base is None and (RUNS / case / "label.json").is_file():
         base = json.loads((RUNS / case / "label.json").read_text(encoding="utf-8"))
     if base is None:

@@ -1,4 +1,5 @@
-"""Regenerate reports/: the Markdown report of one corpus run per symptom id and one healthy run.
+"""Regenerate reports/: the Markdown report of one corpus run per symptom id and one healthy run
+(reports/zh/: the same in Chinese, `--lang zh`).
 
     python scripts/make_reports.py            # rewrite reports/
     python scripts/make_reports.py --check    # exit 1 when reports/ is stale (text only)
@@ -68,6 +69,32 @@ def render_all(dest: Path) -> list[Path]:
         written.append(out)
         verdicts[name] = _verdict(text)
     (dest / "README.md").write_text(_index(verdicts), encoding="utf-8")
+    return written + _render_zh(dest / "zh")
+
+
+def _render_zh(dest: Path) -> list[Path]:
+    """The same reports in Chinese (`--lang zh`), without the charts (reports/ has them)."""
+    import os
+
+    from advisor.api import diagnose
+    from advisor.report import render
+
+    dest.mkdir(parents=True, exist_ok=True)
+    was = os.environ.get("RL_ADVISOR_LANG")
+    os.environ["RL_ADVISOR_LANG"] = "zh"
+    written = []
+    try:
+        for name, run_id in RUNS.items():
+            run_dir = CORPUS / run_id
+            d = diagnose(_metrics_file(run_dir), config=run_dir / "job.yaml")
+            out = dest / f"{name}.md"
+            out.write_text(render(d, "markdown"), encoding="utf-8")
+            written.append(out)
+    finally:
+        if was is None:
+            os.environ.pop("RL_ADVISOR_LANG", None)
+        else:
+            os.environ["RL_ADVISOR_LANG"] = was
     return written
 
 
@@ -102,20 +129,23 @@ def check(reports: Path) -> list[str]:
         return _compare(fresh, reports)
 
 
-def _compare(fresh: Path, reports: Path) -> list[str]:
+def _compare(fresh: Path, reports: Path, where: str = "reports/") -> list[str]:
     problems = []
     want = {p.name for p in fresh.iterdir()}
     have = {p.name for p in reports.iterdir()} if reports.is_dir() else set()
-    problems += [f"missing: reports/{n}" for n in sorted(want - have)]
-    problems += [f"stale extra file: reports/{n}" for n in sorted(have - want)]
+    problems += [f"missing: {where}{n}" for n in sorted(want - have)]
+    problems += [f"stale extra file: {where}{n}" for n in sorted(have - want)]
     for name in sorted(want & have):
+        if (fresh / name).is_dir():
+            problems += _compare(fresh / name, reports / name, f"{where}{name}/")
+            continue
         if not name.endswith((".md", ".svg")):
             continue  # anything else (a binary picture): compare presence only
         a = (reports / name).read_text(encoding="utf-8").splitlines()
         b = (fresh / name).read_text(encoding="utf-8").splitlines()
         if a != b:
-            diff = list(difflib.unified_diff(a, b, f"reports/{name}", "fresh", n=0, lineterm=""))
-            problems.append(f"stale: reports/{name}\n" + "\n".join(diff[:12]))
+            diff = list(difflib.unified_diff(a, b, f"{where}{name}", "fresh", n=0, lineterm=""))
+            problems.append(f"stale: {where}{name}\n" + "\n".join(diff[:12]))
     return problems
 
 

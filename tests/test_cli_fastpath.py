@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cli import FailOn, OutputFormat, main
+from advisor.cli import FailOn, ReportFormat, main
 from advisor.cli.diagnose_core import parse_argv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +28,7 @@ def test_plain_calls_are_parsed() -> None:
     )
     assert got is not None
     assert got["metrics"] == Path(LOG) and got["config"] == Path(JOB)
-    assert got["format"] is OutputFormat.json and got["output"] == Path("/tmp/r.md")
+    assert got["format"] is ReportFormat.json and got["output"] == Path("/tmp/r.md")
     assert got["sets"] == ["a=1", "b=2"] and got["ignore"] == ["P1"]
     assert got["no_plots"] is True and got["fail_on"] is FailOn.never
     assert got["training_samples"] == 9

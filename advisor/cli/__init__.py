@@ -35,6 +35,14 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
+class ReportFormat(StrEnum):
+    """diagnose's formats: those of every command, and the one-file HTML report."""
+
+    markdown = "markdown"
+    json = "json"
+    html = "html"
+
+
 class FailOn(StrEnum):
     error = "error"
     warning = "warning"
@@ -95,7 +103,7 @@ def fail(message: str) -> None:
     raise typer.Exit(Exit.UNUSABLE)
 
 
-_COMMANDS = ("diagnose", "validate", "watch", "rules", "harness")
+_COMMANDS = ("diagnose", "validate", "watch", "rules", "harness", "diff", "demo")
 
 
 def _register(argv: list[str]) -> None:
@@ -136,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     # Set before numpy is first imported (lazily, after this); a user's own setting is kept.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = _take_lang(args)
+    except ValueError as err:
+        sys.stderr.write(f"rl-advisor: error: {err}\n")
+        return Exit.UNUSABLE
     if args[:1] == ["diagnose"]:
         # The collector stays off while the command's modules are imported, as it does for
         # the command's own work (diagnose_core._without_cyclic_gc); on again after, for a
@@ -152,6 +165,35 @@ def main(argv: list[str] | None = None) -> int:
         if parsed is not None:
             return _guarded(lambda: execute(**parsed))
     return _framework(args)
+
+
+def _take_lang(args: list[str]) -> list[str]:
+    """`--lang CODE` (or `--lang=CODE`), given to any command, taken out of `args` into
+    RL_ADVISOR_LANG: the report and the rulebook's texts in that language (advisor.i18n);
+    `--rules-config FILE` likewise into RL_ADVISOR_RULES_CONFIG (advisor.userconf)."""
+    out: list[str] = []
+    it = iter(args)
+    for a in it:
+        if a == "--":
+            out.append(a)
+            out.extend(it)
+            break
+        if a == "--rules-config" or a.startswith("--rules-config="):
+            path = a.partition("=")[2] if "=" in a else next(it, "")
+            if not path:
+                raise ValueError("--rules-config: expected a file")
+            os.environ["RL_ADVISOR_RULES_CONFIG"] = path
+            continue
+        if a == "--lang" or a.startswith("--lang="):
+            code = a.partition("=")[2] if "=" in a else next(it, "")
+            from advisor.i18n import LANGS, normalise
+
+            if normalise(code) is None or not code:
+                raise ValueError(f"--lang: expected one of {', '.join(LANGS)}, got {code!r}")
+            os.environ["RL_ADVISOR_LANG"] = normalise(code) or "en"
+            continue
+        out.append(a)
+    return out
 
 
 def _guarded(call: Any) -> int:

@@ -1,7 +1,8 @@
 """`rl-advisor diagnose METRICS`: judge a run, report it, and write the patched job file.
 
-Output: Markdown (default) or JSON on stdout, or into `--output PATH`. Pictures are drawn only
-when they have a place to go: beside `--output` (Markdown), or into `--plots-dir DIR`; with the
+Output: Markdown (default), JSON or one self-contained HTML file (its charts inline) on stdout,
+or into `--output PATH`. Pictures are drawn only when they have a place to go: beside
+`--output` (Markdown), or into `--plots-dir DIR`; with the
 report on stdout and no `--plots-dir`, the report keeps its inline sparklines only. `--no-plots`
 never draws. Every file is written atomically (temp file + rename), and nothing is written
 when the input is unusable.
@@ -18,7 +19,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli import Exit, FailOn, OutputFormat, app
+from advisor.cli import Exit, FailOn, ReportFormat, app
 from advisor.cli.diagnose_core import (
     _check_outputs,
     _without_cyclic_gc,
@@ -50,7 +51,7 @@ def diagnose(
     ] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="The job YAML.")] = None,
     sets: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override.")] = None,
-    format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.markdown,
+    format: Annotated[ReportFormat, typer.Option("--format", "-f")] = ReportFormat.markdown,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Report file.")] = None,
     patched_config: Annotated[
         Path | None, typer.Option("--patched-config", help="Write the patched job file here.")
@@ -86,7 +87,8 @@ def diagnose(
 ) -> None:
     """Diagnose a run: what is wrong, the evidence, the one change to make.
 
-    Report on stdout, or in --output with an SVG chart per finding and metric beside it.
+    Report on stdout, or in --output with an SVG chart per finding and metric beside it
+    (--format html: one file, its charts inside).
 
     Exit 0: nothing at or above --fail-on; 1: findings at or above it; 2: unusable input.
     """
@@ -121,7 +123,7 @@ def diagnose_job(
     timeout: float,
     config: Path | None,
     sets: list[str] | None,
-    format: OutputFormat,
+    format: ReportFormat,
     output: Path | None,
     patched_config: Path | None,
     previous: list[Path] | None,

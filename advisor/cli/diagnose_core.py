@@ -22,11 +22,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.cli import Exit, FailOn, OutputFormat
+from advisor.cli import Exit, FailOn, ReportFormat
 from advisor.reading import Reading
 from advisor.report import render
 from advisor.report.markdown import verdict
-from advisor.resources import destination, write_all
+from advisor.resources import destination, write_all, written_through
 from advisor.types import (
     Diagnosis,
     InputError,
@@ -54,8 +54,8 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--config": ("config", "path"),
     "-c": ("config", "path"),
     "--set": ("sets", "list"),
-    "--format": ("format", OutputFormat),
-    "-f": ("format", OutputFormat),
+    "--format": ("format", ReportFormat),
+    "-f": ("format", ReportFormat),
     "--output": ("output", "path"),
     "-o": ("output", "path"),
     "--patched-config": ("patched_config", "path"),
@@ -69,7 +69,7 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
 DEFAULTS: dict[str, Any] = {
     "config": None,
     "sets": None,
-    "format": OutputFormat.markdown,
+    "format": ReportFormat.markdown,
     "output": None,
     "patched_config": None,
     "previous": None,
@@ -183,6 +183,23 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+# files a report writes: an existing one inside a run folder is no input of the run
+_REPORT_SUFFIXES = frozenset({".md", ".html", ".htm", ".svg", ".png"})
+
+
+def _inside_run_folder(path: Path, folder: Path) -> bool:
+    """`path` is an existing file (not a report) somewhere inside the input folder `folder`:
+    the readers take a run folder's logs, states and checkpoints, so writing over one would
+    change an input."""
+    try:
+        if not folder.is_dir() or not path.is_file():
+            return False
+        target, root = path.resolve(), folder.resolve()
+    except OSError:
+        return False
+    return target.is_relative_to(root) and target.suffix.lower() not in _REPORT_SUFFIXES
+
+
 def _check_outputs(
     metrics: Path,
     config: Path | None,
@@ -205,8 +222,19 @@ def _check_outputs(
                     f"{flag} {path}: resolves to the input {src}; "
                     "expected a new path (inputs are never overwritten)"
                 )
+            if _inside_run_folder(path, src):
+                raise InputError(
+                    f"{flag} {path}: an existing file inside the input folder {src}, which "
+                    "the run may be read from; expected a new path or a report file "
+                    "(inputs are never overwritten)"
+                )
         out[flag] = destination(flag, path)
-    if output is not None and patched is not None and out["--output"] == out["--patched-config"]:
+    if (
+        output is not None
+        and patched is not None
+        and out["--output"] == out["--patched-config"]
+        and not written_through(out["--output"])
+    ):
         raise InputError(f"--patched-config {patched}: the same file as --output")
     if plots_dir is not None:
         out["--plots-dir"] = destination("--plots-dir", plots_dir, want_dir=True)
@@ -248,7 +276,7 @@ def execute(
     metrics: Path,
     config: Path | None = None,
     sets: list[str] | None = None,
-    format: OutputFormat = OutputFormat.markdown,
+    format: ReportFormat = ReportFormat.markdown,
     output: Path | None = None,
     patched_config: Path | None = None,
     previous: Sequence[Path] | None = None,
@@ -270,10 +298,10 @@ def execute(
     source = config if config is not None or patched_config is None else job_beside(metrics)
     dests = _check_outputs(metrics, source, previous, output, patched_config, plots_dir)
     out_dir = None
-    if not no_plots and format == OutputFormat.markdown:
-        out_dir = dests.get("--plots-dir") or (
-            dests["--output"].parent if output is not None else None
-        )
+    if not no_plots and format == ReportFormat.markdown:
+        # a report written through to a stream (/dev/null, stdout) has no folder for pictures
+        beside = output is not None and not written_through(dests["--output"])
+        out_dir = dests.get("--plots-dir") or (dests["--output"].parent if beside else None)
     stem = output.stem if output is not None else "report"
     with _without_cyclic_gc():
         # the read starts before the API's import (pydantic, the rulebooks' models), which it

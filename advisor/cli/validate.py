@@ -58,9 +58,7 @@ def validate(
     previous: Annotated[
         Path | None, typer.Option("--previous", help="The previous job file: flag several changes.")
     ] = None,
-    convert_to: Annotated[
-        Layout | None, typer.Option("--convert-to", help=_CONVERT_HELP)
-    ] = None,
+    convert_to: Annotated[Layout | None, typer.Option("--convert-to", help=_CONVERT_HELP)] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Where --convert-to writes the job.")
     ] = None,
@@ -91,19 +89,22 @@ class Layout(StrEnum):
 def _convert(job: Path, output: Path | None) -> Path:
     """Write `job` in the SDK's layout to `output`; the path to check from then on."""
     from advisor.config import sdk_layout_text
-    from advisor.resources import write_text_atomic
+    from advisor.resources import destination, write_all, written_through
     from advisor.types import InputError
 
     if output is None:
         raise InputError("--convert-to sdk: give --output PATH for the converted job file")
-    if output.resolve() == job.resolve():
+    dest = destination("--output", output)  # before any work: no place for a file is refused
+    if dest.resolve() == job.resolve():
         raise InputError(f"{output}: the converted job must not overwrite {job}")
     text, notes = sdk_layout_text(job)
-    write_text_atomic(output, text)
+    write_all([("--output", dest, text.encode("utf-8"))])
     for note in notes:
         typer.echo(f"note: {note}", err=True)
     typer.echo(f"wrote {output}: {job} in the platform SDK's layout", err=True)
-    return output
+    # written through to a stream (/dev/null, stdout): nothing to read back, the job is
+    # checked as given (the same values, in its own layout)
+    return job if written_through(dest) else output
 
 
 def exit_code(findings: Sequence[ConfigFinding], fail_on: FailOn) -> int:
@@ -119,7 +120,9 @@ def _markdown(
     job: Path, loaded: LoadedConfig, diag: Diagnosis, show_config: bool, n_rules: int
 ) -> str:
 
-    findings = [_view(f, fmt) for f in diag.config_findings]
+    from advisor.i18n import localise_config
+
+    findings = [_view(localise_config(f), fmt) for f in diag.config_findings]
     by_sev = {s: [f for f in findings if f["severity"] == s] for s in ("error", "warning", "info")}
     merged = None
     if show_config:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,6 +29,7 @@ from advisor.cli.diagnose import _check_outputs, exit_code, staged_report, write
 from advisor.ingest import is_regular, load_run
 from advisor.integrations.follow import Sidecar, resolve_log
 from advisor.online import Advisor
+from advisor.resources import written_through
 from advisor.types import Finding, InputError, no_metric_read
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -44,17 +46,36 @@ class Alerts:
         timeout: float,
         console: Any = None,
         env: dict[str, str] | None = None,
+        alerter: Any = None,
+        advisor: Advisor | None = None,
     ) -> None:
         self.console = console or Console(stderr=True, highlight=False)
         self.command = on_finding
         self.timeout = timeout
         self.failures = 0
         self.env = env or {}  # more variables for CMD (the platform job's id)
+        self.alerter = alerter  # advisor.alerts.Alerter: Slack, Discord, a webhook, email
+        self.advisor = advisor  # whose dialect the alerts' change is said in
+        if alerter is not None and alerter._say is None:
+            alerter._say = lambda line: self.console.print(f"[red]{escape(line)}[/]")
 
     def __call__(self, finding: Finding) -> None:
         self.show(finding)
         if self.command:
             self.run_command(finding)
+        if self.alerter is not None:
+            self.alerter(finding, self.advisor)
+
+    def close(self) -> None:
+        """Say the recoveries the end of the run settled and wait (bounded) for the alerts."""
+        if self.alerter is None:
+            return
+        try:
+            if self.advisor is not None:
+                self.alerter.check(self.advisor, every=0)
+            self.alerter.close()
+        except KeyboardInterrupt:  # a second Ctrl-C: the report, without waiting for alerts
+            self.console.print("[dim]rl-advisor: alerts not waited for[/]")
 
     def show(self, f: Finding) -> None:
         sev = f.severity.value
@@ -159,15 +180,51 @@ def watch(
     timeout: Annotated[
         float, typer.Option("--timeout", min=0.1, help="Seconds a platform request may take.")
     ] = 30.0,
+    alert: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--alert",
+            help="Deliver each finding to slack, discord, webhook or email (repeatable); "
+            "secrets from the environment (docs/online.md).",
+        ),
+    ] = None,
+    alerts_file: Annotated[
+        Path | None,
+        typer.Option("--alerts", help="Alert settings file (YAML or TOML), instead of --alert."),
+    ] = None,
+    webhook_url: Annotated[
+        str | None,
+        typer.Option("--webhook-url", help="The --alert slack|discord|webhook URL (a secret)."),
+    ] = None,
+    alert_template: Annotated[
+        Path | None,
+        typer.Option("--alert-template", help="jinja2 template of --alert webhook's JSON body."),
+    ] = None,
+    email_to: Annotated[
+        list[str] | None, typer.Option("--email-to", help="--alert email recipient (repeatable).")
+    ] = None,
+    alert_severity: Annotated[
+        str, typer.Option("--alert-severity", help="Lowest severity alerted: info|warning|error.")
+    ] = "warning",
+    alert_cooldown: Annotated[
+        float, typer.Option("--alert-cooldown", min=0.0, help="Seconds before a finding re-alerts.")
+    ] = 600.0,
+    alert_cap: Annotated[
+        int, typer.Option("--alert-cap", min=0, help="Most alert messages in one run.")
+    ] = 20,
 ) -> None:
     """Follow a growing log, alert on each finding as it fires, end with the full report."""
 
     if (metrics is None) == (job is None):
         raise InputError("watch: expected METRICS (a log being written) or --job JOB_ID, one")
+    alerter = _alerter(
+        alert, alerts_file, webhook_url, alert_template, email_to, alert_severity,
+        alert_cooldown, alert_cap, f"job {job}" if job is not None else str(metrics),
+    )  # fmt: skip
     if job is not None:
         code = watch_job(
             job, timeout, config, sets, on_finding, on_finding_timeout, poll or 10.0, output,
-            format, fail_on, training_samples,
+            format, fail_on, training_samples, alerter,
         )  # fmt: skip
         raise SystemExit(code)
     assert metrics is not None
@@ -184,12 +241,13 @@ def watch(
         "training_samples": training_samples,
     }
     adv = Advisor.from_config(config, **kwargs) if config is not None else Advisor(**kwargs)
-    alerts = Alerts(on_finding, on_finding_timeout)
-    sidecar = Sidecar(path, adv, on_finding=alerts, poll=poll, idle=idle)
+    alerts = Alerts(on_finding, on_finding_timeout, alerter=alerter, advisor=adv)
+    sidecar = _Sidecar(path, adv, on_finding=alerts, poll=poll, idle=idle, alerter=alerter)
     alerts.console.print(
         f"[dim]rl-advisor: watching {escape(str(path))} (Ctrl-C to stop and report)[/]"
     )
     why = sidecar.run()
+    alerts.close()
     alerts.console.print(f"[dim]rl-advisor: stopped watching ({why}) after {adv.steps} steps[/]")
     if adv.steps == 0 and not path.exists():  # nothing was ever there to judge
         raise InputError(
@@ -212,9 +270,8 @@ def _report(d: Any, output: Path | None, dests: dict[str, Path], format: OutputF
     no canonical metric was read is refused instead (exit 2)."""
     if (unjudged := no_metric_read(d.run)) is not None:
         raise InputError(unjudged)
-    out_dir = (
-        dests["--output"].parent if output is not None and format == OutputFormat.markdown else None
-    )
+    beside = output is not None and not written_through(dests["--output"])  # not a stream
+    out_dir = dests["--output"].parent if beside and format == OutputFormat.markdown else None
     text, items = staged_report(
         d, format.value, output.stem if output else "report", out_dir, "--output"
     )
@@ -237,6 +294,7 @@ def watch_job(
     format: OutputFormat,
     fail_on: FailOn,
     training_samples: int | None,
+    alerter: Any = None,
 ) -> int:
     """`watch --job`: the job followed through the platform's SDK (its status, then its log's
     new lines, every `poll` seconds) until it ends or Ctrl-C, each finding said as it fires,
@@ -247,7 +305,9 @@ def watch_job(
 
     client = platform.Platform(timeout)
     job = client.job(job_id)
-    alerts = Alerts(on_finding, on_finding_timeout, env={"RL_ADVISOR_JOB_ID": job_id})
+    alerts = Alerts(
+        on_finding, on_finding_timeout, env={"RL_ADVISOR_JOB_ID": job_id}, alerter=alerter
+    )
     lines = 0
     with tempfile.TemporaryDirectory(prefix="rl-advisor-job-") as tmp:
         folder = Path(tmp)
@@ -260,7 +320,8 @@ def watch_job(
         adv = Advisor.from_config(
             settings, sets=sets or (), source=f"job {job_id}", training_samples=training_samples
         )
-        sidecar = Sidecar(folder / "job.log", adv, on_finding=alerts, poll=poll)
+        alerts.advisor = adv
+        sidecar = _Sidecar(folder / "job.log", adv, on_finding=alerts, poll=poll, alerter=alerter)
         alerts.console.print(
             f"[dim]rl-advisor: watching job {escape(job_id)} ({escape(job.status)}) on the "
             "platform (Ctrl-C to stop and report)[/]"
@@ -274,6 +335,7 @@ def watch_job(
         except KeyboardInterrupt:  # the job goes on, the watch ends with its report
             why = "interrupted"
         sidecar.end()
+    alerts.close()
     alerts.console.print(
         f"[dim]rl-advisor: stopped watching ({why}: {escape(job.status)}) after {adv.steps} "
         "steps[/]"
@@ -293,3 +355,57 @@ def watch_job(
     if job.status == platform.FAILED and fail_on != FailOn.never:
         code = max(code, 1)
     return code
+
+
+@dataclass
+class _Sidecar(Sidecar):
+    """The Sidecar that also says, after each batch of lines, the alerted findings that
+    cleared (Slack, Discord, a webhook, email)."""
+
+    alerter: Any = None
+
+    def _feed(self, lines: list[str], last: bool = False) -> None:
+        super()._feed(lines, last)
+        if self.alerter is not None and lines:
+            self.alerter.check(self.advisor)
+
+
+def _alerter(
+    kinds: list[str] | None,
+    alerts_file: Path | None,
+    webhook_url: str | None,
+    template: Path | None,
+    email_to: list[str] | None,
+    severity: str,
+    cooldown: float,
+    cap: int,
+    run: str,
+) -> Any:
+    """The watch's Alerter from --alert flags, --alerts FILE or the alerts table of the
+    per-user settings file (rl-advisor.toml or pyproject.toml's [tool.rl-advisor], from the
+    working directory up); None when none asks for alerts."""
+    from advisor import alerts
+
+    mine = None if kinds or alerts_file is not None else alerts.user_file(Path.cwd())
+    if not kinds and alerts_file is None and mine is None:
+        for flag, given in (
+            ("--webhook-url", webhook_url), ("--alert-template", template), ("--email-to", email_to)
+        ):  # fmt: skip
+            if given:
+                raise InputError(f"{flag}: expected --alert KIND with it")
+        return None
+    if kinds and alerts_file is not None:
+        raise InputError("--alert and --alerts FILE: expected one of them")
+    if severity not in ("info", "warning", "error"):
+        raise InputError(f"--alert-severity {severity}: expected info, warning or error")
+    if kinds:
+        channels = alerts.channels_from_flags(
+            kinds, os.environ, webhook_url=webhook_url, template=template, email_to=email_to or ()
+        )
+        return alerts.Alerter(channels, min_severity=severity, cooldown=cooldown, cap=cap, run=run)
+    source = alerts_file or mine
+    assert source is not None
+    kwargs = alerts.load_config(source, os.environ, section=alerts_file is None)
+    if kwargs is None:
+        return None
+    return alerts.Alerter(**kwargs, run=run)

@@ -9,6 +9,7 @@ import itertools
 import json
 import math
 import mmap
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -265,6 +266,12 @@ def read_ndjson_complete(data: Any, fields: int | None = None, path: Path | None
     if fields is None and _fewer_lines(data, 100):
         fields = -1  # the default inference sees every line: nothing can be missed
 
+    # polars infers the schema from the first records, in time that grows steeply with how
+    # deep they nest (objects 200 levels deep: ~20 s; 400: minutes and gigabytes): those
+    # records are bounded before it reads them, the rest (parsed against the schema) only
+    # before a read that infers from every record. Deeper: None, and the caller refuses.
+    if json_depth(data[: _records_end(data, _INFERRED)], per_line=True) > MAX_JSON_DEPTH:
+        return None
     pl = lazy.polars
 
     src: Any = path if path is not None else io.BytesIO(data)
@@ -275,6 +282,8 @@ def read_ndjson_complete(data: Any, fields: int | None = None, path: Path | None
         # than two; a ':' inside a string value only costs a second read
         expected = _count_colons(data) if fields is None else fields
         if expected >= 0 and not _all_read(df, expected, data if fields is None else None):
+            if json_depth(data, per_line=True) > MAX_JSON_DEPTH:
+                return None
             src = path if path is not None else io.BytesIO(data)
             df = pl.read_ndjson(src, infer_schema_length=None)
     except Exception:  # NaN tokens, junk lines, a cut last line: the caller falls back
@@ -283,6 +292,22 @@ def read_ndjson_complete(data: Any, fields: int | None = None, path: Path | None
     # (a large file's pieces too: a piece's columns made contiguous drop the slack of the
     # parse buffers, ~10 % of the peak memory of a 1 GB file, for ~1 % of the read's CPU)
     return df.rechunk() if df.n_chunks() > 1 else df
+
+
+_INFERRED = 100  # the records polars.read_ndjson infers its schema from (its default)
+_BLANKS = re.compile(rb"[ \t\r\n]*")
+
+
+def _records_end(data: Any, n: int) -> int:
+    """Where the first `n` records (lines that are not blank) of `data` end."""
+    at = 0
+    for _ in range(n):
+        at = _BLANKS.match(data, at).end()  # type: ignore[union-attr]  # matches always
+        if at >= len(data):
+            break
+        end = data.find(b"\n", at)
+        at = len(data) if end < 0 else end + 1
+    return at
 
 
 def _all_read(df: Any, expected: int, data: Any) -> bool:

@@ -36,8 +36,16 @@ class Hook:
         stop_on: str | Severity | None = None,
         on_finding: Callable[[Finding], None] | None = None,
         report_path: str | Path | None = None,
+        alerts: Any = None,
     ) -> None:
         self.advisor = advisor if advisor is not None else Advisor()
+        # Slack, Discord, a webhook, email (advisor.alerts): an Alerter, its settings file or
+        # its keywords; delivered on a background thread, so a step never waits on a network
+        self.alerts: Any = None
+        if alerts is not None:
+            from advisor.alerts import alerter_from
+
+            self.alerts = alerter_from(alerts, run=self.advisor.source)
         self.stop_on = stop_on
         self.on_finding = on_finding
         self.report_path = Path(report_path) if report_path is not None else None
@@ -54,6 +62,8 @@ class Hook:
             self._error("observe", err)
             return []
         self._handle(new)
+        if self.alerts is not None:
+            self.alerts.check(self.advisor)  # no cost while no alerted finding is open
         return new
 
     def flush(self) -> list[Finding]:
@@ -81,6 +91,8 @@ class Hook:
                     self.on_finding(finding)
                 except Exception as err:
                     self._error("on_finding", err)
+            if self.alerts is not None:
+                self.alerts(finding, self.advisor)  # never raises
             if not self.stop and severity_at_least(finding, self.stop_on):
                 self.stop, self.stopped_by = True, finding
 
@@ -99,6 +111,9 @@ class Hook:
             self._handle(self.advisor.close(ending))
         except Exception as err:
             self._error("close", err)
+        if self.alerts is not None:  # the recoveries the end settled, then the queue drained
+            self.alerts.check(self.advisor, every=0)
+            self.alerts.close()
 
     def write(self) -> Path | None:
         """Write the report (Markdown at report_path, JSON beside it); None if not written."""
@@ -128,10 +143,12 @@ def make_hook(
     stop_on: str | None = None,
     report_path: str | Path | None = None,
     on_finding: Callable[[Finding], None] | None = None,
+    alerts: Any = None,
 ) -> Hook:
-    """A ready hook: `make_hook("job.yaml", stop_on="error")(step, metrics)`."""
+    """A ready hook: `make_hook("job.yaml", stop_on="error")(step, metrics)`; `alerts`: an
+    alerts file, an `advisor.alerts.Alerter` or its keywords (docs/online.md)."""
     if config is not None:
         adv = Advisor.from_config(config, sets=sets, hyper_parameters=hyper_parameters)
     else:
         adv = Advisor(hyper_parameters=hyper_parameters, sets=sets)
-    return Hook(adv, stop_on=stop_on, on_finding=on_finding, report_path=report_path)
+    return Hook(adv, stop_on=stop_on, on_finding=on_finding, report_path=report_path, alerts=alerts)

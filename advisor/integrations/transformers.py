@@ -242,6 +242,7 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
         report_name: str | None = REPORT_NAME,
         hints_from_trainer: bool = True,
         on_finding: Callable[[Finding], None] | None = None,
+        alerts: Any = None,
     ) -> None:
         if advisor is None:
             advisor = (
@@ -250,7 +251,9 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
                 else Advisor(hyper_parameters=hyper_parameters, sets=sets, source="transformers")
             )
         self.advisor = advisor
-        self.hook = Hook(advisor, stop_on=stop_on, on_finding=on_finding)
+        # alerts: Slack, Discord, a webhook, email (an alerts file, advisor.alerts.Alerter or
+        # its keywords); every process of a distributed run judges, only process zero delivers
+        self.hook = Hook(advisor, stop_on=stop_on, on_finding=on_finding, alerts=alerts)
         self.report_name = report_name
         self.hints_from_trainer = hints_from_trainer
         self.report_path: Path | None = None
@@ -262,6 +265,8 @@ class AdvisorCallback(TrainerCallback):  # type: ignore[misc]
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.args = args
+        if not getattr(state, "is_world_process_zero", True):
+            self.hook.alerts = None  # its thread starts with its first message: none started
         hints = hints_from_args(args) if self.hints_from_trainer else {}
         if hints and self.advisor.steps == 0:
             max_steps = getattr(state, "max_steps", 0) or None

@@ -41,6 +41,7 @@ REPORT_NAME = "rl-advisor-report.md"
 ENV_CONFIG = "RL_ADVISOR_CONFIG"  # job.yaml for the Advisor inside the actor
 ENV_STOP_ON = "RL_ADVISOR_STOP_ON"  # "error" stops training on an error-severity finding
 ENV_REPORT = "RL_ADVISOR_REPORT"  # where to write the report (default: the checkpoint dir)
+ENV_ALERTS = "RL_ADVISOR_ALERTS"  # an alerts file (advisor.alerts): Slack, Discord, email
 
 
 class TrainingStopped(RuntimeError):
@@ -151,7 +152,15 @@ def make_hook(cfg: Any, config_path: str | None = None, stop_on: str | None = No
     kwargs: dict[str, Any] = {"hints": hints, "source": "verl", "format": "verl"}
     kwargs["expected_steps"] = steps if isinstance(steps, int) else None
     adv = Advisor.from_config(config_path, **kwargs) if config_path else Advisor(**kwargs)
-    return Hook(adv, stop_on=stop_on, report_path=_report_path(cfg))
+    hook = Hook(adv, stop_on=stop_on, report_path=_report_path(cfg))
+    if os.environ.get(ENV_ALERTS):
+        try:  # a bad alerts file is said once; the run goes on without alerts
+            from advisor.alerts import alerter_from
+
+            hook.alerts = alerter_from(os.environ[ENV_ALERTS], run=adv.source)
+        except Exception as err:
+            hook._error("alerts", err)
+    return hook
 
 
 def run_with_advisor(run: Callable[[Any], Any], cfg: Any, hook: Hook) -> Any:
@@ -207,8 +216,9 @@ def task_runner_class(base: Any = None) -> type:
         from verl.trainer.main_ppo import run_ppo
         run_ppo(config, task_runner_class=remote_task_runner())
 
-    Set RL_ADVISOR_CONFIG (job.yaml), RL_ADVISOR_STOP_ON=error and RL_ADVISOR_REPORT in the
-    Ray runtime env to configure it inside the actor.
+    Set RL_ADVISOR_CONFIG (job.yaml), RL_ADVISOR_STOP_ON=error, RL_ADVISOR_REPORT and
+    RL_ADVISOR_ALERTS (an alerts file, with its secrets' variables) in the Ray runtime env to
+    configure it inside the actor.
     """
     parent: Any = actor_base(base if base is not None else verl_task_runner())
 

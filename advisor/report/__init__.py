@@ -23,9 +23,17 @@ def _markdown(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
     return render_markdown(diagnosis, out_dir, stem)
 
 
+def _html(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
+    # one self-contained file: its charts are inline, nothing is drawn into out_dir
+    from advisor.report.html import render_html
+
+    return render_html(diagnosis)
+
+
 RENDERERS: dict[str, Callable[[Diagnosis, Path | None, str], str]] = {
     "markdown": _markdown,
     "json": _json,
+    "html": _html,
 }
 
 
@@ -35,7 +43,8 @@ def render(
     out_dir: Path | None = None,
     stem: str = "report",
 ) -> str:
-    """The report as text; pictures (Markdown only) go to `out_dir` when it is given."""
+    """The report as text; pictures (Markdown only: the HTML holds its own) go to `out_dir`
+    when it is given."""
     try:
         renderer = RENDERERS[str(format)]
     except KeyError:

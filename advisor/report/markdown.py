@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from advisor.i18n import localise_config, localise_finding, rule_text, t
 from advisor.report.plots import draw
 from advisor.report.templating import render
 from advisor.report.values import change_text, fmt
@@ -83,58 +84,83 @@ def verdict(d: Diagnosis) -> str:
     text = _verdict(d)
     end = d.run.ending if d.run else None
     if end is not None and end.kind not in ("completed", "unknown"):
-        where = f" at step {end.step}" if end.step is not None else ""
-        text += f" The run ended abnormally: {end.kind.replace('_', ' ')}{where}."
+        where = t(" at step {step}", step=end.step) if end.step is not None else ""
+        kind = t(end.kind.replace("_", " "))
+        text += t(" The run ended abnormally: {kind}{where}.", kind=kind, where=where)
     return text
 
 
 def _verdict(d: Diagnosis) -> str:
     ordered = d.findings
     if d.status == "insufficient_data" and d.run is not None and d.run.steps and not d.run.metrics:
-        return (
-            f"Not judged: {d.run.steps} steps read, none with a metric the advisor judges "
-            "(reward, KL, entropy, lengths ...)."
+        return t(
+            "Not judged: {steps} steps read, none with a metric the advisor judges "
+            "(reward, KL, entropy, lengths ...).",
+            steps=d.run.steps,
         )
     if d.status == "insufficient_data":
         steps = d.run.steps if d.run else 0
         need = d.warmup_steps or 0
-        return (
-            f"Not enough data to judge yet: {steps} steps read, the warm-up alone is {need} "
-            f"steps (eval_steps x 3)."
+        return t(
+            "Not enough data to judge yet: {steps} steps read, the warm-up alone is {need} "
+            "steps (eval_steps x 3).",
+            steps=steps,
+            need=need,
         )
     if not ordered:
-        extra = f"; {len(d.config_findings)} config finding(s) below" if d.config_findings else ""
-        wait = f"trends judged after a warm-up of {d.warmup_steps} steps"
+        n_config = len(d.config_findings)
+        extra = t("; {n} config finding(s) below", n=n_config) if d.config_findings else ""
+        wait = t("trends judged after a warm-up of {n} steps", n=d.warmup_steps)
         if d.status == "crashed":  # verdict() says how it ended
-            return f"Crashed: no symptom in the metrics before the end ({wait}){extra}."
-        return f"Healthy: no symptom ({wait}){extra}."
+            return t(
+                "Crashed: no symptom in the metrics before the end ({wait}){extra}.",
+                wait=wait,
+                extra=extra,
+            )
+        return t("Healthy: no symptom ({wait}){extra}.", wait=wait, extra=extra)
     ordered = list({f.id: f for f in reversed(ordered)}.values())[::-1]  # episodes: one issue
     if d.status == "healthy" and all(f.severity.value == "info" for f in ordered):
         # info findings (advice for a next run, episodes that passed) change no verdict
         n = len(ordered)
-        return (
-            f"Healthy: no warning or error (trends judged after a warm-up of {d.warmup_steps} "
-            f"steps); nothing to change in this run; {n} info finding{'s' if n > 1 else ''} "
-            "below, for the record and for a next run."
+        return t(
+            "Healthy: no warning or error (trends judged after a warm-up of {warmup} "
+            "steps); nothing to change in this run; {n} info finding{s} "
+            "below, for the record and for a next run.",
+            warmup=d.warmup_steps,
+            n=n,
+            s="s" if n > 1 else "",
         )
     counts = {
         s: sum(1 for f in ordered if f.severity.value == s) for s in ("error", "warning", "info")
     }
-    tally = ", ".join(f"{n} {s}{'s' if n > 1 else ''}" for s, n in counts.items() if n)
+    tally = t(", ").join(
+        t("{n} " + s + ("s" if n > 1 else ""), n=n) for s, n in counts.items() if n
+    )
     top = next(
         (f for f in ordered if f.id == (d.patch.from_finding if d.patch else None)), ordered[0]
     )
     if d.patch and d.patch.changes:
         c = d.patch.changes[0]
-        todo = "the one change to make: " + change_text(
-            replace(c, note=None, factor=None)
-        ).split(" - ")[0]
+        todo = (
+            t("the one change to make: ")
+            + change_text(replace(c, note=None, factor=None)).split(" - ")[0]
+        )
     elif all(f.severity.value == "info" and f.cleared_step is not None for f in ordered):
-        todo = f"nothing to change: it passed by step {top.cleared_step}"  # engine `settles`
+        # engine `settles`
+        todo = t("nothing to change: it passed by step {step}", step=top.cleared_step)
     else:
-        todo = "the one thing to do: " + (top.action.advice if top.action else "see below")
+        advice = rule_text(top.action.advice) if top.action else t("see below")
+        todo = t("the one thing to do: ") + advice
     n = len(ordered)
-    return f"{n} issue{'s' if n > 1 else ''} ({tally}); {todo} ({top.id} {top.name})."
+    return t(
+        "{n} issue{s} ({tally}); {todo} ({id} {name}).",
+        n=n,
+        s="s" if n > 1 else "",
+        tally=tally,
+        todo=todo,
+        id=top.id,
+        name=top.name,
+    )
 
 
 def _episodes(findings: Sequence[Finding]) -> list[list[Finding]]:
@@ -164,11 +190,15 @@ def _finding_view(episodes: list[Finding], d: Diagnosis, plots: dict[str, str]) 
         )
         drawn.add(plot)
     spans = [
-        f"from step {fmt(g.onset_step)}"
-        + (f" to {g.cleared_step} (cleared)" if g.cleared_step is not None else " (active)")
+        t("from step {step}", step=fmt(g.onset_step))
+        + (
+            t(" to {step} (cleared)", step=g.cleared_step)
+            if g.cleared_step is not None
+            else t(" (active)")
+        )
         for g in episodes
     ]
-    return {"f": f, "first": episodes[0], "episodes": spans, "evidence": evidence}
+    return {"f": localise_finding(f), "first": episodes[0], "episodes": spans, "evidence": evidence}
 
 
 def _curves(d: Diagnosis) -> list[dict[str, Any]]:
@@ -203,5 +233,6 @@ def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "repo
         "framework": d.framework,
         "ckpt": d.checkpoint,
         "curves": _curves(d),
+        "config_findings": [localise_config(c) for c in d.config_findings],
     }
     return render("report.md.j2", **view)

@@ -12,8 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor import lazy
-from advisor.report.escape import FILTERS, finalize
+from advisor import i18n, lazy
+from advisor.report.escape import FILTERS, Md, finalize
 from advisor.report.values import change_text, clause, fmt, steps_text
 
 if TYPE_CHECKING:
@@ -40,6 +40,15 @@ def _bytecode_cache(jinja2: Any) -> Any:
         return None
 
 
+def _t(text: str, /, **fields: Any) -> Md:
+    """A template's own phrase in the asked language (advisor.i18n): the phrase is Markdown as
+    the template writes it, each field escaped as a `{{ value }}` would be."""
+    said = i18n.t(text)
+    if not fields:
+        return Md(said)
+    return Md(said.format(**{k: str(finalize(v)) for k, v in fields.items()}))
+
+
 @cache
 def environment() -> jinja2.Environment:
     """The environment, made once per process."""
@@ -58,6 +67,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(FILTERS)
     env.filters.update(fmt=fmt, change=change_text, clause=clause, steps=steps_text)
+    env.globals["t"] = _t
     return env
 
 

@@ -28,8 +28,8 @@ def fmt(value: Any) -> str:
 
 
 def clause(text: Any) -> str:
-    """A sentence without its final period, to go on with `;` or `.` in the template."""
-    return str(text).strip().rstrip(".")
+    """A sentence without its final period (or the Chinese 。), to go on with `;` or `.`."""
+    return str(text).strip().rstrip(".。")
 
 
 def steps_text(steps: Sequence[int], most: int = 12) -> str:

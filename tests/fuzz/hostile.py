@@ -66,6 +66,9 @@ class Case:
     outputs: list[str] = field(default_factory=list)  # paths the call may write
     report: str | None = None  # where the Markdown report goes (checked for injected markup)
     markup: bool = False  # a payload was planted: check the report for it
+    blame: str | None = None  # a refusal (exit 2) must name this path
+    through: bool = False  # outputs a CLI tool writes through (/dev/null, stdout): exit 0/1
+    absent: list[str] = field(default_factory=list)  # paths the call must not create
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__)
@@ -162,6 +165,18 @@ def _deep(rng: random.Random) -> str:
     return "[" * n  # never closed
 
 
+def _deep_among_records(rng: random.Random) -> str:
+    """A JSONL file of good records with one line nested 400-1,000 levels deep (objects or
+    arrays), among the first records (which a reader infers its schema from) or after them."""
+    n = rng.choice([400, 700, 1000])
+    deep = '{"a":' * n + "1" + "}" * n if rng.random() < 0.7 else "[" * n + "]" * n
+    before = rng.choice([0, 5, 99, 150])
+    rows = [json.dumps({"step": s, "reward": 0.01 * s}) for s in range(1, before + 1)]
+    rows.append(json.dumps({"step": before + 1, "reward": 0.5})[:-1] + ', "x": ' + deep + "}")
+    rows += [json.dumps({"step": s, "reward": 0.01 * s}) for s in range(before + 2, before + 30)]
+    return "\n".join(rows) + "\n"
+
+
 # ----------------------------------------------------------------------------- bombs / jobs
 def _yaml_bomb(levels: int = 9) -> str:
     lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
@@ -224,6 +239,53 @@ def hostile_jobs(rng: random.Random) -> str:
     if choice == 18:
         return "- 1\n- 2\n"
     return _mutate_bytes(rng, base.encode()).decode("utf-8", errors="surrogateescape")
+
+
+def _job_dict() -> dict[str, Any]:
+    """The seed job as data (the generator's job files are flat YAML: two levels read here)."""
+    hp: dict[str, Any] = {}
+    for line in job_seed().split("hyper_parameters:\n", 1)[1].splitlines():
+        if not line.startswith("    "):
+            break
+        key, _, value = line.strip().partition(": ")
+        hp[key] = json.loads(value) if value[:1] in '"-0123456789' else value
+    return {"job_name": "p1", "model": "qwen3.5-9b", "training": {"hyper_parameters": hp}}
+
+
+def patch_job(rng: random.Random, root: Path) -> Path:
+    """A job file handed to --config with --patched-config: one the patch writer must copy
+    (a 5,000-digit number, a lone surrogate in a key, CRLF lines cut short) or one that is
+    no readable job file at all (a pipe, an endless device, a folder, binary, a log)."""
+    choice = rng.randrange(9)
+    job = root / rng.choice(["job.yaml", "job.json"])
+    if choice == 0:  # a number past the integer conversion limit
+        doc = _job_dict()
+        doc["training"]["hyper_parameters"]["learning_rate"] = "@"
+        text = json.dumps(doc).replace('"@"', "9" * rng.choice([4301, 5000, 20000]))
+        job = job.with_suffix(rng.choice([".json", ".yaml"]))
+        job.write_text(text)
+    elif choice == 1:  # a key holding a lone surrogate, escaped in JSON
+        doc = _job_dict()
+        doc["training"]["hyper_parameters"][rng.choice(["kl_loss_coef\ud800", "x\udfff"])] = 1
+        job.write_text(json.dumps(doc, indent=rng.choice([None, 2])))
+    elif choice == 2:  # CRLF lines, cut anywhere (often just after a `-`)
+        text = job_seed().replace("\n", "\r\n", rng.choice([10, -1]))
+        cut = text.index("-", text.index("datasets")) + 1 if rng.random() < 0.4 else None
+        job = root / "job.yaml"
+        job.write_bytes(text[: cut or rng.randrange(1, len(text))].encode())
+    elif choice == 3:
+        os.mkfifo(job)
+    elif choice == 4:
+        job.symlink_to(rng.choice(["/dev/zero", "/dev/urandom"]))
+    elif choice == 5:
+        job.mkdir()
+    elif choice == 6:
+        job.write_bytes(os.urandom(rng.randint(1, 3000)))
+    elif choice == 7:
+        job.write_bytes((CORPUS / "p1-stall-verl-console-s0001" / "train.log").read_bytes())
+    else:
+        _write_text(job, hostile_jobs(rng))
+    return job
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -353,6 +415,7 @@ def _metrics_case(rng: random.Random, root: Path) -> tuple[Path, bool]:
                 '{"log_history": [{"step": 1e400, "reward": 1}]}',
                 '{"log_history": ' + "[" * 3000 + "]" * 3000 + "}",
                 '{"step": 1, "reward": 0.1, "k\\ud800": 1}\n{"step": 2, "reward": 0.2}\n',
+                _deep_among_records(rng),
             ]
         )
         p.write_text(body)
@@ -416,6 +479,8 @@ def make_case(rng: random.Random, base: Path) -> Case:
         )
     if pick < 0.35:  # hostile outputs
         return _output_case(rng, root, base / "out")
+    if pick < 0.43:  # a job to patch that is odd or no job
+        return _patch_case(rng, root, base / "out")
     metrics, marked = _metrics_case(rng, root)
     config = None
     if rng.random() < 0.4:
@@ -471,6 +536,32 @@ def _sets(rng: random.Random) -> list[str]:
     )
 
 
+def _patch_case(rng: random.Random, root: Path, out: Path) -> Case:
+    """A good run with a job file to patch (see patch_job): the patch written whole, or one
+    line naming the job file."""
+    metrics = root / "train.log"
+    metrics.write_bytes((CORPUS / "p1-stall-verl-console-s0001" / "train.log").read_bytes())
+    job = patch_job(rng, root)
+    patched = out / "next.yaml"
+    report = out / "report.md"
+    fmt = rng.choice(["markdown", "json"])
+    argv = ["diagnose", str(metrics), "--config", str(job), "--patched-config", str(patched),
+            "--fail-on", "never", "--no-plots", "--format", fmt]  # fmt: skip
+    outputs = [str(patched)]
+    if rng.random() < 0.5:
+        argv += ["-o", str(report)]
+        outputs.append(str(report))
+    readable = job.is_file() and not job.is_symlink()
+    return Case(
+        "patch",
+        argv,
+        ["diagnose", str(metrics), str(job), []] if readable else None,
+        [str(metrics), str(job)],
+        outputs,
+        blame=str(job),
+    )
+
+
 def _output_case(rng: random.Random, root: Path, out: Path) -> Case:
     """A good run and job with an output path that must be refused or written whole."""
     run = CORPUS / "p1-stall-verl-console-s0001"
@@ -479,9 +570,29 @@ def _output_case(rng: random.Random, root: Path, out: Path) -> Case:
     config = root / "job.yaml"
     config.write_bytes((run / "job.yaml").read_bytes())
     good = out / "report.md"
-    what = rng.randrange(8)
+    what = rng.randrange(12)
     bad: Path
-    if what == 0:  # a character device (the null device's numbers), made here, not /dev/null
+    through = what in (0, 1, 8, 9)  # the null device and stdout are written through
+    absent: list[str] = []
+    if what == 8:  # the null device named as the machine's own (a private node: a fault
+        # that replaced it would break no one else's /dev/null)
+        bad = root / "dev" / "null"
+        bad.parent.mkdir()
+        os.mknod(bad, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    elif what == 9:
+        bad = root / "stdout.md"
+        bad.symlink_to(rng.choice(["/dev/stdout", "/proc/self/fd/1", "/dev/fd/1"]))
+    elif what == 10:  # a link to nothing: refused, the link kept and nothing made
+        target = root / rng.choice(["gone.md", "gone/x.md"])
+        bad = root / "dangling.md"
+        bad.symlink_to(target)
+        absent.append(str(target))
+    elif what == 11:  # a link to a link to nothing
+        (root / "mid.md").symlink_to(root / "gone.md")
+        bad = root / "dangling.md"
+        bad.symlink_to(root / "mid.md")
+        absent.append(str(root / "gone.md"))
+    elif what == 0:  # a character device (the null device's numbers), made here, not /dev/null
         bad = root / "nulldev"
         os.mknod(bad, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
     elif what == 1:
@@ -507,13 +618,16 @@ def _output_case(rng: random.Random, root: Path, out: Path) -> Case:
     else:
         bad = Path("/proc/version") if rng.random() < 0.5 else root / ("n" * 300 + ".md")
     argv = ["diagnose", str(metrics), "--config", str(config), "--fail-on", "never"]
-    which = rng.randrange(3)
+    which = rng.randrange(4)
     if which == 0:
         argv += ["-o", str(bad), "--patched-config", str(good)]
     elif which == 1:
         argv += ["-o", str(good), "--patched-config", str(bad)]
-    else:
+    elif which == 2:
         argv += ["--plots-dir", str(bad), "-o", str(good)]
+        through = False  # pictures go into a folder: a device is no place for them
+    else:  # the job in the SDK's layout
+        argv = ["validate", str(config), "--convert-to", "sdk", "--output", str(bad)]
     # What the call must leave as it was: the bad path, unless it is a place output may go
     # (a folder as --plots-dir; the 0555 folder, which root may write to; /proc, whose
     # listing changes with every process started)
@@ -526,6 +640,9 @@ def _output_case(rng: random.Random, root: Path, out: Path) -> Case:
         [str(metrics), str(config), *kept],
         [str(good), str(good.with_suffix(".yaml"))],
         report=None,
+        blame=None if through else str(bad),
+        through=through,
+        absent=absent,
     )
 
 

@@ -86,6 +86,13 @@ def execute(case: Case) -> dict[str, Any]:
             json.loads(stdout)
         except ValueError:
             found["contract breaches"] = f"--format json stdout is not JSON: {stdout[:200]!r}"
+    if code == 2 and case.blame and case.blame not in stderr:
+        found["contract breaches"] = f"exit 2 without naming {case.blame}: {stderr[:300]!r}"
+    if case.through and code not in (0, 1):
+        found["contract breaches"] = f"exit {code} writing through: {stderr[:300]!r}"
+    made = [a for a in case.absent if os.path.lexists(a)]
+    if made:
+        found["changed inputs"] = f"made {made[0]}"
     if case.kind == "job" and code == 0 and _not_a_job(case):
         found["contract breaches"] = "validate exit 0 on a file that is not a job"
     after = snapshot(case.inputs)
@@ -128,13 +135,17 @@ def _read(path: str) -> str:
 
 # ----------------------------------------------------------------------------- worker pool
 def worker() -> None:
-    """Read cases (JSON lines) on stdin, write results (JSON lines) on stdout."""
-    real_out = sys.stdout
-    for line in sys.stdin:
-        case = Case(**json.loads(line))
-        result = execute(case)
-        real_out.write(json.dumps(result) + "\n")
-        real_out.flush()
+    """Read cases (JSON lines) on stdin, write results (JSON lines) on stdout. A case may write
+    to its stdout (a report through /dev/stdout): the results go on a copy of the descriptor,
+    and descriptor 1 is a scratch file."""
+    real_out = os.fdopen(os.dup(1), "w")
+    with tempfile.TemporaryFile() as scratch:
+        os.dup2(scratch.fileno(), 1)
+        for line in sys.stdin:
+            case = Case(**json.loads(line))
+            result = execute(case)
+            real_out.write(json.dumps(result) + "\n")
+            real_out.flush()
 
 
 class Worker:

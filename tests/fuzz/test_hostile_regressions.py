@@ -187,27 +187,111 @@ def test_files_that_are_not_files_are_refused_by_name(
 
 
 # ----------------------------------------------------------------------------- outputs
-@pytest.mark.parametrize("kind", ["device", "devlink", "dir"])
-def test_output_onto_a_device_or_folder_is_refused(
+def _null_node(path: Path) -> Path:
+    """A private node with the null device's numbers (a fault that replaced it would break no
+    one else's /dev/null); making one needs root."""
+    if os.geteuid() != 0:
+        pytest.skip("making a device node needs root")
+    os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["device", "devlink"])
+@pytest.mark.parametrize("flag", ["-o", "--patched-config"])
+def test_the_null_device_is_written_through(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, flag: str
+) -> None:
+    null = _null_node(tmp_path / "null")
+    bad = null
+    if kind == "devlink":
+        bad = tmp_path / "devlink"
+        bad.symlink_to(null)
+    other = tmp_path / "o" / ("next.yaml" if flag == "-o" else "r.md")
+    code, _, err = cli(capsys, "diagnose", RUN / "train.log", "--config", RUN / "job.yaml",
+                       flag, bad, "--patched-config" if flag == "-o" else "-o", other,
+                       "--fail-on", "never")  # fmt: skip
+    assert code == 0, err
+    assert stat.S_ISCHR(os.lstat(null).st_mode) and os.lstat(null).st_rdev == os.makedev(1, 3)
+    assert os.path.islink(bad) == (kind == "devlink")
+    assert other.exists()
+    if flag == "-o":  # a report written through has no folder for pictures
+        assert os.listdir(other.parent) == [other.name]
+    assert sorted(os.listdir(tmp_path)) == sorted(["null", "o", *(["devlink"] * (bad != null))])
+
+
+@pytest.mark.parametrize("target", ["/dev/stdout", "/proc/self/fd/1", "/dev/fd/1"])
+def test_a_link_to_stdout_is_written_through(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], target: str
+) -> None:
+    link = tmp_path / "out.md"
+    link.symlink_to(target)
+    code = main(["diagnose", str(RUN / "train.log"), "-o", str(link), "--fail-on", "never"])
+    out, err = capfd.readouterr()
+    assert code == 0 and out.startswith("# rl-advisor report")
+    assert "report written to" in err.lower()
+    assert os.readlink(link) == target and os.listdir(tmp_path) == ["out.md"]
+
+
+@pytest.mark.parametrize("chain", [1, 2])
+@pytest.mark.parametrize("flag", ["-o", "--patched-config", "validate"])
+def test_a_dangling_link_as_output_is_refused_and_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], chain: int, flag: str
+) -> None:
+    gone = tmp_path / "gone" / "x.md"
+    link = tmp_path / "dangling.md"
+    if chain == 2:
+        (tmp_path / "mid.md").symlink_to(gone)
+        link.symlink_to(tmp_path / "mid.md")
+    else:
+        link.symlink_to(gone)
+    if flag == "validate":
+        argv = ["validate", RUN / "job.yaml", "--convert-to", "sdk", "--output", link]
+    else:
+        argv = ["diagnose", RUN / "train.log", "--config", RUN / "job.yaml", flag, link]
+    code, _, err = cli(capsys, *argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert str(link) in err and "symbolic link to nothing" in err
+    assert os.path.islink(link) and not os.path.lexists(gone) and not gone.parent.exists()
+
+
+@pytest.mark.parametrize("kind", ["device", "loop", "dir"])
+def test_a_converted_job_never_replaces_what_is_not_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    if kind == "device":
+        bad = _null_node(tmp_path / "null")
+    elif kind == "loop":
+        bad = tmp_path / "loop.md"
+        bad.symlink_to(bad)
+    else:
+        bad = tmp_path / "adir"
+        bad.mkdir()
+    before = os.lstat(bad)
+    code, _, err = cli(capsys, "validate", RUN / "job.yaml", "--convert-to", "sdk",
+                       "--output", bad)  # fmt: skip
+    after = os.lstat(bad)
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
+    if kind == "device":
+        assert code in (0, 1)
+    else:
+        assert code == 2 and len(err.strip().splitlines()) == 1 and str(bad) in err
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("kind", ["dir", "fifo"])
+def test_output_onto_a_folder_or_pipe_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
     bad = tmp_path / "bad"
-    if kind == "device":
-        if os.geteuid() != 0:
-            pytest.skip("making a device node needs root")
-        os.mknod(bad, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-    elif kind == "devlink":
-        bad.symlink_to("/dev/null")
-    else:
+    if kind == "dir":
         bad.mkdir()
+    else:
+        os.mkfifo(bad)
     patched = tmp_path / "next.yaml"
     code, _, err = cli(capsys, "diagnose", RUN / "train.log", "--config", RUN / "job.yaml",
                        "-o", bad, "--patched-config", patched)  # fmt: skip
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert not patched.exists()
-    if kind == "device":
-        assert stat.S_ISCHR(os.lstat(bad).st_mode)
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
 def test_a_failed_write_leaves_nothing(
@@ -429,3 +513,139 @@ def test_following_a_big_existing_log_is_linear(tmp_path: Path) -> None:
     t = time.monotonic()
     lines = Follower(log).poll()
     assert len(lines) == 1_000_000 and time.monotonic() - t < 10
+
+
+# ----------------------------------------------------------------------------- jobs to patch
+def _job_json(hp: dict[str, object]) -> str:
+    base = {"learning_rate": 5e-6, "kl_loss_coef": 0.001, "n_rollouts": 4, "batch_size": 256}
+    return json.dumps({"job_name": "j", "training": {"hyper_parameters": {**base, **hp}}})
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+@pytest.mark.parametrize("command", ["validate", "diagnose"])
+def test_a_number_past_the_digit_bound_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str, command: str
+) -> None:
+    job = tmp_path / f"job{suffix}"
+    job.write_text(_job_json({"max_length": "@"}).replace('"@"', "9" * 5000))
+    col = job.read_text().index("9999") + 1
+    patched = tmp_path / "next.yaml"
+    if command == "validate":
+        code, _, err = cli(capsys, "validate", job)
+    else:
+        code, _, err = cli(capsys, "diagnose", RUN / "train.log", "--config", job,
+                           "--patched-config", patched)  # fmt: skip
+    assert code == 2 and err.count("\n") == 1
+    assert f"{job}:1:{col}: a number of 5,000 digits; expected a job value" in err
+    assert not patched.exists()
+
+
+@pytest.mark.parametrize("key", ["kl_loss_coef\ud800", "x\udfff"])
+def test_a_lone_surrogate_key_is_patched_as_the_escape_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    job = tmp_path / "job.json"
+    job.write_text(_job_json({key: 1}))  # json.dumps writes the escape
+    patched = tmp_path / "next.json"
+    code, _, err = cli(capsys, "diagnose", RUN / "train.log", "--config", job,
+                       "--patched-config", patched, "--fail-on", "never")  # fmt: skip
+    assert code == 0, err
+    hp = json.loads(patched.read_text(encoding="utf-8"))["training"]["hyper_parameters"]
+    assert hp[key] == 1 and hp["learning_rate"] != 5e-6
+
+
+@pytest.mark.parametrize("cut", ["dash", "everywhere"])
+def test_a_crlf_job_cut_short_is_patched_or_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cut: str
+) -> None:
+    text = (RUN / "job.yaml").read_text().replace("\n", "\r\n")
+    ends = [text.index("-", text.index("datasets")) + 1]
+    if cut == "everywhere":
+        ends = list(range(1, len(text), 7))
+    job, patched = tmp_path / "job.yaml", tmp_path / "next.yaml"
+    for end in ends:
+        job.write_bytes(text[:end].encode())
+        code, _, err = cli(capsys, "diagnose", RUN / "train.log", "--config", job,
+                           "--patched-config", patched, "--fail-on", "never")  # fmt: skip
+        assert code in (0, 2), (end, err)
+        assert code == 0 or (err.count("\n") == 1 and str(job) in err and not patched.exists())
+        if cut == "dash":
+            assert code == 0 and patched.read_text().startswith("# synthetic job")
+        patched.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "urandom", "dir", "binary", "log"])
+def test_a_job_that_is_no_readable_file_is_refused_by_name_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    job = tmp_path / "job.yaml"
+    if kind == "fifo":
+        os.mkfifo(job)
+    elif kind in ("zero", "urandom"):
+        job.symlink_to(f"/dev/{kind}")
+    elif kind == "dir":
+        job.mkdir()
+    elif kind == "binary":
+        job.write_bytes(bytes(range(256)) * 8)
+    else:
+        job.write_bytes((RUN / "train.log").read_bytes())
+    patched = tmp_path / "out" / "next.yaml"
+    start = time.monotonic()
+    for argv in (["validate", job], ["diagnose", RUN / "train.log", "--config", job,
+                                     "--patched-config", patched]):  # fmt: skip
+        code, _, err = cli(capsys, *argv)
+        assert code == 2 and err.count("\n") == 1 and str(job) in err, err
+    assert time.monotonic() - start < 10
+    assert not patched.parent.exists()
+
+
+@pytest.mark.parametrize("depth", [400, 1000])
+@pytest.mark.parametrize("before", [0, 99, 150])
+@pytest.mark.parametrize("objects", [True, False])
+def test_jsonl_records_nested_hundreds_deep_are_refused_in_a_second(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], depth: int, before: int, objects: bool
+) -> None:
+    deep = '{"a":' * depth + "1" + "}" * depth if objects else "[" * depth + "]" * depth
+    rows = [json.dumps({"step": s, "reward": 0.1}) for s in range(1, before + 1)]
+    rows.append(f'{{"step": {before + 1}, "reward": 0.1, "x": {deep}}}')
+    rows += [json.dumps({"step": s, "reward": 0.1}) for s in range(before + 2, before + 20)]
+    p = tmp_path / "m.jsonl"
+    p.write_text("\n".join(rows) + "\n")
+    start = time.monotonic()
+    code, _, err = cli(capsys, "diagnose", p)
+    assert time.monotonic() - start < 5
+    assert code == 2 and err.count("\n") == 1
+    assert f"{p}: JSON nested {depth + 1} levels deep" in err
+
+
+# ----------------------------------------------------------------------------- overflow
+def test_values_whose_squares_overflow_are_judged_without_a_warning(tmp_path: Path) -> None:
+    import warnings
+
+    import numpy as np
+
+    src = CORPUS / "healthy-noisy-verl-jsonl-s0011" / "metrics.jsonl"
+    rows = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
+    t = np.arange(len(rows))
+    for r, wave in zip(rows, np.sin(2 * np.pi * t / 40), strict=True):
+        data = r["data"]
+        for k, v in data.items():
+            data[k] = (v + wave) * 1e300  # an oscillation (swing's fit) in huge values
+    p = tmp_path / "metrics.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        d = diagnose(p)
+    assert d.run.last_step == rows[-1]["step"] and d.run.metrics
+
+
+def test_a_power_of_two_scale_is_exact() -> None:
+    import numpy as np
+
+    from advisor.detectors import _pow2_scale
+
+    x = np.array([3.0e300, -1.5e299, 7.0])
+    c = _pow2_scale(x)
+    assert c < 1 and np.all((x * c) / c == x) and float(np.max(np.abs(x * c))) < 1
+    assert _pow2_scale(np.array([1e150, -2.0])) == 1.0
+    assert _pow2_scale(np.array([np.inf, 1e300])) == 1.0 and _pow2_scale(np.array([])) == 1.0

@@ -59,14 +59,15 @@ def test_deep_file_refused_read_in_pieces(tmp_path: Path) -> None:
     _check_depth(ok, per_line=True, chunk=64)
 
 
-def _walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Records each depth walk over a file (its depth) made while reading."""
-    walks: list[int] = []
+def _walks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """Records each depth walk made while reading: (the depth found, the bytes walked)."""
+    walks: list[tuple[int, int]] = []
     real = depth._depth_of
 
     def spy(blocks: Any, per_line: bool) -> int:
-        walks.append(real(blocks, per_line))
-        return walks[-1]
+        pieces = [bytes(b) for b in blocks]
+        walks.append((real(pieces, per_line), sum(map(len, pieces))))
+        return walks[-1][0]
 
     monkeypatch.setattr(depth, "_depth_of", spy)
     return walks
@@ -84,8 +85,10 @@ def _deep_lines(depth: int, late: bool) -> bytes:
 def test_a_deep_jsonl_file_is_refused_with_its_depth(
     depth: int, late: bool, stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # within polars' own bound (1,024 levels) polars reads it and its schema is that deep;
-    # past it polars refuses the file and the walk runs before the Python parser would
+    # among the records polars infers its schema from, the walk refuses it before polars
+    # reads it; after them polars reads it (within its own bound, 1,024 levels) and its
+    # schema is that deep, or refuses it (past the bound) and the walk runs before the
+    # Python parser would
     path = tmp_path / "deep.jsonl"
     path.write_bytes(_deep_lines(depth, late))
     if stream:
@@ -95,19 +98,37 @@ def test_a_deep_jsonl_file_is_refused_with_its_depth(
         load_run(path)
 
 
-def test_a_jsonl_file_polars_reads_is_not_walked(
+def test_a_jsonl_file_polars_reads_is_walked_only_where_polars_infers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     walks = _walks(monkeypatch)
     path = tmp_path / "m.jsonl"
     rows = [{"step": s, "data": {"a": s / 10, "b": [[1, 2], [3]]}} for s in range(1, 300)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    head = sum(len(json.dumps(r)) + 1 for r in rows[:100])
     assert load_run(path).frame.height == 299
-    assert walks == []
+    assert walks == [(4, head)]  # the 100 records polars infers its schema from, no more
     # a NaN token: polars refuses the file, the walk runs before Python parses its lines
     path.write_text(path.read_text().replace('"a": 0.1,', '"a": NaN,'), encoding="utf-8")
+    walks.clear()
     assert load_run(path).frame.height == 299
-    assert walks == [4]
+    assert walks[-1] == (4, path.stat().st_size)
+
+
+def test_objects_nested_deep_among_the_first_records_are_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    # polars' schema inference takes minutes over objects nested 400 levels deep
+    import time
+
+    path = tmp_path / "m.jsonl"
+    deep = '{"a":' * 400 + "1" + "}" * 400
+    good = "".join(f'{{"step": {s}, "r": 1.0}}\n' for s in range(2, 40))
+    path.write_text('{"step": 1, "x": ' + deep + "}\n" + good)
+    start = time.monotonic()
+    with pytest.raises(InputError, match="nested 401 levels deep"):
+        load_run(path)
+    assert time.monotonic() - start < 5
 
 
 def test_brackets_inside_strings_do_not_refuse_a_jsonl_file(tmp_path: Path) -> None:

@@ -57,14 +57,12 @@ def _id(p: Path) -> str:
 
 
 @pytest.mark.parametrize("d", _rounds(), ids=_id)
-def test_a_recorded_round_gets_the_recorded_advice(d: Path, tmp_path: Path) -> None:
+def test_a_recorded_round_gets_the_recorded_advice(
+    d: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
     case, seed, k = d.parent.parent.name, int(d.parent.name[1:]), int(d.name[1:])
-    target = d if (d / "trainer_state.json").is_file() else d / "train.log"
-    args = ["diagnose", str(target), "--format", "json", "--fail-on", "never"]
-    if (d / CL.JOB).is_file():
-        args += ["--patched-config", str(tmp_path / "next.yaml")]
-    for p in CL.previous_of(case, seed, k, LOOP):
-        args += ["--previous", str(p)]
+    monkeypatch.chdir(ROOT)  # the loop runs the CLI there, naming its inputs from there
+    args = CL.cli_args(d, CL.previous_of(case, seed, k, LOOP), tmp_path / "next.yaml")
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     said = json.loads(res.stdout)
@@ -120,7 +118,7 @@ def test_set_wins_over_the_cases_own_value_and_says_so() -> None:
 
 def test_a_config_file_replaces_base_and_case(tmp_path: Path) -> None:
     job = tmp_path / "next.yaml"
-    job.write_text("learning_rate: 0.001\nmax_steps: 5\nseed: 9\nsave_strategy: \"no\"\n")
+    job.write_text('learning_rate: 0.001\nmax_steps: 5\nseed: 9\nsave_strategy: "no"\n')
     settings, _ = LF.settings_of(LF.BY_NAME["lr-tiny"], config=LF.read_config(job))
     assert settings == {"learning_rate": 0.001, "max_steps": 5, "seed": 9, "save_strategy": "no"}
 

@@ -177,8 +177,9 @@ def test_report_is_the_diagnose_report_shape(tmp_path: Path) -> None:
     md = adv.report(format="markdown", out_dir=tmp_path)
     assert "P3" in md
     assert list(tmp_path.glob("*.svg")), "plots drawn from the kept history"
+    assert "<section" in adv.report(format="html")  # the one-file report, charts inline
     with pytest.raises(InputError):
-        adv.report(format="html")
+        adv.report(format="pdf")
 
 
 def test_a_fresh_advisor_reports_insufficient_data() -> None:

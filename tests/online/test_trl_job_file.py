@@ -81,7 +81,9 @@ def test_trl_reads_the_job_file_back_to_the_same_config(tmp_path: Path) -> None:
     assert _fields(again) == _fields(args)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     lr=st.sampled_from([5e-7, 1e-6, 3e-4, 5e-3, 0.5]),
     beta=st.sampled_from([0.0, 0.04, 0.1, 10.0]),

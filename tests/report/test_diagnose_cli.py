@@ -152,7 +152,7 @@ def test_short_run_is_insufficient_data(tmp_path, job, capsys) -> None:
         ["{metrics}", "--config", "{job}", "--patched-config", "{job}"],
         ["{metrics}", "--output", "{metrics}"],
         ["{metrics}", "--patched-config", "new.yaml"],
-        ["{metrics}", "--format", "html"],
+        ["{metrics}", "--format", "pdf"],
         ["{metrics}", "--fail-on", "sometimes"],
         ["{metrics}", "--ignore", "P7"],
     ],
@@ -222,3 +222,20 @@ def test_a_crashed_run_says_so_and_fails(tmp_path, capsys) -> None:
     cut.write_text(head, encoding="utf-8")
     main(["diagnose", str(cut), "--format", "json"])
     assert json.loads(capsys.readouterr().out)["status"] == "healthy"
+
+
+def test_an_output_over_a_file_inside_the_run_folder_is_refused(tmp_path) -> None:
+    """A run folder's logs are its inputs: `-o RUN/train.log` is refused and the log kept;
+    a new report inside the folder is written."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "livefire" / "runs" / "sane", run)
+    before = (run / "train.log").read_bytes()
+    cmd = [sys.executable, "-m", "advisor", "diagnose", str(run), "--fail-on", "never"]
+    proc = subprocess.run([*cmd, "-o", str(run / "train.log")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "inside the input folder" in proc.stderr
+    assert (run / "train.log").read_bytes() == before
+    proc = subprocess.run([*cmd, "-o", str(run / "report.md")], capture_output=True, text=True)
+    assert proc.returncode == 0 and (run / "report.md").read_text(encoding="utf-8")

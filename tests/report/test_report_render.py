@@ -107,7 +107,7 @@ def test_json_follows_the_contract() -> None:
 
 def test_unknown_format_is_an_input_error() -> None:
     with pytest.raises(InputError, match="--format"):
-        render(diag(), "html")
+        render(diag(), "pdf")
 
 
 @pytest.mark.parametrize(
