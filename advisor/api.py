@@ -39,7 +39,7 @@ from advisor.static import (
     scale_caps,
     sort_findings,
 )
-from advisor.types import Diagnosis, Finding, InputError, Run, Severity
+from advisor.types import RUN_FILE, Diagnosis, Finding, InputError, Run, Severity
 
 # Hyperparameters whose value changes a conclusion, and what it changes (for the assumptions).
 _WEIGHS_ON = {
@@ -345,7 +345,6 @@ def diagnose_job(
     return with_file_diff(diagnosis, job.loaded.file or config), job
 
 
-RUN_FILE = "rl-advisor-run.json"  # left in a TRL output dir by the transformers callback
 
 
 def _with_run_file(metrics: Path, run: Run) -> Run:
@@ -482,6 +481,11 @@ def assemble(
     estimator_skips, estimator_notes = _estimator(run.config_hints.get("adv_estimator"))
     config_findings = overruled(config_findings, findings, status)
     said = spoken(planned, speaker, facts, origin or {})
+    from advisor import cost, outlook  # the price of waste, the trends' crossings
+
+    gpus = cost.gpus_of_job(hp, origin, speaker.framework)
+    # the thresholds a trend is projected to: the shipped rulebook's (cached)
+    goals = outlook.targets(_rules(), str(hp.get("algorithm") or "").lower() or None, hp, origin)
     return Diagnosis(
         tool={"name": "rl-advisor", "version": __version__},
         run=info,
@@ -512,6 +516,8 @@ def assemble(
         series=_series(run, planned.findings),
         unread_keys=_unread_keys(run),
         lacking_metrics=_lacking(info.metrics, rules),
+        cost=cost.of_run(run, said.findings, checkpoint, gpus, "job" if gpus else None),
+        forecasts=outlook.forecasts(run, said.findings, goals),
     )
 
 

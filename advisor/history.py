@@ -26,10 +26,8 @@ from typing import Any
 from advisor.config import LoadedConfig, load_config
 from advisor.remedy import Round
 from advisor.static import rulebook
-from advisor.types import InputError
+from advisor.types import JOB_FILE, RUN_FILE, InputError
 
-JOB_FILE = "rl-advisor-job.yaml"  # written beside a TRL run by the transformers callback
-RUN_FILE = "rl-advisor-run.json"
 REPORT_FILE = "rl-advisor-report.json"
 _EXPECTED = (
     "expected a job file (platform, TRL or verl YAML), a run directory holding "

@@ -19,6 +19,11 @@ if TYPE_CHECKING:  # polars is imported lazily at run time; keep `import advisor
     import polars as pl
 
 SCHEMA_VERSION = 1
+# What the TRL callback (advisor.integrations.transformers) leaves beside a run: what the live run
+# knew, for a later `diagnose OUTPUT_DIR`, and the run's GRPOConfig as `trl grpo --config` reads it
+# (the file --patched-config patches when no --config is given).
+RUN_FILE = "rl-advisor-run.json"
+JOB_FILE = "rl-advisor-job.yaml"
 
 # One setting's value: a job's hyperparameter, a rule's or a detector's parameter. A number, a
 # flag or a choice (its string). pydantic, checking a rulebook, keeps each value's own type
@@ -478,6 +483,10 @@ class Diagnosis(_Data):
     # the earlier runs of `--previous`, oldest first: source, the settings that differ from
     # this run's, what their diagnosis advised ("raise"/"lower" per parameter), healthy or not
     history: list[dict[str, Any]] = field(default_factory=list)
+    # what the run's waste cost (advisor.cost): shares, steps, hours, GPU-hours, money
+    cost: dict[str, Any] | None = None
+    # when an active trend crosses its threshold (advisor.outlook), with an interval
+    forecasts: list[dict[str, Any]] = field(default_factory=list)
     # metric -> (steps, values) the report draws; not in the JSON
     series: dict[str, tuple[list[int], list[float | None]]] = field(default_factory=dict)
 

@@ -28,21 +28,15 @@ REPORTS = ROOT / "reports"
 PICTURE = "P3-P3-kl_ref.svg"
 DOCS_PICTURE = ROOT / "docs" / "report-p3-kl_ref.svg"
 
-# One run per report, from the committed corpus (a console log wherever the family has one).
-RUNS: dict[str, str] = {
-    "healthy": "healthy-noisy-verl-console-s0001",
-    "P1": "p1-stall-verl-console-s0001",
-    "P2": "p2-sine-trl-state-s0000",
-    "P3": "p3-step-verl-console-s0001",
-    "KL0": "kl0-tiny-coef-verl-console-s0001",
-    "P4": "p4-fast-verl-console-s0000",
-    "SLOW": "slow-gen-climb-verl-console-s0000",
-    "OOM": "oom-memory-climb-verl-console-s0000",
-    "P9": "p9-rising-verl-console-s0000",
-    "P6": "p6-peak-decline-verl-console-s0000",
-    "NAN": "nan-crash-verl-console-s0000",
-    "DIV": "div-entropy-blowup-verl-console-s0000",
-}
+# One run per report, from the committed corpus (a console log wherever the family has one):
+# the runs `rl-advisor demo` ships, named once in advisor.cli.demo.
+
+
+def runs() -> dict[str, str]:
+    """Report name -> corpus run."""
+    from advisor.cli.demo import RUNS
+
+    return RUNS
 
 
 def _metrics_file(run_dir: Path) -> Path:
@@ -60,7 +54,7 @@ def render_all(dest: Path) -> list[Path]:
     dest.mkdir(parents=True, exist_ok=True)
     written = []
     verdicts: dict[str, str] = {}
-    for name, run_id in RUNS.items():
+    for name, run_id in runs().items():
         run_dir = CORPUS / run_id
         d = diagnose(_metrics_file(run_dir), config=run_dir / "job.yaml")
         text = render(d, "markdown", out_dir=dest, stem=name)
@@ -84,7 +78,7 @@ def _render_zh(dest: Path) -> list[Path]:
     os.environ["RL_ADVISOR_LANG"] = "zh"
     written = []
     try:
-        for name, run_id in RUNS.items():
+        for name, run_id in runs().items():
             run_dir = CORPUS / run_id
             d = diagnose(_metrics_file(run_dir), config=run_dir / "job.yaml")
             out = dest / f"{name}.md"
@@ -116,7 +110,7 @@ def _index(verdicts: dict[str, str]) -> str:
     ]
     lines += [
         f"| [{name}]({name}.md) | `{run_id}` | {verdicts.get(name, '')} |"
-        for name, run_id in RUNS.items()
+        for name, run_id in runs().items()
     ]
     return "\n".join(lines) + "\n"
 
@@ -173,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(REPORTS)
         shutil.copytree(tmp, REPORTS)
     shutil.copyfile(REPORTS / PICTURE, DOCS_PICTURE)
-    print(f"wrote {len(RUNS)} reports to reports/")
+    print(f"wrote {len(runs())} reports to reports/")
     return 0
 
 

@@ -84,6 +84,15 @@ def diagnose(
     timeout: Annotated[
         float, typer.Option("--timeout", min=0.1, help="Seconds a platform request may take.")
     ] = 30.0,
+    gpus: Annotated[
+        int | None, typer.Option("--gpus", help="GPUs the run used (prices the waste).")
+    ] = None,
+    gpu_hour_price: Annotated[
+        float | None, typer.Option("--gpu-hour-price", help="Price of one GPU-hour.")
+    ] = None,
+    currency: Annotated[
+        str | None, typer.Option("--currency", help="The price's currency (default USD).")
+    ] = None,
 ) -> None:
     """Diagnose a run: what is wrong, the evidence, the one change to make.
 
@@ -98,6 +107,7 @@ def diagnose(
         code = diagnose_job(
             job, timeout, config, sets, format, output, patched_config, previous, fail_on,
             training_samples, ignore, plots_dir, no_plots,
+            price=(gpus, gpu_hour_price, currency),
         )  # fmt: skip
         raise typer.Exit(code)
     assert metrics is not None
@@ -114,6 +124,9 @@ def diagnose(
         ignore,
         plots_dir,
         no_plots,
+        gpus=gpus,
+        gpu_hour_price=gpu_hour_price,
+        currency=currency,
     )
     raise typer.Exit(code)
 
@@ -132,6 +145,7 @@ def diagnose_job(
     ignore: list[str] | None,
     plots_dir: Path | None,
     no_plots: bool,
+    price: tuple[int | None, float | None, str | None] = (None, None, None),
 ) -> int:
     """`diagnose --job`: the job and its whole log fetched through the platform's SDK into a
     private folder, judged there as a file is (with the job's own settings, unless --config
@@ -161,6 +175,7 @@ def diagnose_job(
             log, config if config is not None else settings, sets, format, output,
             patched_config, previous, fail_on, training_samples, ignore, plots_dir, no_plots,
             names=platform.private_names(folder, job),
+            gpus=price[0], gpu_hour_price=price[1], currency=price[2],
         )  # fmt: skip
     said = platform.status_line(job)
     if not job.finished:

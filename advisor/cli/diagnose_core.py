@@ -28,6 +28,7 @@ from advisor.report import render
 from advisor.report.markdown import verdict
 from advisor.resources import destination, write_all, written_through
 from advisor.types import (
+    JOB_FILE,
     Diagnosis,
     InputError,
     Severity,
@@ -39,9 +40,6 @@ if TYPE_CHECKING:
     from advisor.config import JobFile
 
 _FAIL_RANK = {FailOn.error: 2, FailOn.warning: 1, FailOn.info: 0}
-# The job file the TRL callback leaves beside a run (advisor.integrations.transformers.JOB_FILE):
-# what --patched-config patches when no --config is given.
-JOB_FILE = "rl-advisor-job.yaml"
 
 
 def job_beside(metrics: Path) -> Path | None:
@@ -65,6 +63,9 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--ignore": ("ignore", "list"),
     "--plots-dir": ("plots_dir", "path"),
     "--no-plots": ("no_plots", "flag"),
+    "--gpus": ("gpus", "int"),
+    "--gpu-hour-price": ("gpu_hour_price", "float"),
+    "--currency": ("currency", "str"),
 }
 DEFAULTS: dict[str, Any] = {
     "config": None,
@@ -78,6 +79,9 @@ DEFAULTS: dict[str, Any] = {
     "ignore": None,
     "plots_dir": None,
     "no_plots": False,
+    "gpus": None,
+    "gpu_hour_price": None,
+    "currency": None,
 }
 
 
@@ -132,6 +136,13 @@ def parse_argv(argv: Sequence[str]) -> dict[str, Any] | None:
                 out[param] = int(value)
             except ValueError:
                 return None
+        elif kind == "float":
+            try:
+                out[param] = float(value)
+            except ValueError:
+                return None
+        elif kind == "str":
+            out[param] = value
         else:
             try:
                 out[param] = kind(value)
@@ -188,16 +199,20 @@ _REPORT_SUFFIXES = frozenset({".md", ".html", ".htm", ".svg", ".png"})
 
 
 def _inside_run_folder(path: Path, folder: Path) -> bool:
-    """`path` is an existing file (not a report) somewhere inside the input folder `folder`:
-    the readers take a run folder's logs, states and checkpoints, so writing over one would
-    change an input."""
+    """`path` is an existing file somewhere inside the input folder `folder` that the run may
+    be read from: the readers take a run folder's logs, states and checkpoints, so writing
+    over one would change an input (reports and earlier patches are no input)."""
     try:
         if not folder.is_dir() or not path.is_file():
             return False
         target, root = path.resolve(), folder.resolve()
     except OSError:
         return False
-    return target.is_relative_to(root) and target.suffix.lower() not in _REPORT_SUFFIXES
+    if not target.is_relative_to(root) or target.suffix.lower() in _REPORT_SUFFIXES:
+        return False
+    # a job file in the folder is read only as the job: the callback's, which diagnose takes
+    # when --config names none; another (a patch written earlier) may be written again
+    return target.suffix.lower() not in (".yaml", ".yml") or target.name == JOB_FILE
 
 
 def _check_outputs(
@@ -286,6 +301,9 @@ def execute(
     plots_dir: Path | None = None,
     no_plots: bool = False,
     names: dict[str, str] | None = None,
+    gpus: int | None = None,
+    gpu_hour_price: float | None = None,
+    currency: str | None = None,
 ) -> int:
     """Diagnose, write the report (and the charts, and the patched job), return the exit code.
 
@@ -296,6 +314,9 @@ def execute(
     # The file a patch is written from: --config, else the job file the TRL callback left
     # beside the run (patched only: the judgement reads the run's own record of its settings).
     source = config if config is not None or patched_config is None else job_beside(metrics)
+    from advisor.cost import check_price
+
+    check_price(gpus, gpu_hour_price, currency)  # a bad flag refused before any work
     dests = _check_outputs(metrics, source, previous, output, patched_config, plots_dir)
     out_dir = None
     if not no_plots and format == ReportFormat.markdown:
@@ -322,6 +343,10 @@ def execute(
                         dataclasses.replace(c, line=None) for c in d.config_findings
                     ],
                 )
+        if gpus is not None or gpu_hour_price is not None or currency is not None:
+            from advisor.cost import with_price
+
+            d = with_price(d, gpus, gpu_hour_price, currency)
         if (unjudged := no_metric_read(d.run)) is not None:
             raise InputError(unjudged)
         # Everything is computed before anything is written: a failure leaves nothing behind.

@@ -29,13 +29,11 @@ from advisor.dialect import trl_hints
 from advisor.integrations.hook import Hook
 from advisor.online import Advisor
 from advisor.resources import write_text_atomic
-from advisor.types import Finding, RunEnding
+from advisor.types import JOB_FILE, RUN_FILE, Finding, RunEnding
 
 REPORT_NAME = "rl-advisor-report.md"
 
 
-RUN_FILE = "rl-advisor-run.json"  # what the live run knew, for a later `diagnose OUTPUT_DIR`
-JOB_FILE = "rl-advisor-job.yaml"  # the run's GRPOConfig as `trl grpo --config` reads it
 
 # Arguments that name this machine's folders or secrets: never in a resubmittable job file.
 _MACHINE = frozenset({

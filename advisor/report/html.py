@@ -15,7 +15,15 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from advisor import lazy
-from advisor.report.markdown import _curves, _episodes, _finding_view, diff_lines, verdict
+from advisor.report.markdown import (
+    _cost_view,
+    _curves,
+    _episodes,
+    _finding_view,
+    _forecast_view,
+    diff_lines,
+    verdict,
+)
 from advisor.report.plots import chart
 from advisor.report.templating import TEMPLATES
 from advisor.report.values import clause, fmt, steps_text
@@ -118,5 +126,7 @@ def render_html(d: Diagnosis) -> str:
         "framework": d.framework,
         "ckpt": d.checkpoint,
         "curves": _curves(d),
+        "cost": _cost_view(d),
+        "forecasts": _forecast_view(d),
     }
     return environment().get_template("report.html.j2").render(**view)

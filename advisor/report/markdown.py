@@ -15,7 +15,7 @@ from typing import Any
 from advisor.i18n import localise_config, localise_finding, rule_text, t
 from advisor.report.plots import draw
 from advisor.report.templating import render
-from advisor.report.values import change_text, fmt
+from advisor.report.values import change_text, duration, fmt, money, pct, waste_said
 from advisor.types import Change, Diagnosis, Finding
 
 TICKS = "▁▂▃▄▅▆▇█"
@@ -87,7 +87,8 @@ def verdict(d: Diagnosis) -> str:
         where = t(" at step {step}", step=end.step) if end.step is not None else ""
         kind = t(end.kind.replace("_", " "))
         text += t(" The run ended abnormally: {kind}{where}.", kind=kind, where=where)
-    return text
+    waste = waste_said(d.cost)
+    return f"{text} {waste}" if waste else text
 
 
 def _verdict(d: Diagnosis) -> str:
@@ -221,6 +222,63 @@ def _curves(d: Diagnosis) -> list[dict[str, Any]]:
     return out
 
 
+def _cost_view(d: Diagnosis) -> dict[str, Any] | None:
+    """The cost table's rows (advisor.cost) as text."""
+    cost = d.cost
+    if not cost or not cost.get("entries"):
+        return None
+    rows = []
+    for e in cost["entries"]:
+        rows.append(
+            {
+                "what": f"{pct(e['share'])} {t(e['what'])}",
+                "finding": e["finding"] or "-",
+                "steps": f"{e['window'][0]}-{e['window'][1]}",
+                "wasted": fmt(e["steps"]),
+                "of_run": pct(e["of_run"]),
+                "time": duration(e["hours"]) if e["hours"] is not None else "n/a",
+                "gpu_hours": fmt(round(e["gpu_hours"], 2)) if e["gpu_hours"] is not None else "n/a",
+                "cost": money(e["cost"], cost["currency"]) if e["cost"] is not None else "n/a",
+            }
+        )
+    how = []
+    if cost.get("run_hours") is None:
+        how.append(t("the log has no step time: the waste is in steps (`step_time`, verl's "
+                     "`timing_s/step`, gives hours)"))
+    elif cost.get("gpus") is None:
+        how.append(t("GPU-hours and money need the GPU count: `--gpus N --gpu-hour-price X`"))
+    else:
+        src = t("the job") if cost.get("gpus_from") == "job" else "`--gpus`"
+        how.append(t("{gpus} GPUs (from {src})", gpus=cost["gpus"], src=src))
+        if cost.get("gpu_hour_price") is None:
+            how.append(t("money needs `--gpu-hour-price X` (and `--currency`)"))
+        else:
+            how.append(t("{price} a GPU-hour",
+                         price=money(cost["gpu_hour_price"], cost["currency"])))
+    return {"rows": rows, "how": how, "priced": cost.get("gpu_hour_price") is not None}
+
+
+def _forecast_view(d: Diagnosis) -> list[str]:
+    out = []
+    for f in d.forecasts:
+        lo, hi = f["interval"]
+        text = t(
+            "`{metric}` ({finding}) reaches {what} ({threshold}) at step ~{step} "
+            "({level}% interval {lo}-{hi})",
+            metric=f["metric"], finding=f["finding"], what=t(f["threshold_is"]),
+            threshold=fmt(f["threshold"]), step=f["step"], level=fmt(f["level"]), lo=lo, hi=hi,
+        )
+        if "hours" in f:
+            h0, h1 = f["hours_interval"]
+            text += t(", {time} after the last step ({t0} to {t1})", time=duration(f["hours"]),
+                      t0=duration(h0), t1=duration(h1))
+        scale = t("log-linear") if f["scale"] == "log" else t("linear")
+        text += t("; a {scale} fit on {n} points from step {start}, R² {r2}.", scale=scale,
+                  n=f["points"], start=f["fit_from"], r2=fmt(f["r2"]))
+        out.append(text)
+    return out
+
+
 def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "report") -> str:
     plots: dict[str, str] = dict(d.plots)
     if out_dir is not None and d.findings:
@@ -234,5 +292,7 @@ def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "repo
         "ckpt": d.checkpoint,
         "curves": _curves(d),
         "config_findings": [localise_config(c) for c in d.config_findings],
+        "cost": _cost_view(d),
+        "forecasts": _forecast_view(d),
     }
     return render("report.md.j2", **view)

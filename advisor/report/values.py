@@ -66,3 +66,64 @@ def change_text(c: Change) -> Md:
     else:
         text = f"{code(c.param)} {prose(f'{_old(c.from_, c.assumed)} → {fmt(c.to)}{how}')}"
     return Md(text + "".join(f" - {prose(n)}" for n in notes))
+
+
+def pct(share: float) -> str:
+    """A share as a percentage a person writes: 97%, 4.2%, 0.4%, <0.1%."""
+    p = 100 * share
+    if p == 0:
+        return "0%"
+    if p < 0.1:
+        return "<0.1%"
+    return f"{p:.0f}%" if p >= 10 else f"{p:.1f}%".replace(".0%", "%")
+
+
+def duration(hours: float) -> str:
+    """Hours as a person says them: 42 s, 14 min, 3.2 h."""
+    if hours * 3600 < 90:
+        return f"{hours * 3600:.0f} s"
+    if hours < 1.5:
+        return f"{hours * 60:.0f} min"
+    return f"{hours:.1f} h"
+
+
+def money(value: float, currency: str) -> str:
+    return f"{value:,.2f} {currency}"
+
+
+def waste_said(cost: dict[str, Any] | None) -> str:
+    """The cost of a run's largest waste as the verdict's sentence (advisor.cost), or ""."""
+    from advisor.i18n import t
+
+    entries = (cost or {}).get("entries") or []
+    if not entries or cost is None:
+        return ""
+    e = max(entries, key=lambda e: e["of_run"])
+    lo, hi = e["window"]
+    where = t("steps {lo}-{hi}", lo=lo, hi=hi) if lo != hi else t("step {lo}", lo=lo)
+    if e["unit"] == "steps" and e["share"] >= 1:  # whole steps: after a collapse, past the best
+        after = e["what"].split(" steps ", 1)[-1]  # "came after the divergence"
+        text = t("Waste: the {n} steps that {after} ({where})", n=fmt(e["steps"]),
+                 after=t(after), where=where)
+    else:
+        text = t("Waste: {share} {what} ({where})", share=pct(e["share"]), what=t(e["what"]),
+                 where=where)
+    if e["hours"] is not None:
+        text += f": {duration(e['hours'])}"
+        if cost.get("run_hours"):
+            text += t(", {share} of the run's {time}", share=pct(e["of_run"]),
+                      time=duration(cost["run_hours"]))
+        if e["gpu_hours"] is not None:
+            text += t(", {n} GPU-hours at {gpus} GPUs", n=fmt(round(e["gpu_hours"], 2)),
+                      gpus=cost["gpus"])
+        if e["cost"] is not None:
+            text += f", {money(e['cost'], cost['currency'])}"
+    else:
+        text += t(": {share} of the run's {n} steps", share=pct(e["of_run"]),
+                  n=fmt(cost["run_steps"]))
+    more = len(entries) - 1
+    if more:
+        text += t("; {n} more kinds of waste below", n=more) if more > 1 else t(
+            "; 1 more kind of waste below"
+        )
+    return text + t(".")

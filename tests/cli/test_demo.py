@@ -74,9 +74,6 @@ def test_the_wheel_ships_every_demo_run() -> None:
 
 
 def test_the_reports_show_the_same_runs() -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import make_reports
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    assert make_reports.RUNS == RUNS
+    """reports/ holds one report per demo run (make_reports.py renders the demo's runs)."""
+    shown = sorted(p.stem for p in (ROOT / "reports").glob("*.md") if p.stem != "README")
+    assert shown == sorted(RUNS)

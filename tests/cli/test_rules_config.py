@@ -80,7 +80,10 @@ def test_rules_config_flag_wins(tmp_path: Path) -> None:
          "info, found 'warn' (did you mean warning?)"),
         ("[rules.P1.params]\nmax_p = 7\n", "rules.P1.params.max_p: expected"),
         ("[rules.P1]\nenabled = 0\n", "rules.P1.enabled: expected true or false, found 0"),
-        ("[rule.P1]\nenabled = false\n", "rule: unknown key, expected one of rules, alerts (did you mean rules?)"),
+        (
+            "[rule.P1]\nenabled = false\n",
+            "rule: unknown key, expected one of rules, alerts (did you mean rules?)",
+        ),
         ("[rules.P1\n", "not valid TOML"),
     ],
 )  # fmt: skip
