@@ -2032,6 +2032,44 @@ def high_from_start(s: Series, p: Params) -> Evidence | None:
     )
 
 
+@detector("held")
+def held(s: Series, p: Params) -> Evidence | None:
+    """Still where it started: the latest blocks within `max_move` (relative) of the run's
+    first logged block mean, k of the last m, once the run spans `min_steps` steps. A level
+    under `min_level` at the start is not judged (a relative move of ~0 means nothing). Entropy
+    held at its start says the policy has not moved: learning spends entropy."""
+    first = float(s.first)
+    if not (math.isfinite(first) and first >= float(p.get("min_level", 0.0)) and first > 0):
+        return None
+    if len(s) < 2 or s.end[-1] - s.start[0] + 1 < p.get("min_steps", 0):
+        return None
+    move = float(p.get("max_move", 0.02))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel = np.abs(s.mean / first - 1.0)
+        mask = rel <= move
+    mask[0] = mask[0] and s.blocks_total > len(s)  # the first block is the reference itself
+    if not bool(mask[-1]):
+        return None
+    k, m = _k_m(p)
+    if not _persistent(mask, k, m):
+        return None
+    i = _onset_index(mask)
+    level = float(nanmedian(s.mean[i:]))
+    off = float(np.nanmax(rel[max(i, 1):])) if len(rel) > 1 else 0.0
+    return _evidence(
+        s,
+        "held",
+        i,
+        f"{s.metric} stayed within {off:.1%} of its first logged level {_fmt(first)} "
+        f"(median {_fmt(level)} over steps {_steps(s, i)}): it has not moved from its start.",
+        effect=off,
+        excess=_excess(move, max(off, 1e-12)),
+        first=first,
+        level=level,
+        threshold=move,
+    )
+
+
 @detector("wasted")
 def wasted(s: Series, p: Params) -> Evidence | None:
     """A share metric (zero_std_frac: groups whose samples all scored alike; grad_zero: steps

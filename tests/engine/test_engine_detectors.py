@@ -507,6 +507,26 @@ def test_from_start_needs_ratio_and_absolute_change() -> None:
     assert fs(tiny, {"direction": "up", "min_ratio": 3, "min_abs": 0.5}) is None
 
 
+def test_held_is_a_level_still_at_its_start_once_the_run_had_time() -> None:
+    held = DETECTORS["held"]
+    p = {"max_move": 0.02, "min_level": 0.01, "min_steps": 100}
+    flat = _pts_series([[2.50 + 0.004 * (i % 3)] * 3 for i in range(12)])  # 120 steps, < 1 %
+    got = held(flat, p)
+    assert got is not None and got.detector == "held"
+    # the same level seen over fewer steps than min_steps: not yet judged
+    assert held(_pts_series([[2.5] * 3 for _ in range(8)]), p) is None
+    # entropy easing 4 % (a slow healthy run) moved: not held, either way
+    eased = _pts_series([[2.5 * (1 - 0.004 * i)] * 3 for i in range(12)])
+    assert held(eased, p) is None
+    risen = _pts_series([[2.5 * (1 + 0.004 * i)] * 3 for i in range(12)])
+    assert held(risen, p) is None
+    # a level under min_level at the start is not judged (0.005 nats: already collapsed)
+    assert held(_pts_series([[0.005] * 3 for _ in range(12)]), p) is None
+    # one latest block back at the start after a move is not held (k of m)
+    back = _pts_series([[2.5] * 3] + [[2.3] * 3] * 9 + [[2.5] * 3] * 2)
+    assert held(back, p) is None
+
+
 def test_constant_needs_every_point_equal() -> None:
     c = DETECTORS["constant"]
     assert c(_pts_series([[0.0, 0.0], [0.0]]), {"min_points": 3}) is not None
