@@ -1,6 +1,6 @@
 """The rulebooks' schemas: plain dataclasses that pydantic checks only when a book is read.
 
-Each rulebook's schema (`engine.py`'s symptom rules, `book/paramspec.py`, `static.py`,
+Each rulebook's schema (`engine/`'s symptom rules, `book/paramspec.py`, `static.py`,
 `dialect.py`) is a set of stdlib dataclasses, the only copy of the schema. A rulebook read from
 `resources.load_validated`'s cache is these plain objects, so a warm start imports no
 pydantic; on a cache miss (a new or edited book) pydantic validates the YAML data into them

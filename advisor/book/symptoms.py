@@ -4,7 +4,7 @@ Plain dataclasses (advisor/schema.py): a rulebook read from the cache needs no p
 checks the YAML into them on a cache miss. The loader expands the named conditions into plain
 trees, refuses a duplicate id or an unknown detector, and checks every leaf's parameters
 against the detectors' declared ones (advisor/book/paramspec.py). The engine
-(advisor/engine.py) evaluates the rules; the remedy reads their actions.
+(advisor/engine/) evaluates the rules; the remedy reads their actions.
 """
 
 from __future__ import annotations
