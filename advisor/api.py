@@ -527,17 +527,18 @@ def _unread_keys(run: Run) -> list[str]:
 
 
 def unread_names(names: Iterable[str]) -> list[str]:
-    """Of a log's metric names, in their order, those no canonical metric is read from."""
+    """Of a log's metric names, those no canonical metric is read from, sorted (a live run's
+    callback meets them in another order than a reader of the file it leaves)."""
     from advisor.ingest.names import CANONICAL_SET, canonical_name, is_eval_key
 
-    return [
+    return sorted(
         c
         for c in names
         if c != "step"
         and c not in CANONICAL_SET
         and canonical_name(c) is None
         and not (is_eval_key(c) and "reward" in c.lower())
-    ]
+    )
 
 
 def lacking_metrics(metrics: Sequence[str], rules: Any) -> dict[str, list[str]]:
