@@ -8,7 +8,9 @@ import pytest
 
 from advisor.engine import Judgement, judge_run
 
-REAL = Path("/work/shared/real_runs/labelled")
+REAL = (Path(__file__).resolve().parents[2] / ".." / "shared" / "real_runs" / "labelled").resolve()
+if not REAL.is_dir():
+    REAL = Path("/work/shared/real_runs/labelled")
 pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="public runs not available")
 
 
