@@ -4,13 +4,10 @@ leaves set only declared parameters, with valid values."""
 from __future__ import annotations
 
 import ast
-import importlib
-import inspect
-import pkgutil
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from sources import source_tree
 
 from advisor import detectors
 from advisor.book.paramspec import detector_book
@@ -23,19 +20,12 @@ INJECTED = {"_per": "per", "_rounds": "rounds", "_rounds_n": "rounds"}
 ASKED = {"_brief"}
 
 
-def _source_tree(package: ModuleType) -> ast.Module:
-    """The top-level statements of every module of `package`, parsed into one tree."""
-    body: list[ast.stmt] = []
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        body += ast.parse(inspect.getsource(module)).body
-    return ast.Module(body=body, type_ignores=[])
 
 
 def _reads() -> dict[str, dict[str, set[object]]]:
     """Per registered detector: each key it reads from its params (through the helpers it hands
     them to) and the literal defaults it reads them with."""
-    tree = _source_tree(detectors)
+    tree = source_tree(detectors)
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
 
     def direct(fn: ast.FunctionDef, name: str) -> tuple[dict[str, set[object]], list[tuple]]:

@@ -11,19 +11,16 @@ harness reads (`../shared/real_runs`, when present) and generated healthy and si
 from __future__ import annotations
 
 import ast
-import importlib
-import inspect
 import json
-import pkgutil
 import sys
 from collections import Counter
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
+from sources import source_tree
 
 from advisor.config import load_config
 from advisor.engine import ABSENT, NO, Judgement, Monitor, _Context, judge_run
@@ -34,13 +31,6 @@ from advisor.types import Run
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _source_tree(package: ModuleType) -> ast.Module:
-    """The top-level statements of every module of `package`, parsed into one tree."""
-    body: list[ast.stmt] = []
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        body += ast.parse(inspect.getsource(module)).body
-    return ast.Module(body=body, type_ignores=[])
 
 
 def _fixtures() -> list[tuple[str, Path, Path | None]]:
@@ -262,11 +252,10 @@ def test_reads_run_end_names_every_detector_that_reads_it() -> None:
     """A leaf keeps its last result while its metrics' tracks are unchanged, except for the
     detectors in READS_RUN_END: any function of advisor.detectors that reads Series.run_end
     must be one of them (a helper that read it would make a kept result stale)."""
-    import ast
 
     import advisor.detectors as d
 
-    tree = _source_tree(d)
+    tree = source_tree(d)
     readers = {
         fn.name
         for fn in tree.body
@@ -280,11 +269,10 @@ def test_reads_run_end_names_every_detector_that_reads_it() -> None:
 def _functions_reading(*attrs: str) -> set[str]:
     """The top-level functions of advisor.detectors that read one of `attrs` (an attribute
     name), themselves or through a helper they call."""
-    import ast
 
     import advisor.detectors as d
 
-    tree = _source_tree(d)
+    tree = source_tree(d)
     functions = [fn for fn in tree.body if isinstance(fn, ast.FunctionDef)]
     calls = {
         fn.name: {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call)
