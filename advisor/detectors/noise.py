@@ -240,7 +240,8 @@ def volatility(s: Series, p: Params) -> Evidence | None:
         return None
     norm = _norm_factor(s, comp)
     fast_last *= float(norm[-1])
-    delta = (move / norm[lo:]).tolist()
+    with np.errstate(over="ignore"):  # a threshold past the float range is inf: nothing passes it
+        delta = (move / norm[lo:]).tolist()
     pivots = [lo + i for i in _zigzag(window.tolist(), delta)] if spread >= move else []
     # pivots[0] starts the first leg; the turns are the pivots after it.
     slow = len(pivots) - 1 >= int(p.get("min_turns", 2)) and pivots[-1] >= len(s) - w // 2
