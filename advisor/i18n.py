@@ -10,13 +10,26 @@ Catalogue layout (data, edited without Python):
 - `symptoms.ID`: a rule's `summary`, `why`, `causes` (same order), `advice`, `fallback`,
   `first_when` (the advice of an action that goes first);
 - `config.ID`: a config rule's `message` (the same `{expression}` fields as the English one)
-  and `why`.
+  and `why`;
+- `notes`: the rulebook's notes (a `skip_note`, `unless_note`, `absent_note`, a size's `why`),
+  keyed by the English note.
+
+The sentences the code composes (a detector's evidence, the sizing note of a change, the
+checkpoint advice, an assumption, a reader's warning, a config check's message) are in
+`rulebook/i18n/messages.yaml`: each message by an id, its English as the code writes it with a
+`{name}` where the code fills in a value, and the same message in each other language with the
+same fields. `say(sentence)` finds the message the English sentence is, reads its values back
+and fills them into the translation; a value that is itself a message (a clause the code
+composed apart) is said in the language too, anything else (numbers, names, a log's own words)
+stays as written. A report is said in the language when it is rendered (`localise_diagnosis`):
+the code that composes the sentences stays in English and the JSON keeps them as written.
 JSON keys, finding ids, parameter and metric names, numbers stay as they are.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import cache
@@ -79,7 +92,9 @@ def _rule_texts(code: str) -> dict[str, str]:
             if first.action is not None:
                 pairs.append((first.action.advice, said.get("first_when")))
         out.update({" ".join(en.split()): z.strip() for en, z in pairs if en and z})
-
+    # the rulebook's notes (a skip_note, unless_note, absent_note, a size's why), by their text
+    notes = catalogue(code).get("notes", {})
+    out.update({" ".join(en.split()): str(z).strip() for en, z in notes.items() if z})
     return out
 
 
@@ -114,8 +129,140 @@ def localise_finding(f: Any) -> Any:
 
 
 def localise_config(c: Any) -> Any:
-    """A ConfigFinding with its rule's `why` in the current language (its message is said in
-    it when the rule is judged: advisor.static renders the catalogue's template)."""
+    """A ConfigFinding with its rule's `why` in the current language (a rulebook rule's message
+    is said in it when the rule is judged: advisor.static renders the catalogue's template; a
+    check the code makes is said from `messages.yaml`)."""
     if lang() == "en":
         return c
-    return replace(c, why=config_text(c.id, "why", c.why))
+    return replace(c, why=config_text(c.id, "why", c.why), message=say(c.message))
+
+
+# ---------------------------------------------------------------------------------------------
+# The sentences the code composes: rulebook/i18n/messages.yaml
+
+_FIELD = re.compile(r"\{(\w+)(\?)?\}")
+# fields that hold one word (a metric, a parameter, a rule's id or name, a kind, a step or
+# steps `a–b`, a log's line number)
+_WORD_FIELDS = re.compile(r"(metric|param|id|name|kind|steps?|line)\d*")
+
+
+def messages() -> Mapping[str, Any]:
+    """Message id -> {language: text}, as `messages.yaml` holds them."""
+    return _messages_file().get("messages", {})
+
+
+@cache
+def _messages_file() -> Mapping[str, Any]:
+    data = read_yaml_data(rulebook_dir() / "i18n" / "messages.yaml")
+    return data if isinstance(data, dict) else {}
+
+
+def fields(text: str) -> list[str]:
+    """The `{name}` fields of a message, in order, each once (`{name?}` may be empty)."""
+    return list(dict.fromkeys(m.group(1) for m in _FIELD.finditer(text)))
+
+
+def pattern(english: str) -> re.Pattern[str]:
+    """The English text of a message as a pattern that reads its fields back: each field any
+    text (at least one character; `{name?}` may be empty; a one-word field no space, `;`, `,`
+    nor parenthesis), a field met again the same text."""
+    out, seen, at = [], set(), 0
+    for m in _FIELD.finditer(english):
+        out.append(re.escape(english[at : m.start()]))
+        name = m.group(1)
+        if name in seen:
+            out.append(f"(?P={name})")
+        else:
+            what = r"[^\s;,()]+" if _WORD_FIELDS.fullmatch(name) else ".+?"
+            out.append(f"(?P<{name}>.*?)" if m.group(2) else f"(?P<{name}>{what})")
+            seen.add(name)
+        at = m.end()
+    out.append(re.escape(english[at:]))
+    return re.compile("".join(out), re.DOTALL)
+
+
+@cache
+def _patterns(code: str) -> list[tuple[re.Pattern[str], str]]:
+    out = []
+    for said in messages().values():
+        if isinstance(said, dict) and said.get("en") and said.get(code):
+            out.append((pattern(" ".join(str(said["en"]).split())), str(said[code]).strip()))
+    return out
+
+
+def _words(code: str) -> Mapping[str, str]:
+    words = _messages_file().get("words", {})
+    return {en: w[code] for en, w in words.items() if isinstance(w, dict) and code in w}
+
+
+def say(text: str, /) -> str:
+    """A sentence the code composed in English, in the current language: the message of
+    `messages.yaml` it is, with its values (said in the language where they are messages or
+    words themselves); a rule's text as the catalogue says it; else the sentence unchanged."""
+    if lang() == "en" or not text:
+        return text
+    return _say(text, lang(), 0)
+
+
+def _say(text: str, code: str, depth: int) -> str:
+    core = text.strip()
+    if not core or depth > 6:
+        return text
+    lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
+    flat = " ".join(core.split())
+    said = _rule_texts(code).get(flat) or _words(code).get(flat)
+    if said is None and " " in flat:
+        for pat, zh in _patterns(code):
+            m = pat.fullmatch(flat)
+            if m is not None:
+                values = {k: _say(v, code, depth + 1) for k, v in m.groupdict().items()}
+                said = _fill(zh, values)
+                break
+    return text if said is None else lead + said + trail
+
+
+def _fill(text: str, values: Mapping[str, str]) -> str:
+    return _FIELD.sub(lambda f: values[f.group(1)], text)
+
+
+def localise_diagnosis(d: Any) -> Any:
+    """A Diagnosis whose sentences (the rules' texts and those the code composed) are in the
+    current language, for the Markdown and HTML reports (a copy; English: itself)."""
+    if lang() == "en":
+        return d
+
+    def change(c: Any) -> Any:
+        keys = [replace(k, note=say(k.note)) if k.note else k for k in c.framework_keys]
+        return replace(c, note=say(c.note) if c.note else c.note, framework_keys=keys)
+
+    def action(a: Any) -> Any:
+        if a is None:
+            return None
+        return replace(a, advice=say(a.advice), changes=[change(c) for c in a.changes])
+
+    findings = []
+    for f in d.findings:
+        evidence = [replace(e, summary=say(e.summary)) for e in f.evidence]
+        f = replace(f, evidence=evidence, action=action(f.action), fallback=action(f.fallback))
+        findings.append(localise_finding(f))
+    patch = d.patch
+    if patch is not None:
+        patch = replace(
+            patch, changes=[change(c) for c in patch.changes], notes=[say(n) for n in patch.notes]
+        )
+    run = d.run
+    if run is not None:
+        run = replace(run, warnings=[say(w) for w in run.warnings])
+    checkpoint = d.checkpoint
+    if checkpoint is not None and checkpoint.get("advice"):
+        checkpoint = {**checkpoint, "advice": say(checkpoint["advice"])}
+    return replace(
+        d,
+        findings=findings,
+        config_findings=[localise_config(c) for c in d.config_findings],
+        patch=patch,
+        run=run,
+        checkpoint=checkpoint,
+        assumptions=[say(a) for a in d.assumptions],
+        next_steps=[say(s) for s in d.next_steps],
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from advisor.i18n import localise_diagnosis
 from advisor.report.markdown import render_markdown
 from advisor.types import Diagnosis, InputError, without_surrogates
 
@@ -20,14 +21,14 @@ def _json(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
 
 
 def _markdown(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
-    return render_markdown(diagnosis, out_dir, stem)
+    return render_markdown(localise_diagnosis(diagnosis), out_dir, stem)
 
 
 def _html(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
     # one self-contained file: its charts are inline, nothing is drawn into out_dir
     from advisor.report.html import render_html
 
-    return render_html(diagnosis)
+    return render_html(localise_diagnosis(diagnosis))
 
 
 RENDERERS: dict[str, Callable[[Diagnosis, Path | None, str], str]] = {

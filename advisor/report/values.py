@@ -109,7 +109,7 @@ def waste_said(cost: dict[str, Any] | None) -> str:
         text = t("Waste: {share} {what} ({where})", share=pct(e["share"]), what=t(e["what"]),
                  where=where)
     if e["hours"] is not None:
-        text += f": {duration(e['hours'])}"
+        text += t(": {time}", time=duration(e["hours"]))
         if cost.get("run_hours"):
             text += t(", {share} of the run's {time}", share=pct(e["of_run"]),
                       time=duration(cost["run_hours"]))

@@ -71,3 +71,96 @@ def test_rule_text_maps_each_english_sentence(monkeypatch) -> None:
 )
 def test_language_codes(code: str, want: str | None) -> None:
     assert i18n.normalise(code) == want
+
+
+# --- the sentences the code composes: rulebook/i18n/messages.yaml
+
+MESSAGES = read_yaml_data(rulebook_dir() / "i18n" / "messages.yaml")
+FIELD = re.compile(r"\{(\w+)\??\}")
+
+
+@pytest.mark.parametrize("mid", sorted(MESSAGES["messages"]))
+def test_every_message_has_both_languages_with_the_same_fields(mid: str) -> None:
+    said = MESSAGES["messages"][mid]
+    assert set(said) == {"en", "zh"}, mid
+    en, zh = said["en"], said["zh"]
+    assert set(FIELD.findall(en)) == set(FIELD.findall(zh)), mid
+    rest = FIELD.sub("", zh)  # a message of fields alone says its punctuation the Chinese way
+    assert HAN.search(rest) or not re.search("[A-Za-z]", rest), f"{mid}.zh is not Chinese"
+    assert not HAN.search(en), f"{mid}.en is not English"
+
+
+def _sample(mid: str, english: str) -> dict[str, str]:
+    """A value per field: distinct, one word (no message reads it), empty where it may be."""
+    return {
+        name: "" if optional else f"v{i}{mid.count('.')}"
+        for i, (name, optional) in enumerate(re.findall(r"\{(\w+)(\??)\}", english))
+    }
+
+
+def _fill(text: str, values: dict[str, str]) -> str:
+    return re.sub(r"\{(\w+)\??\}", lambda m: values[m.group(1)], text)
+
+
+@pytest.mark.parametrize("mid", sorted(MESSAGES["messages"]))
+def test_each_message_reads_itself_back(mid: str, monkeypatch) -> None:
+    # the English the code would write is said as this message's zh, with the same values:
+    # no earlier, more general message reads it first
+    said = MESSAGES["messages"][mid]
+    values = _sample(mid, said["en"])
+    english = _fill(said["en"], values)
+    monkeypatch.setenv("RL_ADVISOR_LANG", "zh")
+    assert i18n.say(english) == _fill(said["zh"].strip(), values), mid
+    monkeypatch.setenv("RL_ADVISOR_LANG", "en")
+    assert i18n.say(english) == english
+
+
+def test_a_value_that_is_a_message_is_said_too(monkeypatch) -> None:
+    monkeypatch.setenv("RL_ADVISOR_LANG", "zh")
+    said = i18n.say(
+        "kl_ref block mean stayed at or above 1 over steps 180–410 (median 17.4; 4 of the last "
+        "4 blocks)."
+    )
+    assert said == (
+        "kl_ref 的分块均值在第 180–410 步一直不低于 1"
+        "（中位数 17.4；最近 4 个分块中有 4 个越过阈值）。"
+    )
+    # a sentence no message reads stays as written
+    assert i18n.say("a sentence no catalogue holds") == "a sentence no catalogue holds"
+
+
+def test_words_are_said_in_every_language() -> None:
+    for en, said in MESSAGES["words"].items():
+        assert set(said) == {"zh"} and HAN.search(said["zh"]), en
+
+
+def _rulebook_notes() -> list[str]:
+    """Every note of symptoms.yaml the report can quote: a skip_note, unless_note,
+    absent_note, and the why of a change's size."""
+    out: list[str] = []
+
+    def walk(x: object, parent: str = "") -> None:
+        if isinstance(x, dict):
+            for k, v in x.items():
+                note = k in ("skip_note", "unless_note", "absent_note") or (
+                    k == "why" and parent == "by"
+                )
+                if note and isinstance(v, str):
+                    out.append(" ".join(v.split()))
+                else:
+                    walk(v, k)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v, parent)
+
+    walk(read_yaml_data(rulebook_dir() / "symptoms.yaml"))
+    return list(dict.fromkeys(out))
+
+
+def test_every_rulebook_note_has_its_zh_text() -> None:
+    notes = {" ".join(k.split()): v for k, v in ZH["notes"].items()}
+    want = _rulebook_notes()
+    assert len(want) > 5
+    for note in want:
+        assert note in notes and HAN.search(notes[note]), f"no zh under notes: for {note!r}"
+    assert set(notes) <= set(want), "a note under notes: that the rulebook no longer has"
