@@ -70,6 +70,20 @@ def t(text: str, /, **fields: Any) -> str:
     return said.format(**fields) if fields else said
 
 
+# Chinese needs no space between its characters nor beside its full-width punctuation: a
+# folded YAML text (`>-`) joins its lines with one, a field's value may begin with one.
+_LOOSE = re.compile(
+    r"(?<=[\u4e00-\u9fff]) +(?=[\u4e00-\u9fff])"  # between two characters
+    r"|(?<=[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]) +"  # after full-width punctuation
+    r"| +(?=[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20])"  # before it
+)
+
+
+def tidy(text: str) -> str:
+    """A Chinese text as written: stripped, no space the way Latin script puts one."""
+    return _LOOSE.sub("", text.strip())
+
+
 @cache
 def _rule_texts(code: str) -> dict[str, str]:
     """English sentence -> its translation, for every symptom rule's texts (the Finding
@@ -91,10 +105,10 @@ def _rule_texts(code: str) -> dict[str, str]:
         for first in rule.first_when or []:
             if first.action is not None:
                 pairs.append((first.action.advice, said.get("first_when")))
-        out.update({" ".join(en.split()): z.strip() for en, z in pairs if en and z})
+        out.update({" ".join(en.split()): tidy(z) for en, z in pairs if en and z})
     # the rulebook's notes (a skip_note, unless_note, absent_note, a size's why), by their text
     notes = catalogue(code).get("notes", {})
-    out.update({" ".join(en.split()): str(z).strip() for en, z in notes.items() if z})
+    out.update({" ".join(en.split()): tidy(str(z)) for en, z in notes.items() if z})
     return out
 
 
@@ -110,7 +124,7 @@ def config_text(rule_id: str, field: str, english: str) -> str:
     if lang() == "en":
         return english
     said = catalogue(lang()).get("config", {}).get(rule_id, {}).get(field)
-    return said.strip() if isinstance(said, str) and said.strip() else english
+    return tidy(said) if isinstance(said, str) and said.strip() else english
 
 
 def localise_finding(f: Any) -> Any:
@@ -216,7 +230,7 @@ def _say(text: str, code: str, depth: int) -> str:
             m = pat.fullmatch(flat)
             if m is not None:
                 values = {k: _say(v, code, depth + 1) for k, v in m.groupdict().items()}
-                said = _fill(zh, values)
+                said = tidy(_fill(zh, values))
                 break
     return text if said is None else lead + said + trail
 

@@ -42,9 +42,11 @@ def steps_text(steps: Sequence[int], most: int = 12) -> str:
 
 
 def _old(value: Any, assumed: bool) -> str:
+    from advisor.i18n import t
+
     if value is None:
-        return "unset"
-    return fmt(value) + (" (assumed)" if assumed else "")
+        return t("unset")
+    return fmt(value) + (t(" (assumed)") if assumed else "")
 
 
 def change_text(c: Change) -> Md:

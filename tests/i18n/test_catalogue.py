@@ -49,9 +49,9 @@ def test_ui_phrases_keep_their_fields() -> None:
 def test_rule_text_maps_each_english_sentence(monkeypatch) -> None:
     monkeypatch.setenv("RL_ADVISOR_LANG", "zh")
     for rule in load_symptom_rules().rules:
-        assert i18n.rule_text(rule.why) == ZH["symptoms"][rule.id]["why"].strip()
+        assert i18n.rule_text(rule.why) == i18n.tidy(ZH["symptoms"][rule.id]["why"])
         for en, zh in zip(rule.causes, ZH["symptoms"][rule.id]["causes"], strict=True):
-            assert i18n.rule_text(en) == zh.strip()
+            assert i18n.rule_text(en) == i18n.tidy(zh)
     monkeypatch.setenv("RL_ADVISOR_LANG", "en")
     rule = load_symptom_rules().rules[0]
     assert i18n.rule_text(rule.why) == rule.why
@@ -127,6 +127,15 @@ def test_a_value_that_is_a_message_is_said_too(monkeypatch) -> None:
     )
     # a sentence no message reads stays as written
     assert i18n.say("a sentence no catalogue holds") == "a sentence no catalogue holds"
+
+
+def test_tidy_joins_chinese_as_it_is_written() -> None:
+    # a folded YAML text's line break, a space beside full-width punctuation
+    assert i18n.tidy(" 停止学习， 而损失 出现 NaN 。 TRL 只在 beta > 0 时记录（kl） ") == (
+        "停止学习，而损失出现 NaN。TRL 只在 beta > 0 时记录（kl）"
+    )
+    assert i18n.tidy("策略 已经 崩溃") == "策略已经崩溃"
+    assert i18n.tidy("提高 learning_rate 到 ×2") == "提高 learning_rate 到 ×2"
 
 
 def test_words_are_said_in_every_language() -> None:
