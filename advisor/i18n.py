@@ -156,8 +156,8 @@ def localise_config(c: Any) -> Any:
 
 _FIELD = re.compile(r"\{(\w+)(\?)?\}")
 # fields that hold one word (a metric, a parameter, a rule's id or name, a kind, a step or
-# steps `a–b`, a log's line number)
-_WORD_FIELDS = re.compile(r"(metric|param|id|name|kind|steps?|line)\d*")
+# steps `a–b`, a log's line number, a value)
+_WORD_FIELDS = re.compile(r"(metric|param|id|name|kind|steps?|line|value)\d*")
 
 
 def messages() -> Mapping[str, Any]:
@@ -188,6 +188,8 @@ def pattern(english: str) -> re.Pattern[str]:
             out.append(f"(?P={name})")
         else:
             what = r"[^\s;,()]+" if _WORD_FIELDS.fullmatch(name) else ".+?"
+            if name.startswith("param"):  # a framework's name may say what it is made of
+                what = r"[^\s;,()]+(?: \([^()]*\))?"
             out.append(f"(?P<{name}>.*?)" if m.group(2) else f"(?P<{name}>{what})")
             seen.add(name)
         at = m.end()
@@ -209,67 +211,108 @@ def _words(code: str) -> Mapping[str, str]:
     return {en: w[code] for en, w in words.items() if isinstance(w, dict) and code in w}
 
 
-def say(text: str, /) -> str:
+def say(text: str, /, spoken: Mapping[str, str] | None = None) -> str:
     """A sentence the code composed in English, in the current language: the message of
     `messages.yaml` it is, with its values (said in the language where they are messages or
-    words themselves); a rule's text as the catalogue says it; else the sentence unchanged."""
+    words themselves); a rule's text as the catalogue says it (`spoken`: the rules' texts in a
+    framework's names, `spoken_texts`); else the sentence unchanged. A rulebook note quoted
+    inside (a framework's note beside its setting) is said in the language too."""
     if lang() == "en" or not text:
         return text
-    return _say(text, lang(), 0)
+    said = _say(text, lang(), 0, spoken or {})
+    for en, note in _notes(lang()):
+        if en in said:
+            said = said.replace(en, note)
+    return said
 
 
-def _say(text: str, code: str, depth: int) -> str:
+def _say(text: str, code: str, depth: int, spoken: Mapping[str, str]) -> str:
     core = text.strip()
     if not core or depth > 6:
         return text
     lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
     flat = " ".join(core.split())
-    said = _rule_texts(code).get(flat) or _words(code).get(flat)
+    said = _rule_texts(code).get(flat) or spoken.get(flat) or _words(code).get(flat)
+    if said is None and depth and "; " in flat:
+        # a value that lists items ("a=1 (x); b=2 (y)"): each item said alone, when each is
+        # a message of its own
+        items = flat.split("; ")
+        parts = [_say(item, code, depth + 1, spoken) for item in items]
+        if all(p != i for p, i in zip(parts, items, strict=True)):
+            said = "；".join(parts)
     if said is None and " " in flat:
         for pat, zh in _patterns(code):
             m = pat.fullmatch(flat)
             if m is not None:
-                values = {k: _say(v, code, depth + 1) for k, v in m.groupdict().items()}
+                values = {k: _say(v, code, depth + 1, spoken) for k, v in m.groupdict().items()}
                 said = tidy(_fill(zh, values))
                 break
     return text if said is None else lead + said + trail
+
+
+@cache
+def _notes(code: str) -> list[tuple[str, str]]:
+    """The rulebook's notes (English, said), longest first: a note inside a longer one is
+    replaced after it."""
+    notes = catalogue(code).get("notes", {})
+    pairs = [(" ".join(en.split()), tidy(str(z))) for en, z in notes.items() if z]
+    return sorted(pairs, key=lambda p: -len(p[0]))
+
+
+def spoken_texts(speak: Any) -> dict[str, str]:
+    """The rules' texts as a framework's user reads them (`speak`: advisor.dialect's
+    Speaker.text, the guide's parameter names replaced by the framework's), English -> said
+    in the current language with the same names."""
+    if lang() == "en":
+        return {}
+    out = {}
+    for en, said in _rule_texts(lang()).items():
+        spoken = speak(en)
+        if spoken != en:
+            out[" ".join(spoken.split())] = tidy(speak(said))
+    return out
 
 
 def _fill(text: str, values: Mapping[str, str]) -> str:
     return _FIELD.sub(lambda f: values[f.group(1)], text)
 
 
-def localise_diagnosis(d: Any) -> Any:
+def localise_diagnosis(d: Any, speak: Any = None) -> Any:
     """A Diagnosis whose sentences (the rules' texts and those the code composed) are in the
-    current language, for the Markdown and HTML reports (a copy; English: itself)."""
+    current language, for the Markdown and HTML reports (a copy; English: itself). `speak`:
+    the run's framework's Speaker.text, when the report speaks its names."""
     if lang() == "en":
         return d
+    spoken = spoken_texts(speak) if speak is not None else {}
+
+    def tell(text: str) -> str:
+        return say(text, spoken)
 
     def change(c: Any) -> Any:
-        keys = [replace(k, note=say(k.note)) if k.note else k for k in c.framework_keys]
-        return replace(c, note=say(c.note) if c.note else c.note, framework_keys=keys)
+        keys = [replace(k, note=tell(k.note)) if k.note else k for k in c.framework_keys]
+        return replace(c, note=tell(c.note) if c.note else c.note, framework_keys=keys)
 
     def action(a: Any) -> Any:
         if a is None:
             return None
-        return replace(a, advice=say(a.advice), changes=[change(c) for c in a.changes])
+        return replace(a, advice=tell(a.advice), changes=[change(c) for c in a.changes])
 
     findings = []
     for f in d.findings:
-        evidence = [replace(e, summary=say(e.summary)) for e in f.evidence]
+        evidence = [replace(e, summary=tell(e.summary)) for e in f.evidence]
         f = replace(f, evidence=evidence, action=action(f.action), fallback=action(f.fallback))
         findings.append(localise_finding(f))
     patch = d.patch
     if patch is not None:
         patch = replace(
-            patch, changes=[change(c) for c in patch.changes], notes=[say(n) for n in patch.notes]
+            patch, changes=[change(c) for c in patch.changes], notes=[tell(n) for n in patch.notes]
         )
     run = d.run
     if run is not None:
-        run = replace(run, warnings=[say(w) for w in run.warnings])
+        run = replace(run, warnings=[tell(w) for w in run.warnings])
     checkpoint = d.checkpoint
     if checkpoint is not None and checkpoint.get("advice"):
-        checkpoint = {**checkpoint, "advice": say(checkpoint["advice"])}
+        checkpoint = {**checkpoint, "advice": tell(checkpoint["advice"])}
     return replace(
         d,
         findings=findings,
@@ -277,6 +320,6 @@ def localise_diagnosis(d: Any) -> Any:
         patch=patch,
         run=run,
         checkpoint=checkpoint,
-        assumptions=[say(a) for a in d.assumptions],
-        next_steps=[say(s) for s in d.next_steps],
+        assumptions=[tell(a) for a in d.assumptions],
+        next_steps=[tell(s) for s in d.next_steps],
     )

@@ -91,11 +91,14 @@ def test_every_message_has_both_languages_with_the_same_fields(mid: str) -> None
 
 
 def _sample(mid: str, english: str) -> dict[str, str]:
-    """A value per field: distinct, one word (no message reads it), empty where it may be."""
-    return {
-        name: "" if optional else f"v{i}{mid.count('.')}"
-        for i, (name, optional) in enumerate(re.findall(r"\{(\w+)(\??)\}", english))
-    }
+    """A value per field, none of them a message: one word where the field holds one, two
+    where it may hold a phrase, empty where it may be empty."""
+    word = re.compile(r"(metric|param|id|name|kind|steps?|line|value)\d*")
+    out = {}
+    for i, (name, optional) in enumerate(re.findall(r"\{(\w+)(\??)\}", english)):
+        tag = f"v{i}{mid.count('.')}"
+        out[name] = "" if optional else tag if word.fullmatch(name) else f"{tag} w{i}"
+    return out
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
@@ -144,25 +147,26 @@ def test_words_are_said_in_every_language() -> None:
 
 
 def _rulebook_notes() -> list[str]:
-    """Every note of symptoms.yaml the report can quote: a skip_note, unless_note,
-    absent_note, and the why of a change's size."""
+    """Every note of the rulebook the report can quote: symptoms.yaml's skip_note,
+    unless_note, absent_note and the why of a change's size; dialects.yaml's note and
+    since_absent beside a framework's name."""
     out: list[str] = []
 
-    def walk(x: object, parent: str = "") -> None:
+    def walk(x: object, keys: tuple[str, ...], parent: str = "") -> None:
         if isinstance(x, dict):
             for k, v in x.items():
-                note = k in ("skip_note", "unless_note", "absent_note") or (
-                    k == "why" and parent == "by"
-                )
+                note = k in keys or (k == "why" and parent == "by")
                 if note and isinstance(v, str):
                     out.append(" ".join(v.split()))
                 else:
-                    walk(v, k)
+                    walk(v, keys, k)
         elif isinstance(x, list):
             for v in x:
-                walk(v, parent)
+                walk(v, keys, parent)
 
-    walk(read_yaml_data(rulebook_dir() / "symptoms.yaml"))
+    book = rulebook_dir()
+    walk(read_yaml_data(book / "symptoms.yaml"), ("skip_note", "unless_note", "absent_note"))
+    walk(read_yaml_data(book / "dialects.yaml"), ("note", "since_absent"))
     return list(dict.fromkeys(out))
 
 
