@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from advisor import lazy
 from advisor.ingest import hints as hint_map
@@ -29,6 +29,9 @@ from advisor.ingest.lines import iter_chunks, iter_lines
 from advisor.ingest.names import canonical_name
 from advisor.ingest.payloads import WRAPPED_VALUE, payloads_to_frame
 from advisor.types import InputError, Run, RunEnding
+
+if TYPE_CHECKING:
+    import polars as pl
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # Ray / process prefixes: "(TaskRunner pid=1234) ", "(main_task pid=5, ip=10.0.0.1) "
@@ -853,7 +856,7 @@ def _finish_verl(st: _State) -> Run:
     if wide.width == 1:
         raise InputError(f"{st.source}: step lines hold no 'key:value' metric")
     return build_run(
-        wide,
+        _early_val_names(wide),
         source=st.source,
         fmt="verl-console",
         hints=_config_hints(st),
@@ -861,6 +864,25 @@ def _finish_verl(st: _State) -> Run:
         warnings=st.warnings,
         low_precision=bool(st.low_precision),
     )
+
+
+def _early_val_names(wide: pl.DataFrame) -> pl.DataFrame:
+    """Early verl validates before training under `test_score/<data>` (its step-0 line, its
+    "Initial/Final validation metrics" dicts) and logs `val/test_score/<data>` in the loop: one
+    validation series, not a training metric that makes step 0 and the last step repeat."""
+    pl = lazy.polars
+
+    early = [c for c in wide.columns if c.startswith("test_score/")]
+    if not early:
+        return wide
+    out = []
+    for c in early:
+        later = f"val/{c}"
+        if later in wide.columns:
+            out.append(pl.coalesce(later, c).alias(later))
+        else:
+            out.append(pl.col(c).alias(later))
+    return wide.with_columns(out).drop(early)
 
 
 _FIXED3 = re.compile(r":-?\d+\.\d{3}(?: |$)")
