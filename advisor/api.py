@@ -493,7 +493,7 @@ def assemble(
         warmup_steps=judgement.warmup_steps,
         framework=speaker.framework,
         assumed_parameters=sorted(k for k in hp if (origin or {}).get(k, "default") == "default"),
-        findings=said.findings,
+        findings=_onsets_in_epochs(said.findings, run),
         config_findings=[  # said in the run's framework's names, as the findings are
             dataclasses.replace(c, message=speaker.text(c.message))
             for c in config_findings
@@ -519,6 +519,14 @@ def assemble(
         cost=cost.of_run(run, said.findings, checkpoint, gpus, "job" if gpus else None),
         forecasts=outlook.forecasts(run, said.findings, goals),
     )
+
+
+def _onsets_in_epochs(findings: list[Finding], run: Run) -> list[Finding]:
+    """Each finding's onset also as the epoch the log printed there, when its records count
+    epochs (the steps are the records' numbers, the detectors' axis)."""
+    if run.epochs is None:
+        return findings
+    return [dataclasses.replace(f, onset_epoch=run.epoch_of(f.onset_step)) for f in findings]
 
 
 def _unread_keys(run: Run) -> list[str]:

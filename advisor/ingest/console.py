@@ -116,6 +116,7 @@ class _State:
     rates: dict[tuple[int, int], float] = field(default_factory=dict)
     bar_totals: dict[int, int] = field(default_factory=dict)
     awaiting: list[dict[str, Any]] = field(default_factory=list)  # dicts before their next bar
+    by_epoch: bool = False  # records numbered in order because they print an epoch, no step
 
     @property
     def verl_payloads(self) -> _Payloads:
@@ -922,6 +923,7 @@ def _finish_dicts(st: _State) -> Run:
         hints=hints,
         ending=_step_of_ending(st.ending.result(max(last, st.last_metric_line)), rows),
         warnings=st.warnings,
+        by_epoch=st.by_epoch,
     )
 
 
@@ -1135,6 +1137,7 @@ def _derive_trl_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, A
         epochs = [r.get("epoch") for r in train]
         if n > 1 and all(isinstance(e, int | float) for e in epochs):
             how += f"; the lines count epochs {epochs[0]}-{epochs[-1]}, numbered 1-{n} in order"
+            st.by_epoch = True  # the report speaks in epochs; the detectors work on 1..n
     hints.setdefault("logging_steps", every)
     if total:
         hints.setdefault("max_steps", total)
