@@ -35,7 +35,10 @@ if TYPE_CHECKING:
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # Ray / process prefixes: "(TaskRunner pid=1234) ", "(main_task pid=5, ip=10.0.0.1) "
-_PREFIX = re.compile(r"^\s*\((?:[\w.:-]+)(?: pid=\d+)?(?:, ip=[\w.:]+)?\)\s?")
+# Ray's "(TaskRunner pid=1) ", "(WorkerDict pid=9, ip=10.0.0.1) ", and "(pid=9) " for a
+# process not yet named
+_PREFIX = re.compile(r"^\s*\((?:[\w.:-]+(?: pid=\d+)?|pid=\d+)(?:, ip=[\w.:]+)?\)\s?")
+_GLUED_PREFIX = re.compile(r"(?<=[,{\[])\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\w.:]+)?\)\s*$")
 # a bar's position, total and the text in its brackets (elapsed<left, rate), to the `]` or to
 # a dict glued on; bounded so that a long run of digits costs one pass
 _BAR = re.compile(r"(\d{1,9})/(\d{1,9}) \[([^\]\r\n{]{0,80})")
@@ -629,10 +632,14 @@ def _config_continue(st: _State, prefix: str, line: str) -> bool:
     """Collect verl's multi-line config dump until its braces balance."""
     assert st.config_lines is not None
     if (prefix and prefix != st.config_prefix) or not line[:1].isspace():
-        # another process's output, or an unindented line: the dump was cut; give up on it
-        if prefix == st.config_prefix or not prefix:
+        # another process's output goes on between the dump's lines: a Ray-prefixed dump
+        # outlives lines of other prefixes and unprefixed ones (the driver's own stdout, a
+        # wrapper's); an unindented line of its own writer means the dump was cut
+        if prefix == st.config_prefix or not (prefix or st.config_prefix):
             st.config_lines = None
         return False
+    # another process's prefix glued to the end of a dump line (its own line follows)
+    line = _GLUED_PREFIX.sub("", line)
     st.config_lines.append(line)
     st.config_depth += _depth(line)
     if st.config_depth <= 0 or len(st.config_lines) > 5000:

@@ -34,3 +34,33 @@ def test_validation_outside_the_loop_joins_the_loop_s_series(tmp_path: Path) -> 
     val = dict(zip(run.frame["step"], run.frame["val_reward"], strict=True))
     assert val[0] is not None and val[39] == 0.5686 and val[19] == 0.1
     assert run.ending is not None and run.ending.kind == "completed"
+
+
+def _dump(prefix: str) -> list[str]:
+    return [
+        f"{prefix}{{'actor_rollout_ref': {{'actor': {{'clip_ratio': 0.2,\n",
+        f"{prefix}                                 'optim': {{'lr': 1e-06}},\n",
+        f"{prefix}                                 'ppo_mini_batch_size': 64}}}},\n",
+        f"{prefix} 'algorithm': {{'adv_estimator': 'gae',\n",
+        f"{prefix}               'kl_ctrl': {{'kl_coef': 0.001, 'type': 'fixed'}}}},\n",
+        f"{prefix} 'data': {{'train_batch_size': 256}},\n",
+        f"{prefix} 'trainer': {{'experiment_name': 'gemma2b_function_rm',\n",
+        f"{prefix}             'test_freq': 10,\n",
+        f"{prefix}             'total_epochs': 15}}}}\n",
+    ]
+
+
+def test_a_config_dump_outlives_other_writers_lines(tmp_path: Path) -> None:
+    # the shape of the maintainers' resp256 baseline: a not-yet-named process's "(pid=N) "
+    # prefix glued to the end of a dump line, its own line next; and a wrapper's unprefixed
+    # lines between the dump's (the gemma-2 baseline's "commit:" and blank lines)
+    lines = _dump(_RAY)
+    lines[6] = lines[6].rstrip("\n") + "\x1b[36m(pid=934604)\x1b[0m \n"
+    lines.insert(7, "\x1b[36m(pid=934604)\x1b[0m libgomp: Invalid value for OMP_NUM_THREADS\n")
+    lines.insert(3, "commit:\n\n\n")
+    lines += [_step(s) for s in range(1, 31)]
+    p = tmp_path / "train.log"
+    p.write_text("".join(lines))
+    hints = load_run(p).config_hints
+    assert hints["learning_rate"] == 1e-06 and hints["adv_estimator"] == "gae"
+    assert hints["n_epochs"] == 15 and hints["eval_steps"] == 10
