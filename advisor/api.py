@@ -26,7 +26,7 @@ from advisor._version import __version__
 from advisor.config import JobFile, LoadedConfig, load_config, write_patched
 from advisor.dialect import Speaker, framework_assumed, framework_of_run
 from advisor.i18n import t
-from advisor.ingest.frame import trl_without_kl
+from advisor.ingest.frame import has_epoch, trl_without_kl
 from advisor.reading import Reading
 from advisor.runfacts import concrete_fallback, run_facts
 from advisor.static import (
@@ -530,8 +530,10 @@ def _onsets_in_epochs(findings: list[Finding], run: Run) -> list[Finding]:
 
 
 def _unread_keys(run: Run) -> list[str]:
-    """The log's metric names no canonical metric was read from (kept in the frame as they are)."""
-    return unread_names(run.frame.columns)
+    """The log's metric names no canonical metric was read from (kept in the frame as they are);
+    a log that counts epochs has its epoch read as its axis."""
+    names = unread_names(run.frame.columns)
+    return [n for n in names if not has_epoch([n])] if run.epochs is not None else names
 
 
 def unread_names(names: Iterable[str]) -> list[str]:

@@ -137,6 +137,7 @@ def test_diagnose_says_onsets_in_epochs_through_the_entry_point(tmp_path: Path) 
     md = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     assert f"onset at epoch {p4['onset_epoch']:g} (record {p4['onset_step']})" in md
     assert "the log counts epochs, not steps" in md
+    assert "epoch" not in d["unread_keys"]  # read: it is the axis
     html = subprocess.run([*cmd, "--format", "html"], capture_output=True, text=True, check=True)
     assert f"onset at epoch {p4['onset_epoch']:g} (record {p4['onset_step']})" in html.stdout
     assert list(tmp_path.iterdir()) == [p]  # nothing left beside the input
