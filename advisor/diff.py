@@ -17,7 +17,10 @@ Each run is diagnosed as `diagnose` would (advisor.api) and compared on four cou
 - the findings each run has and the other does not (by rule id);
 - whether the comparison is confounded: more than one setting that changes the training
   differs (how often a run is validated or saved does not count), so no single change explains
-  what the metrics show.
+  what the metrics show;
+- the prompts the runs score most apart, where both runs' folders hold per-prompt records
+  (verl's generation dumps, TRL's completion logs, rlprobe's samples: advisor.prompts). A
+  listing, not a test: it does not change the exit code.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor import prompts as records
 from advisor.types import Change, Diagnosis
 
 SCHEMA_VERSION = 1
@@ -90,6 +94,68 @@ class Parting:
 
 
 @dataclass(slots=True)
+class Prompts:
+    """The per-prompt records of each run and the comparisons of those that pair up."""
+
+    sources_a: list[records.Source] = field(default_factory=list)
+    sources_b: list[records.Source] = field(default_factory=list)
+    compared: list[records.Comparison] = field(default_factory=list)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sources_a": [_source_dict(s) for s in self.sources_a],
+            "sources_b": [_source_dict(s) for s in self.sources_b],
+            "compared": [
+                {
+                    "a": c.a.where,
+                    "b": c.b.where,
+                    "prompts_a": c.prompts_a,
+                    "prompts_b": c.prompts_b,
+                    "common": c.common,
+                    "differ": c.differ,
+                    "top": [
+                        {
+                            "prompt": g.text,
+                            "score_a": _finite(g.score_a),
+                            "score_b": _finite(g.score_b),
+                            "gap": _finite(g.gap),
+                            "higher": "a" if g.gap > 0 else "b",
+                            "samples_a": g.samples_a,
+                            "samples_b": g.samples_b,
+                            "step_a": g.step_a,
+                            "step_b": g.step_b,
+                        }
+                        for g in c.top
+                    ],
+                }
+                for c in self.compared
+            ],
+            "score": PROMPT_SCORE,
+            "note": self.note,
+        }
+
+
+PROMPT_SCORE = (
+    "a prompt's score in a run is the mean score of its samples at the latest step both runs "
+    "scored it at, else at each run's latest; a verl dump's `score`, the sum of a TRL "
+    "completion's reward columns, an rlprobe sample's `reward_total`"
+)
+
+
+def _source_dict(s: records.Source) -> dict[str, Any]:
+    return {
+        "kind": s.kind,
+        "where": s.where,
+        "files": len(s.files),
+        "files_read": s.read,
+        "samples": len(s.records),
+        "prompts": len({r.key for r in s.records}),
+        "skipped": s.skipped,
+    }
+
+
+@dataclass(slots=True)
 class RunDiff:
     a: Side
     b: Side
@@ -99,6 +165,7 @@ class RunDiff:
     only_a: list[dict[str, Any]]
     only_b: list[dict[str, Any]]
     both: list[str]
+    prompts: Prompts = field(default_factory=Prompts)
 
     @property
     def training(self) -> list[Setting]:
@@ -139,6 +206,7 @@ class RunDiff:
             ],
             "test": TEST,
             "findings": {"only_a": self.only_a, "only_b": self.only_b, "both": self.both},
+            "prompts": self.prompts.to_dict(),
             "differ": self.differ,
         }
 
@@ -340,7 +408,55 @@ def diff_runs(
         only_a=[f for f in fa if f["id"] not in ids_b],
         only_b=[f for f in fb if f["id"] not in ids_a],
         both=[f["id"] for f in fa if f["id"] in ids_b],
+        prompts=_prompts(run_a, run_b, a, b),
     )
+
+
+NO_RECORDS = (
+    "verl's dumps of trainer.validation_data_dir or trainer.rollout_data_dir, TRL's "
+    "completions/ of log_completions=True, an rlprobe recording's samples/"
+)
+
+
+def _reward_names(r: _Read) -> set[str]:
+    """The reward functions a TRL run's log names (`rewards/<name>/mean`)."""
+    import re
+
+    found = (re.fullmatch(r"(?:eval_)?rewards/(.+)/mean", c) for c in r.job.run.frame.columns)
+    return {m.group(1) for m in found if m}
+
+
+def _prompts(run_a: Path, run_b: Path, a: _Read, b: _Read) -> Prompts:
+    """Each run folder's per-prompt records, and the prompts scored most apart."""
+    out = Prompts(records.find(run_a), records.find(run_b))
+    files = [
+        f"{who} is a file" for who, p in (("RUN_A", run_a), ("RUN_B", run_b)) if not p.is_dir()
+    ]
+    where = (
+        f" ({' and '.join(files)}: records are looked for in a run's folder only)" if files else ""
+    )
+    if not out.sources_a and not out.sources_b:
+        out.note = f"Neither run has per-prompt records ({NO_RECORDS}){where}."
+        return out
+    if not out.sources_a or not out.sources_b:
+        has, lacks = ("A", "B") if out.sources_a else ("B", "A")
+        out.note = (
+            f"Only {has} has per-prompt records; {lacks} has none to set them against "
+            f"({NO_RECORDS}){where}."
+        )
+        return out
+    pairs = records.pair(out.sources_a, out.sources_b)
+    if not pairs:
+        out.note = "The runs' per-prompt records are of kinds that do not pair up."
+        return out
+    names_a, names_b = _reward_names(a), _reward_names(b)
+    for sa, sb in pairs:
+        records.read(sa, names_a)
+        records.read(sb, names_b)
+        out.compared.append(records.compare(sa, sb))
+    if all(c.common == 0 for c in out.compared):
+        out.note = "No prompt is in the records of both runs."
+    return out
 
 
 def _side(r: _Read, findings: list[dict[str, Any]]) -> Side:
@@ -400,6 +516,10 @@ def render(r: RunDiff, fmt: str = "markdown") -> str:
             only_a=r.only_a,
             only_b=r.only_b,
             both=r.both,
+            prompts=r.prompts,
+            kinds=records.KIND_NAMES,
+            score=PROMPT_SCORE,
+            shown=records.SHOWN,
             test=TEST,
             verdict=verdict(r),
         )
