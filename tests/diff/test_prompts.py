@@ -271,3 +271,11 @@ def test_a_conversation_is_keyed_by_its_messages(messages: list[dict[str, str]])
         key,
         shown,
     )  # the same whatever the order of a message's fields
+
+
+def test_the_readme_rows_are_what_the_command_says(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = [ln for ln in readme.splitlines() if ln.startswith(("| 1 = |", "| 2 = |"))]
+    assert len(rows) == 2
+    _, md = _diff(capsys, str(RECORDS / "trl-sane"), str(RECORDS / "trl-lr-tiny"))
+    assert all(row in md.splitlines() for row in rows)
