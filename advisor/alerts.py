@@ -4,7 +4,8 @@
 finding: its evidence, onset and the one change, said in the run's dialect with the override
 line to paste) and says when one of them clears again. Deliveries run on one background
 thread behind a bounded queue, so training never waits on a network: a full queue drops the
-message (logged), a failed delivery is retried with exponential backoff and logged on one line.
+message (logged), a failed delivery is retried with exponential backoff (a 429 or 503 with a
+Retry-After header: after the wait it asks for, up to `retry_after_max`) and logged on one line.
 A cooldown per finding and a cap per run keep a flapping symptom from flooding a channel.
 
 Secrets (webhook URLs, the SMTP password) come from the environment (or a command-line flag),
