@@ -114,6 +114,7 @@ class Prompts:
                     "prompts_b": c.prompts_b,
                     "common": c.common,
                     "differ": c.differ,
+                    "prefix": c.prefix,
                     "top": [
                         {
                             "prompt": g.text,

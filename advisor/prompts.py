@@ -46,6 +46,7 @@ MAX_FILES = 20_000  # files looked at in that walk
 MAX_BYTES = 256 * 2**20
 TOP = 10  # prompts listed, the largest gaps first
 SHOWN = 100  # characters of a prompt shown in the Markdown table
+PREFIX_MIN = 20  # a shared beginning this long is said once instead of in every row
 
 VERL_DUMP = re.compile(r"^(\d+)(?:_\d{6}_\d{6})?\.jsonl$")  # <step>.jsonl (a few forks add a time)
 TRL_LOG = re.compile(r"^completions_(\d+)\.parquet$")
@@ -113,6 +114,9 @@ class Comparison:
     common: int
     differ: int  # prompts both runs scored whose scores differ
     top: list[Gap]
+    # the text every listed prompt begins with (a chat template's system turn), up to a
+    # space; "" when shorter than PREFIX_MIN or fewer than two are listed
+    prefix: str = ""
 
 
 # ----------------------------------------------------------------------------- finding them
@@ -400,4 +404,21 @@ def compare(a: Source, b: Source, top: int = TOP) -> Comparison:
     differ = [g for g in gaps if g.gap != 0]
     # ties (to 12 places: sums of the same scores in another order) by the prompt's text
     differ.sort(key=lambda g: (-round(abs(g.gap), 12), g.text, g.key))
-    return Comparison(a, b, len(ga), len(gb), len(gaps), len(differ), differ[:top])
+    listed = differ[:top]
+    return Comparison(a, b, len(ga), len(gb), len(gaps), len(differ), listed, shared_prefix(listed))
+
+
+def shared_prefix(gaps: Sequence[Gap]) -> str:
+    """The beginning all `gaps`' prompts share, cut after its last whitespace (so no word is
+    split), when at least PREFIX_MIN long and some text is left in each prompt."""
+    if len(gaps) < 2:
+        return ""
+    texts = [g.text for g in gaps]
+    lo, hi = min(texts), max(texts)
+    n = 0
+    while n < len(lo) and lo[n] == hi[n]:
+        n += 1
+    cut = max(lo.rfind(" ", 0, n), lo.rfind("\n", 0, n)) + 1
+    if cut < PREFIX_MIN or any(len(t) <= cut for t in texts):
+        return ""
+    return lo[:cut]

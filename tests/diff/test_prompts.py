@@ -49,6 +49,7 @@ def test_verl_validation_dumps_at_the_latest_step_both_runs_validated(
 ) -> None:
     a, b = _verl_run(tmp_path, "verl-a"), _verl_run(tmp_path, "verl-b")
     code, out = _diff(capsys, str(a), str(b), "-f", "json")
+    chat_prefix = "system\nYou are a helpful assistant.\nuser\n"
     assert code == 0  # the same metrics: the prompts' gaps are a listing, not a verdict
     p = json.loads(out)["prompts"]
     assert [(s["kind"], s["where"]) for s in p["sources_a"]] == [
@@ -72,7 +73,9 @@ def test_verl_validation_dumps_at_the_latest_step_both_runs_validated(
     code, md = _diff(capsys, str(a), str(b))
     assert "## Prompts scored most apart" in md
     assert "verl generation dumps in `val_generations` of A (3 of 3 files read)" in md
-    assert "| system You are a helpful assistant. user A bakery sells" in md
+    assert "Every prompt below begins with ` system You are a helpful assistant. user  `" in md
+    assert "\n| A bakery sells 12 rolls a dozen." in md  # the chat template's turn said once
+    assert json.loads(out)["prompts"]["compared"][0]["prefix"] == chat_prefix
 
 
 def test_trl_completion_logs_of_two_real_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -279,3 +282,26 @@ def test_the_readme_rows_are_what_the_command_says(capsys: pytest.CaptureFixture
     assert len(rows) == 2
     _, md = _diff(capsys, str(RECORDS / "trl-sane"), str(RECORDS / "trl-lr-tiny"))
     assert all(row in md.splitlines() for row in rows)
+
+
+def _gap(text: str) -> prompts.Gap:
+    return prompts.Gap(text, text, 1.0, 0.0, 1, 1, 0, 0)
+
+
+@given(st.lists(st.text(alphabet="ab \n", max_size=40), max_size=6))
+def test_a_shared_prefix_splits_no_word_and_leaves_each_prompt_some_text(
+    texts: list[str],
+) -> None:
+    p = prompts.shared_prefix([_gap(t) for t in texts])
+    assert all(t.startswith(p) and len(t) > len(p) for t in texts) or p == ""
+    assert p == "" or (len(p) >= prompts.PREFIX_MIN and p[-1] in " \n" and len(texts) >= 2)
+
+
+def test_a_short_or_lone_beginning_is_not_left_out() -> None:
+    assert prompts.shared_prefix([_gap("What is 2 + 2?"), _gap("What is 3 + 3?")]) == ""
+    assert prompts.shared_prefix([_gap("system\nBe brief and exact.\nuser\nHi")]) == ""
+    both = [
+        _gap("system\nBe brief and exact.\nuser\nHi"),
+        _gap("system\nBe brief and exact.\nuser\nYo"),
+    ]
+    assert prompts.shared_prefix(both) == "system\nBe brief and exact.\nuser\n"
