@@ -305,3 +305,14 @@ def test_a_short_or_lone_beginning_is_not_left_out() -> None:
         _gap("system\nBe brief and exact.\nuser\nYo"),
     ]
     assert prompts.shared_prefix(both) == "system\nBe brief and exact.\nuser\n"
+
+
+def test_a_long_run_is_read_from_its_latest_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    [_, val] = prompts.find(RECORDS / "verl-a")
+    sizes = [f.stat().st_size for f in val.files]  # steps 0, 20, 40
+    monkeypatch.setattr(prompts, "MAX_BYTES", sizes[-1] + sizes[-2])
+    prompts.read(val)
+    assert val.read == 2 and {r.step for r in val.records} == {20, 40}
+    monkeypatch.setattr(prompts, "MAX_BYTES", 1)
+    [_, val] = prompts.find(RECORDS / "verl-a")
+    assert prompts.read(val).read == 1  # the latest, however large
