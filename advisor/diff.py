@@ -427,14 +427,54 @@ def _reward_names(r: _Read) -> set[str]:
     return {m.group(1) for m in found if m}
 
 
+# the job file's keys that name folders of per-prompt records: verl's dump folders, TRL's
+# output dir (its completions/)
+RECORD_KEYS = (
+    ("trainer", "validation_data_dir"),
+    ("trainer", "rollout_data_dir"),
+    ("output_dir",),
+)
+
+
+def _named(r: _Read, run: Path) -> list[tuple[str, Path]]:
+    """The record folders the run's job file names, each as the file says it and where it
+    is: an absolute path as it is; a relative one from the working directory (where the
+    training was started, as a rule), else the job file's folder, else the run's."""
+    from collections.abc import Mapping
+
+    file = r.job.loaded.file
+    if file is None or not isinstance(file.document, Mapping):
+        return []
+    out = []
+    for keys in RECORD_KEYS:
+        node: Any = file.document.get(".".join(keys))  # a flat key, as an override says it
+        if node is None:
+            node = file.document
+            for k in keys:
+                node = node.get(k) if isinstance(node, Mapping) else None
+        if not isinstance(node, str) or not node.strip():
+            continue
+        given = Path(node.strip()).expanduser()
+        bases = [Path.cwd(), file.path.parent, run if run.is_dir() else run.parent]
+        tried = [given] if given.is_absolute() else [b / given for b in bases]
+        found = next((t for t in tried if t.is_dir()), None)
+        if found is not None:
+            out.append((node.strip(), found))
+    return out
+
+
 def _prompts(run_a: Path, run_b: Path, a: _Read, b: _Read) -> Prompts:
-    """Each run folder's per-prompt records, and the prompts scored most apart."""
-    out = Prompts(records.find(run_a), records.find(run_b))
+    """Each run's per-prompt records (its folder's, its job file's folders), and the prompts
+    scored most apart."""
+    out = Prompts(records.find(run_a, _named(a, run_a)), records.find(run_b, _named(b, run_b)))
     files = [
         f"{who} is a file" for who, p in (("RUN_A", run_a), ("RUN_B", run_b)) if not p.is_dir()
     ]
     where = (
-        f" ({' and '.join(files)}: records are looked for in a run's folder only)" if files else ""
+        f" ({' and '.join(files)}: records are looked for in a run's folder and in the folders "
+        "its job file names)"
+        if files
+        else ""
     )
     if not out.sources_a and not out.sources_b:
         out.note = f"Neither run has per-prompt records ({NO_RECORDS}){where}."

@@ -1,7 +1,9 @@
 """Per-prompt records a run leaves in its folder, and the prompts two runs score most apart
 (`rl-advisor diff`'s prompts section).
 
-Three formats are read, found in the run's folder up to DEPTH levels down:
+Three formats are read, found in the run's folder up to DEPTH levels down, and in the
+folders the run's job file names (`find`'s `named`: the diff reads verl's
+`trainer.validation_data_dir` and `trainer.rollout_data_dir`, TRL's `output_dir`):
 
 - verl's generation dumps (`trainer.validation_data_dir`: the validation samples;
   `trainer.rollout_data_dir`: the training rollouts): one `<step>.jsonl` per dump, a line
@@ -153,15 +155,46 @@ def _rel(path: Path, root: Path) -> str:
     return "." if rel in ("", ".") else rel
 
 
-def find(run: Path) -> list[Source]:
+def find(run: Path, named: Sequence[tuple[str, Path]] = ()) -> list[Source]:
     """The record sources in the run folder `run` (none when `run` is a file: the folder a
-    metrics file sits in may hold other runs)."""
-    if not run.is_dir():
-        return []
+    metrics file sits in may hold other runs), then in the folders `named` (a job file's
+    dump folders or output dir: (what the file says, the folder)) not already among them."""
+    out = _scan(_walk(run), lambda d: _rel(d, run)) if run.is_dir() else []
+    seen = {_real(s.files[0].parent) for s in out}
+    for said, folder in named:
+        try:
+            if not folder.is_dir():
+                continue
+            files = [f for f in sorted(folder.iterdir()) if f.is_file()]
+            sub = folder / "completions"  # TRL's output dir
+            if sub.is_dir():
+                files += [f for f in sorted(sub.iterdir()) if f.is_file()]
+        except OSError:
+            continue
+        for s in _scan(files, lambda d, said=said, folder=folder: _said(d, folder, said)):
+            if _real(s.files[0].parent) not in seen:
+                seen.add(_real(s.files[0].parent))
+                out.append(s)
+    return out
+
+
+def _real(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path
+
+
+def _said(d: Path, folder: Path, said: str) -> str:
+    return said if d == folder else f"{said}/{d.relative_to(folder).as_posix()}"
+
+
+def _scan(found: Iterable[Path], where: Any) -> list[Source]:
+    """The sources among the files `found`; `where(folder)` names a source's folder."""
     verl: dict[Path, list[tuple[int, Path]]] = {}
     trl: dict[Path, list[tuple[int, Path]]] = {}
     probes: dict[Path, list[Path]] = {}
-    for f in _walk(run):
+    for f in found:
         if m := VERL_DUMP.match(f.name):
             verl.setdefault(f.parent, []).append((int(m.group(1)), f))
         elif (m := TRL_LOG.match(f.name)) and f.parent.name == "completions":
@@ -175,11 +208,11 @@ def find(run: Path) -> list[Source]:
     for folder, numbered in sorted(verl.items()):
         ordered = [f for _, f in sorted(numbered)]
         if _looks_like_verl(ordered[-1]):
-            out.append(Source("verl", _rel(folder, run), ordered))
+            out.append(Source("verl", where(folder), ordered))
     for folder, numbered in sorted(trl.items()):
-        out.append(Source("trl", _rel(folder, run), [f for _, f in sorted(numbered)]))
+        out.append(Source("trl", where(folder), [f for _, f in sorted(numbered)]))
     for folder, shards in sorted(probes.items()):
-        out.append(Source("rlprobe", _rel(folder, run), sorted(shards)))
+        out.append(Source("rlprobe", where(folder), sorted(shards)))
     return out
 
 

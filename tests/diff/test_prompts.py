@@ -141,7 +141,7 @@ def test_neither_run_has_records_said_plainly(
     assert p["note"].startswith("Neither run has per-prompt records (verl's dumps of")
     _, md = _diff(capsys, str(a / "metrics.jsonl"), str(b))
     assert "Neither run has per-prompt records" in md
-    assert "(RUN_A is a file: records are looked for in a run's folder only)" in md
+    assert "(RUN_A is a file: records are looked for in a run's folder and in the" in md
     assert "| prompt |" not in md
     one = _verl_run(tmp_path, "verl-a")
     _, out = _diff(capsys, str(one), str(b), "-f", "json")
@@ -316,3 +316,47 @@ def test_a_long_run_is_read_from_its_latest_files(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(prompts, "MAX_BYTES", 1)
     [_, val] = prompts.find(RECORDS / "verl-a")
     assert prompts.read(val).read == 1  # the latest, however large
+
+
+VERL_JOB = """\
+data:
+  train_batch_size: 128
+actor_rollout_ref:
+  actor:
+    optim:
+      lr: 1.0e-06
+  rollout:
+    n: 4
+trainer:
+  test_freq: 20
+  validation_data_dir: {where}
+"""
+
+
+def test_the_dump_folders_a_verl_job_file_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Metrics files side by side in one folder (no run folder to search) with each run's
+    job file naming its validation dumps: relative to the job file, or absolute."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("a", "b"):
+        shutil.copy(VERL_METRICS, logs / f"{name}.jsonl")
+    shutil.copytree(RECORDS / "verl-a" / "val_generations", tmp_path / "jobs" / "val-a")
+    shutil.copytree(RECORDS / "verl-b" / "val_generations", tmp_path / "elsewhere" / "val-b")
+    job_a, job_b = tmp_path / "jobs" / "a.yaml", tmp_path / "jobs" / "b.yaml"
+    job_a.write_text(VERL_JOB.format(where="val-a"))
+    job_b.write_text(VERL_JOB.format(where=tmp_path / "elsewhere" / "val-b"))
+    _, out = _diff(capsys, str(logs / "a.jsonl"), str(logs / "b.jsonl"),
+                   "--config-a", str(job_a), "--config-b", str(job_b), "-f", "json")  # fmt: skip
+    p = json.loads(out)["prompts"]
+    assert [s["where"] for s in p["sources_a"]] == ["val-a"]
+    assert [s["where"] for s in p["sources_b"]] == [str(tmp_path / "elsewhere" / "val-b")]
+    [c] = p["compared"]
+    assert [_question(g["prompt"])[:9] for g in c["top"]] == ["A bakery ", "Janet has", "A train t"]
+    job_b.write_text(VERL_JOB.format(where="nowhere"))  # a folder that is not there: none
+    _, out = _diff(capsys, str(logs / "a.jsonl"), str(logs / "b.jsonl"),
+                   "--config-a", str(job_a), "--config-b", str(job_b), "-f", "json")  # fmt: skip
+    p = json.loads(out)["prompts"]
+    assert p["sources_b"] == [] and p["note"].startswith("Only A has per-prompt records")
+    assert "RUN_A is a file and RUN_B is a file" in p["note"]
