@@ -381,9 +381,14 @@ def _findings(d: Diagnosis) -> list[dict[str, Any]]:
 
 
 def diff_runs(
-    run_a: Path, run_b: Path, config_a: Path | None = None, config_b: Path | None = None
+    run_a: Path,
+    run_b: Path,
+    config_a: Path | None = None,
+    config_b: Path | None = None,
+    top_prompts: int = records.TOP,
 ) -> RunDiff:
-    """Diagnose both runs and compare them (module docstring)."""
+    """Diagnose both runs and compare them (module docstring); `top_prompts` prompts listed
+    (0: no per-prompt records read)."""
     a, b = _read(run_a, config_a), _read(run_b, config_b)
     metrics = []
     for names in CORE_METRICS:
@@ -409,7 +414,11 @@ def diff_runs(
         only_a=[f for f in fa if f["id"] not in ids_b],
         only_b=[f for f in fb if f["id"] not in ids_a],
         both=[f["id"] for f in fa if f["id"] in ids_b],
-        prompts=_prompts(run_a, run_b, a, b),
+        prompts=(
+            _prompts(run_a, run_b, a, b, top_prompts)
+            if top_prompts > 0
+            else Prompts(note="Per-prompt records not read (--prompts 0).")
+        ),
     )
 
 
@@ -463,7 +472,7 @@ def _named(r: _Read, run: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def _prompts(run_a: Path, run_b: Path, a: _Read, b: _Read) -> Prompts:
+def _prompts(run_a: Path, run_b: Path, a: _Read, b: _Read, top: int) -> Prompts:
     """Each run's per-prompt records (its folder's, its job file's folders), and the prompts
     scored most apart."""
     out = Prompts(records.find(run_a, _named(a, run_a)), records.find(run_b, _named(b, run_b)))
@@ -494,7 +503,7 @@ def _prompts(run_a: Path, run_b: Path, a: _Read, b: _Read) -> Prompts:
     for sa, sb in pairs:
         records.read(sa, names_a)
         records.read(sb, names_b)
-        out.compared.append(records.compare(sa, sb))
+        out.compared.append(records.compare(sa, sb, top))
     if all(c.common == 0 for c in out.compared):
         out.note = "No prompt is in the records of both runs."
     return out

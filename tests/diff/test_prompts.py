@@ -360,3 +360,17 @@ def test_the_dump_folders_a_verl_job_file_names(
     p = json.loads(out)["prompts"]
     assert p["sources_b"] == [] and p["note"].startswith("Only A has per-prompt records")
     assert "RUN_A is a file and RUN_B is a file" in p["note"]
+
+
+def test_how_many_prompts_are_listed(capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = str(RECORDS / "trl-sane"), str(RECORDS / "trl-lr-tiny")
+    _, out = _diff(capsys, a, b, "--prompts", "3", "-f", "json")
+    [c] = json.loads(out)["prompts"]["compared"]
+    assert len(c["top"]) == 3 and c["differ"] == 10
+    _, out = _diff(capsys, a, b, "--prompts", "0", "-f", "json")
+    p = json.loads(out)["prompts"]
+    assert p["sources_a"] == p["compared"] == [] and "not read (--prompts 0)" in p["note"]
+    capsys.readouterr()
+    assert main(["diff", a, b, "--prompts", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "--prompts" in err and "Traceback" not in err
