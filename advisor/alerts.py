@@ -4,7 +4,8 @@
 finding: its evidence, onset and the one change, said in the run's dialect with the override
 line to paste) and says when one of them clears again. Deliveries run on one background
 thread behind a bounded queue, so training never waits on a network: a full queue drops the
-message (logged), a failed delivery is retried with exponential backoff and logged on one line.
+message (logged), a failed delivery is retried with exponential backoff (a 429 or 503 with a
+Retry-After header: after the wait it asks for, up to `retry_after_max`) and logged on one line.
 A cooldown per finding and a cap per run keep a flapping symptom from flooding a channel.
 
 Secrets (webhook URLs, the SMTP password) come from the environment (or a command-line flag),
@@ -63,10 +64,51 @@ USER_FILE = "rl-advisor.toml"
 _DISCORD_MAX = 2000  # Discord's limit on a message's content
 _BODY_MAX = 40_000  # Slack's limit on a message's text
 _CHANGES = 2  # state changes of one finding said within its cooldown
+# the longest wait a server's Retry-After gets before the next try (seconds; the Alerter's
+# `retry_after_max`): the one delivery thread holds the queue meanwhile, so a receiver asking
+# for an hour would hold every later alert that long
+RETRY_AFTER_MAX = 60.0
 
 
 class Undeliverable(Exception):
     """A delivery that retrying cannot fix (a 4xx answer, a template that is not JSON)."""
+
+
+class RetryLater(OSError):
+    """A 429 or 503 answer; `after`: the seconds its Retry-After header asks to wait (None
+    when it has none or one that is neither delay-seconds nor an HTTP date)."""
+
+    def __init__(self, status: int, after: float | None) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.after = after
+
+
+def retry_after(value: str | None, now: float | None = None) -> float | None:
+    """The seconds a Retry-After header's value asks to wait (RFC 9110 10.2.3): delay-seconds
+    (a decimal fraction taken too, as some chat services send one) or an HTTP date, counted
+    from `now` (Unix time; the clock when None) and 0 when it is past; None when the value is
+    neither."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text and all(c.isdigit() or c == "." for c in text) and text.count(".") <= 1:
+        try:
+            seconds = float(text)
+        except ValueError:
+            return None
+        return seconds if seconds < float("inf") else None
+    from datetime import UTC
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # "-0000": a time in UTC whose zone the sender did not know
+        when = when.replace(tzinfo=UTC)
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
 
 
 # ----------------------------------------------------------------------------- the channels
@@ -264,7 +306,9 @@ def deliver(channel: Channel, msg: Message, timeout: float) -> None:
         with urllib.request.urlopen(req, timeout=timeout) as answer:
             answer.read(1024)
     except urllib.error.HTTPError as err:
-        if err.code == 429 or err.code >= 500:
+        if err.code in (429, 503):
+            raise RetryLater(err.code, retry_after(err.headers.get("Retry-After"))) from None
+        if err.code >= 500:
             raise OSError(f"HTTP {err.code}") from None
         raise Undeliverable(f"HTTP {err.code}") from None
 
@@ -292,6 +336,10 @@ def _send_mail(channel: Channel, mail: EmailMessage, timeout: float) -> None:
 def _why(err: BaseException) -> str:
     if isinstance(err, socket.timeout | TimeoutError):
         return "timed out"
+    if isinstance(err, RetryLater):
+        return f"OSError: HTTP {err.status}" + (
+            f" (Retry-After {err.after:g} s)" if err.after is not None else ""
+        )
     if isinstance(err, urllib.error.URLError):
         return _why(err.reason) if isinstance(err.reason, BaseException) else str(err.reason)
     return f"{type(err).__name__}: {err}" if not isinstance(err, Undeliverable) else str(err)
@@ -320,6 +368,7 @@ class Alerter:
         cap: int = 20,
         retries: int = 3,
         backoff: float = 2.0,
+        retry_after_max: float = RETRY_AFTER_MAX,
         timeout: float = 10.0,
         queue_size: int = 64,
         run: str = "",
@@ -333,6 +382,7 @@ class Alerter:
         self.cap = cap
         self.retries = retries
         self.backoff = backoff
+        self.retry_after_max = retry_after_max
         self.timeout = timeout
         self.run = run
         self._say = say
@@ -467,16 +517,34 @@ class Alerter:
                 return
             except Exception as err:
                 last = attempt == attempts
-                self._failed(ch, msg, err, attempt, final=last)
+                # the wait the server asked for (Retry-After, up to retry_after_max), else
+                # 1x, 2x, 4x the backoff
+                asked = err.after if isinstance(err, RetryLater) else None
+                if asked is not None:
+                    wait = min(asked, self.retry_after_max)
+                else:
+                    wait = self.backoff * 2 ** (attempt - 1)
+                self._failed(ch, msg, err, attempt, final=last, wait=wait)
                 if last:
                     return
                 self.stats.retried += 1
-                # 1x, 2x, 4x backoff; cut short (one last try each) once close() is waiting
-                if self._closing.wait(self.backoff * 2 ** (attempt - 1)):
+                # cut short (one last try each) once close() is waiting
+                if self._closing.wait(wait):
                     attempts = attempt + 1
 
-    def _failed(self, ch: Channel, msg: Message, err: BaseException, n: int, final: bool) -> None:
+    def _failed(
+        self,
+        ch: Channel,
+        msg: Message,
+        err: BaseException,
+        n: int,
+        final: bool,
+        wait: float | None = None,
+    ) -> None:
         what = "giving up" if final else "retrying"
+        if not final and isinstance(err, RetryLater) and err.after is not None and wait is not None:
+            capped = " (the longest wait allowed)" if wait < err.after else ""
+            what = f"retrying in {wait:g} s{capped}"
         if final:
             self.stats.failed += 1
         self._log(
@@ -542,6 +610,7 @@ def _config_model() -> Any:
         cap: int = Field(default=20, ge=0)
         retries: int = Field(default=3, ge=0, le=10)
         backoff: float = Field(default=2.0, ge=0)
+        retry_after_max: float = Field(default=RETRY_AFTER_MAX, ge=0)
         timeout: float = Field(default=10.0, gt=0)
 
     return AlertsConfig
@@ -658,6 +727,7 @@ def load_config(path: Path, env: Mapping[str, str], section: bool = False) -> di
         "cap": cfg.cap,
         "retries": cfg.retries,
         "backoff": cfg.backoff,
+        "retry_after_max": cfg.retry_after_max,
         "timeout": cfg.timeout,
     }
 

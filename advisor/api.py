@@ -26,7 +26,7 @@ from advisor._version import __version__
 from advisor.config import JobFile, LoadedConfig, load_config, write_patched
 from advisor.dialect import Speaker, framework_assumed, framework_of_run
 from advisor.i18n import t
-from advisor.ingest.frame import trl_without_kl
+from advisor.ingest.frame import has_epoch, trl_without_kl
 from advisor.reading import Reading
 from advisor.runfacts import concrete_fallback, run_facts
 from advisor.static import (
@@ -493,7 +493,7 @@ def assemble(
         warmup_steps=judgement.warmup_steps,
         framework=speaker.framework,
         assumed_parameters=sorted(k for k in hp if (origin or {}).get(k, "default") == "default"),
-        findings=said.findings,
+        findings=_onsets_in_epochs(said.findings, run),
         config_findings=[  # said in the run's framework's names, as the findings are
             dataclasses.replace(c, message=speaker.text(c.message))
             for c in config_findings
@@ -521,9 +521,19 @@ def assemble(
     )
 
 
+def _onsets_in_epochs(findings: list[Finding], run: Run) -> list[Finding]:
+    """Each finding's onset also as the epoch the log printed there, when its records count
+    epochs (the steps are the records' numbers, the detectors' axis)."""
+    if run.epochs is None:
+        return findings
+    return [dataclasses.replace(f, onset_epoch=run.epoch_of(f.onset_step)) for f in findings]
+
+
 def _unread_keys(run: Run) -> list[str]:
-    """The log's metric names no canonical metric was read from (kept in the frame as they are)."""
-    return unread_names(run.frame.columns)
+    """The log's metric names no canonical metric was read from (kept in the frame as they are);
+    a log that counts epochs has its epoch read as its axis."""
+    names = unread_names(run.frame.columns)
+    return [n for n in names if not has_epoch([n])] if run.epochs is not None else names
 
 
 def unread_names(names: Iterable[str]) -> list[str]:

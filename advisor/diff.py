@@ -17,7 +17,10 @@ Each run is diagnosed as `diagnose` would (advisor.api) and compared on four cou
 - the findings each run has and the other does not (by rule id);
 - whether the comparison is confounded: more than one setting that changes the training
   differs (how often a run is validated or saved does not count), so no single change explains
-  what the metrics show.
+  what the metrics show;
+- the prompts the runs score most apart, where both runs' folders hold per-prompt records
+  (verl's generation dumps, TRL's completion logs, rlprobe's samples: advisor.prompts). A
+  listing, not a test: it does not change the exit code.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor import prompts as records
 from advisor.types import Change, Diagnosis
 
 SCHEMA_VERSION = 1
@@ -90,6 +94,69 @@ class Parting:
 
 
 @dataclass(slots=True)
+class Prompts:
+    """The per-prompt records of each run and the comparisons of those that pair up."""
+
+    sources_a: list[records.Source] = field(default_factory=list)
+    sources_b: list[records.Source] = field(default_factory=list)
+    compared: list[records.Comparison] = field(default_factory=list)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sources_a": [_source_dict(s) for s in self.sources_a],
+            "sources_b": [_source_dict(s) for s in self.sources_b],
+            "compared": [
+                {
+                    "a": c.a.where,
+                    "b": c.b.where,
+                    "prompts_a": c.prompts_a,
+                    "prompts_b": c.prompts_b,
+                    "common": c.common,
+                    "differ": c.differ,
+                    "prefix": c.prefix,
+                    "top": [
+                        {
+                            "prompt": g.text,
+                            "score_a": _finite(g.score_a),
+                            "score_b": _finite(g.score_b),
+                            "gap": _finite(g.gap),
+                            "higher": "a" if g.gap > 0 else "b",
+                            "samples_a": g.samples_a,
+                            "samples_b": g.samples_b,
+                            "step_a": g.step_a,
+                            "step_b": g.step_b,
+                        }
+                        for g in c.top
+                    ],
+                }
+                for c in self.compared
+            ],
+            "score": PROMPT_SCORE,
+            "note": self.note,
+        }
+
+
+PROMPT_SCORE = (
+    "a prompt's score in a run is the mean score of its samples at the latest step both runs "
+    "scored it at, else at each run's latest; a verl dump's `score`, the sum of a TRL "
+    "completion's reward columns, an rlprobe sample's `reward_total`"
+)
+
+
+def _source_dict(s: records.Source) -> dict[str, Any]:
+    return {
+        "kind": s.kind,
+        "where": s.where,
+        "files": len(s.files),
+        "files_read": s.read,
+        "samples": len(s.records),
+        "prompts": len({r.key for r in s.records}),
+        "skipped": s.skipped,
+    }
+
+
+@dataclass(slots=True)
 class RunDiff:
     a: Side
     b: Side
@@ -99,6 +166,7 @@ class RunDiff:
     only_a: list[dict[str, Any]]
     only_b: list[dict[str, Any]]
     both: list[str]
+    prompts: Prompts = field(default_factory=Prompts)
 
     @property
     def training(self) -> list[Setting]:
@@ -139,6 +207,7 @@ class RunDiff:
             ],
             "test": TEST,
             "findings": {"only_a": self.only_a, "only_b": self.only_b, "both": self.both},
+            "prompts": self.prompts.to_dict(),
             "differ": self.differ,
         }
 
@@ -312,9 +381,14 @@ def _findings(d: Diagnosis) -> list[dict[str, Any]]:
 
 
 def diff_runs(
-    run_a: Path, run_b: Path, config_a: Path | None = None, config_b: Path | None = None
+    run_a: Path,
+    run_b: Path,
+    config_a: Path | None = None,
+    config_b: Path | None = None,
+    top_prompts: int = records.TOP,
 ) -> RunDiff:
-    """Diagnose both runs and compare them (module docstring)."""
+    """Diagnose both runs and compare them (module docstring); `top_prompts` prompts listed
+    (0: no per-prompt records read)."""
     a, b = _read(run_a, config_a), _read(run_b, config_b)
     metrics = []
     for names in CORE_METRICS:
@@ -340,7 +414,99 @@ def diff_runs(
         only_a=[f for f in fa if f["id"] not in ids_b],
         only_b=[f for f in fb if f["id"] not in ids_a],
         both=[f["id"] for f in fa if f["id"] in ids_b],
+        prompts=(
+            _prompts(run_a, run_b, a, b, top_prompts)
+            if top_prompts > 0
+            else Prompts(note="Per-prompt records not read (--prompts 0).")
+        ),
     )
+
+
+NO_RECORDS = (
+    "verl's dumps of trainer.validation_data_dir or trainer.rollout_data_dir, TRL's "
+    "completions/ of log_completions=True, an rlprobe recording's samples/"
+)
+
+
+def _reward_names(r: _Read) -> set[str]:
+    """The reward functions a TRL run's log names (`rewards/<name>/mean`)."""
+    import re
+
+    found = (re.fullmatch(r"(?:eval_)?rewards/(.+)/mean", c) for c in r.job.run.frame.columns)
+    return {m.group(1) for m in found if m}
+
+
+# the job file's keys that name folders of per-prompt records: verl's dump folders, TRL's
+# output dir (its completions/)
+RECORD_KEYS = (
+    ("trainer", "validation_data_dir"),
+    ("trainer", "rollout_data_dir"),
+    ("output_dir",),
+)
+
+
+def _named(r: _Read, run: Path) -> list[tuple[str, Path]]:
+    """The record folders the run's job file names, each as the file says it and where it
+    is: an absolute path as it is; a relative one from the working directory (where the
+    training was started, as a rule), else the job file's folder, else the run's."""
+    from collections.abc import Mapping
+
+    file = r.job.loaded.file
+    if file is None or not isinstance(file.document, Mapping):
+        return []
+    out = []
+    for keys in RECORD_KEYS:
+        node: Any = file.document.get(".".join(keys))  # a flat key, as an override says it
+        if node is None:
+            node = file.document
+            for k in keys:
+                node = node.get(k) if isinstance(node, Mapping) else None
+        if not isinstance(node, str) or not node.strip():
+            continue
+        given = Path(node.strip()).expanduser()
+        bases = [Path.cwd(), file.path.parent, run if run.is_dir() else run.parent]
+        tried = [given] if given.is_absolute() else [b / given for b in bases]
+        found = next((t for t in tried if t.is_dir()), None)
+        if found is not None:
+            out.append((node.strip(), found))
+    return out
+
+
+def _prompts(run_a: Path, run_b: Path, a: _Read, b: _Read, top: int) -> Prompts:
+    """Each run's per-prompt records (its folder's, its job file's folders), and the prompts
+    scored most apart."""
+    out = Prompts(records.find(run_a, _named(a, run_a)), records.find(run_b, _named(b, run_b)))
+    files = [
+        f"{who} is a file" for who, p in (("RUN_A", run_a), ("RUN_B", run_b)) if not p.is_dir()
+    ]
+    where = (
+        f" ({' and '.join(files)}: records are looked for in a run's folder and in the folders "
+        "its job file names)"
+        if files
+        else ""
+    )
+    if not out.sources_a and not out.sources_b:
+        out.note = f"Neither run has per-prompt records ({NO_RECORDS}){where}."
+        return out
+    if not out.sources_a or not out.sources_b:
+        has, lacks = ("A", "B") if out.sources_a else ("B", "A")
+        out.note = (
+            f"Only {has} has per-prompt records; {lacks} has none to set them against "
+            f"({NO_RECORDS}){where}."
+        )
+        return out
+    pairs = records.pair(out.sources_a, out.sources_b)
+    if not pairs:
+        out.note = "The runs' per-prompt records are of kinds that do not pair up."
+        return out
+    names_a, names_b = _reward_names(a), _reward_names(b)
+    for sa, sb in pairs:
+        records.read(sa, names_a)
+        records.read(sb, names_b)
+        out.compared.append(records.compare(sa, sb, top))
+    if all(c.common == 0 for c in out.compared):
+        out.note = "No prompt is in the records of both runs."
+    return out
 
 
 def _side(r: _Read, findings: list[dict[str, Any]]) -> Side:
@@ -400,6 +566,10 @@ def render(r: RunDiff, fmt: str = "markdown") -> str:
             only_a=r.only_a,
             only_b=r.only_b,
             both=r.both,
+            prompts=r.prompts,
+            kinds=records.KIND_NAMES,
+            score=PROMPT_SCORE,
+            shown=records.SHOWN,
             test=TEST,
             verdict=verdict(r),
         )

@@ -114,6 +114,9 @@ class _Data:
 
     __slots__ = ()
     _HIDDEN: ClassVar[frozenset[str]] = frozenset()  # fields kept out of the JSON
+    # fields the JSON carries only when set: an extension that most runs do not have (a log
+    # that counts epochs) leaves every other run's JSON as it was
+    _OMIT_NONE: ClassVar[frozenset[str]] = frozenset()
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
     def __eq__(self, other: object) -> bool:
@@ -129,9 +132,11 @@ class _Data:
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract's data: `from` for `from_`, enums as their values, tuples and
         sets as lists, NaN and inf as None (null), fields outside the JSON left out."""
+        omit = self._OMIT_NONE
         return {
             _WIRE.get(name, name): _plain(getattr(self, name))
             for name in _fields(type(self))
+            if not (name in omit and getattr(self, name) is None)
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -317,6 +322,8 @@ class Action(_Data):
 class Finding(_Data):
     """A run-time symptom rule that fired."""
 
+    _OMIT_NONE: ClassVar[frozenset[str]] = frozenset({"onset_epoch"})
+
     id: str
     name: str
     severity: Severity
@@ -324,6 +331,8 @@ class Finding(_Data):
     priority: int = 100  # lower = more urgent; the patch follows the top one
     strength: float = 0.5  # 0..1 from the evidence's effect size; picks the factor in a range
     onset_step: int | None = None
+    # the log's epoch at onset_step, when its records count epochs (RunInfo.axis); absent else
+    onset_epoch: float | None = None
     detected_step: int | None = None  # the step at which the evidence became conclusive
     cleared_step: int | None = None  # set when the symptom went away again
     # set when the episode was over before the run's end (cleared and stayed clear): its
@@ -375,6 +384,8 @@ CRASHED = frozenset({"oom", "nccl", "traceback", "disk_full", "killed", "failed"
 class RunInfo(_Data):
     """The `run` block of the JSON output."""
 
+    _OMIT_NONE: ClassVar[frozenset[str]] = frozenset({"axis"})
+
     source: str
     format: str
     steps: int
@@ -385,6 +396,10 @@ class RunInfo(_Data):
     ending: RunEnding | None = None
     warnings: list[str] = field(default_factory=list)
     framework: str = "platform"  # whose log it is: platform, trl, verl, openrlhf
+    # set when the log counts epochs, not steps (records that print an epoch and no step):
+    # {"unit": "epoch", "epochs": {"1": 0.25, ...}}, each record's number (its `step`, the
+    # axis every detector works on) -> the epoch it printed. Absent for a log of steps.
+    axis: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -404,6 +419,13 @@ class Run:
     # (count, first, last) of the training steps, when some rows hold only an evaluation (verl's
     # validation at step 0): those rows stay in `frame` but are no steps of the run
     training: tuple[int, int, int] | None = None
+    # step -> epoch when the log's records print an epoch and no step: the steps are the
+    # records' numbers in order (the index the detectors work on), the epochs what to say
+    epochs: dict[int, float] | None = None
+
+    def epoch_of(self, step: int | None) -> float | None:
+        """The epoch a step (a record's number) stands for; None on a log of steps."""
+        return None if self.epochs is None or step is None else self.epochs.get(step)
 
     @property
     def steps(self) -> int:
@@ -426,6 +448,11 @@ class Run:
             config_hints=dict(self.config_hints),
             ending=self.ending,
             warnings=list(self.warnings),
+            axis=(
+                {"unit": "epoch", "epochs": {str(k): v for k, v in self.epochs.items()}}
+                if self.epochs is not None
+                else None
+            ),
         )
 
 

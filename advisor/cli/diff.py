@@ -27,8 +27,18 @@ def diff(
         DiffFormat.markdown
     ),
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Report file.")] = None,
+    prompts: Annotated[
+        int,
+        typer.Option(
+            "--prompts",
+            min=0,
+            help="Prompts listed from the runs' per-prompt records, largest gaps first (0: "
+            "none read).",
+        ),
+    ] = 10,
 ) -> None:
-    """The settings that differ, where each core curve parts ways, the findings not shared."""
+    """The settings that differ, where each core curve parts ways, the findings not shared,
+    the prompts scored most apart."""
     from advisor.diff import diff_runs, render
     from advisor.resources import destination, write_all
     from advisor.types import InputError
@@ -43,7 +53,7 @@ def diff(
                     f"--output {output}: the same file as the input {src} or one in it; "
                     "expected a new path (inputs are never overwritten)"
                 )
-    result = diff_runs(run_a, run_b, config_a, config_b)
+    result = diff_runs(run_a, run_b, config_a, config_b, prompts)
     text = render(result, fmt.value)
     if dest is not None:
         write_all([("--output", dest, text.encode("utf-8"))])

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from advisor import lazy
 from advisor.ingest import hints as hint_map
@@ -30,9 +30,15 @@ from advisor.ingest.names import canonical_name
 from advisor.ingest.payloads import WRAPPED_VALUE, payloads_to_frame
 from advisor.types import InputError, Run, RunEnding
 
+if TYPE_CHECKING:
+    import polars as pl
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # Ray / process prefixes: "(TaskRunner pid=1234) ", "(main_task pid=5, ip=10.0.0.1) "
-_PREFIX = re.compile(r"^\s*\((?:[\w.:-]+)(?: pid=\d+)?(?:, ip=[\w.:]+)?\)\s?")
+# Ray's "(TaskRunner pid=1) ", "(WorkerDict pid=9, ip=10.0.0.1) ", and "(pid=9) " for a
+# process not yet named
+_PREFIX = re.compile(r"^\s*\((?:[\w.:-]+(?: pid=\d+)?|pid=\d+)(?:, ip=[\w.:]+)?\)\s?")
+_GLUED_PREFIX = re.compile(r"(?<=[,{\[])\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\w.:]+)?\)\s*$")
 # a bar's position, total and the text in its brackets (elapsed<left, rate), to the `]` or to
 # a dict glued on; bounded so that a long run of digits costs one pass
 _BAR = re.compile(r"(\d{1,9})/(\d{1,9}) \[([^\]\r\n{]{0,80})")
@@ -113,6 +119,7 @@ class _State:
     rates: dict[tuple[int, int], float] = field(default_factory=dict)
     bar_totals: dict[int, int] = field(default_factory=dict)
     awaiting: list[dict[str, Any]] = field(default_factory=list)  # dicts before their next bar
+    by_epoch: bool = False  # records numbered in order because they print an epoch, no step
 
     @property
     def verl_payloads(self) -> _Payloads:
@@ -625,10 +632,14 @@ def _config_continue(st: _State, prefix: str, line: str) -> bool:
     """Collect verl's multi-line config dump until its braces balance."""
     assert st.config_lines is not None
     if (prefix and prefix != st.config_prefix) or not line[:1].isspace():
-        # another process's output, or an unindented line: the dump was cut; give up on it
-        if prefix == st.config_prefix or not prefix:
+        # another process's output goes on between the dump's lines: a Ray-prefixed dump
+        # outlives lines of other prefixes and unprefixed ones (the driver's own stdout, a
+        # wrapper's); an unindented line of its own writer means the dump was cut
+        if prefix == st.config_prefix or not (prefix or st.config_prefix):
             st.config_lines = None
         return False
+    # another process's prefix glued to the end of a dump line (its own line follows)
+    line = _GLUED_PREFIX.sub("", line)
     st.config_lines.append(line)
     st.config_depth += _depth(line)
     if st.config_depth <= 0 or len(st.config_lines) > 5000:
@@ -853,7 +864,7 @@ def _finish_verl(st: _State) -> Run:
     if wide.width == 1:
         raise InputError(f"{st.source}: step lines hold no 'key:value' metric")
     return build_run(
-        wide,
+        _early_val_names(wide),
         source=st.source,
         fmt="verl-console",
         hints=_config_hints(st),
@@ -861,6 +872,25 @@ def _finish_verl(st: _State) -> Run:
         warnings=st.warnings,
         low_precision=bool(st.low_precision),
     )
+
+
+def _early_val_names(wide: pl.DataFrame) -> pl.DataFrame:
+    """Early verl validates before training under `test_score/<data>` (its step-0 line, its
+    "Initial/Final validation metrics" dicts) and logs `val/test_score/<data>` in the loop: one
+    validation series, not a training metric that makes step 0 and the last step repeat."""
+    pl = lazy.polars
+
+    early = [c for c in wide.columns if c.startswith("test_score/")]
+    if not early:
+        return wide
+    out = []
+    for c in early:
+        later = f"val/{c}"
+        if later in wide.columns:
+            out.append(pl.coalesce(later, c).alias(later))
+        else:
+            out.append(pl.col(c).alias(later))
+    return wide.with_columns(out).drop(early)
 
 
 _FIXED3 = re.compile(r":-?\d+\.\d{3}(?: |$)")
@@ -900,6 +930,7 @@ def _finish_dicts(st: _State) -> Run:
         hints=hints,
         ending=_step_of_ending(st.ending.result(max(last, st.last_metric_line)), rows),
         warnings=st.warnings,
+        by_epoch=st.by_epoch,
     )
 
 
@@ -1113,6 +1144,7 @@ def _derive_trl_steps(st: _State, rows: list[dict[str, Any]], hints: dict[str, A
         epochs = [r.get("epoch") for r in train]
         if n > 1 and all(isinstance(e, int | float) for e in epochs):
             how += f"; the lines count epochs {epochs[0]}-{epochs[-1]}, numbered 1-{n} in order"
+            st.by_epoch = True  # the report speaks in epochs; the detectors work on 1..n
     hints.setdefault("logging_steps", every)
     if total:
         hints.setdefault("max_steps", total)

@@ -273,8 +273,11 @@ def build_run(
     warnings: list[str] | None = None,
     low_precision: bool = False,
     sequential: bool = True,
+    by_epoch: bool = False,
 ) -> Run:
-    """Finish a reader's raw rows into a Run (see module docstring)."""
+    """Finish a reader's raw rows into a Run (see module docstring). `by_epoch`: the reader
+    numbered records that print an epoch and no step 1, 2, ... in order (or its table's first
+    column counts epochs): the run keeps the epochs to speak in (`Run.epochs`)."""
     warnings = list(warnings or [])
     df = to_float_frame(raw)
     df, dup_warnings = dedupe(df, sequential)
@@ -301,7 +304,31 @@ def build_run(
         ending=ending,
         warnings=warnings,
         training=_training_steps(df),
+        epochs=_epochs(df) if by_epoch else None,
     )
+
+
+_EPOCH_KEYS = ("epoch", "train/epoch", "training/epoch")
+
+
+def has_epoch(columns: Iterable[str]) -> bool:
+    """A record field that counts epochs (what a log without steps is said in)."""
+    return any(c in _EPOCH_KEYS for c in columns)
+
+
+def _epochs(df: pl.DataFrame) -> dict[int, float] | None:
+    """step -> epoch of a log whose records count epochs: its `epoch` field where the records
+    print one, else the step itself (a table whose first column is the epoch). None when the
+    epochs do not rise with the records (two runs in one file: steps are all one can say)."""
+    np = lazy.numpy
+
+    key = next((k for k in _EPOCH_KEYS if k in df.columns), None)
+    steps = df["step"].to_numpy()
+    values = df[key].to_numpy() if key is not None else steps.astype(float)
+    ok = np.isfinite(values)
+    if not ok.any() or (np.diff(values[ok]) < 0).any():
+        return None
+    return {int(s): round(float(v), 4) for s, v in zip(steps[ok], values[ok], strict=True)}
 
 
 def _training_steps(df: pl.DataFrame) -> tuple[int, int, int] | None:

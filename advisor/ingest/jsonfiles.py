@@ -17,7 +17,7 @@ from typing import Any
 from advisor import lazy
 from advisor.ingest import hints as hint_map
 from advisor.ingest.depth import MAX_JSON_DEPTH, _check_depth, _too_deep, json_depth
-from advisor.ingest.frame import build_run, flatten_keys
+from advisor.ingest.frame import build_run, flatten_keys, has_epoch
 from advisor.types import InputError, Run, RunEnding
 
 STEP_KEYS = (
@@ -532,13 +532,15 @@ def _records_frame(
         cols = known + [c for c in df.columns if c not in placed]
         df = df[cols] if cols != df.columns else df  # by name: cheaper than 150 select exprs
     key = step_key(df.columns)
+    by_epoch = False
     if key is None:
         warnings = [*warnings, f"{source}: no step field; records numbered 1..{df.height}"]
         df = df.with_row_index("step", offset=1)
+        by_epoch = has_epoch(df.columns)  # the records count epochs: said in epochs
     elif key != "step":
         df = df.rename({"step": "step_original"}) if "step" in df.columns else df
         df = df.with_columns(pl.col(key).alias("step"))
-    return build_run(df, source=source, fmt=fmt, warnings=warnings)
+    return build_run(df, source=source, fmt=fmt, warnings=warnings, by_epoch=by_epoch)
 
 
 def _flatten_structs(df: Any) -> Any:
@@ -625,7 +627,17 @@ def _log_history(entries: list[Any], source: str, state: dict[str, Any] | None, 
             step=int(state["global_step"]),
             message="global_step reached max_steps",
         )
-    return build_run(df, source=source, fmt=fmt, hints=hints, ending=ending, warnings=warnings)
+    # every entry numbered by position and each printing an epoch: the log counts epochs
+    by_epoch = unnumbered == len(rows) and all(_is_number(r.get("epoch")) for r in rows)
+    return build_run(
+        df,
+        source=source,
+        fmt=fmt,
+        hints=hints,
+        ending=ending,
+        warnings=warnings,
+        by_epoch=by_epoch,
+    )
 
 
 # what numbers a log entry rather than measures it: a null there is no NaN
@@ -646,6 +658,10 @@ def _present_nulls(entry: dict[str, Any]) -> list[str]:
 def _columnar(doc: dict[str, Any]) -> bool:
     lists = [v for v in doc.values() if isinstance(v, list)]
     return bool(lists) and len(lists) == len(doc) and len({len(v) for v in lists}) == 1
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 def _int(v: Any) -> int | None:

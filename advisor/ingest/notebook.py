@@ -188,7 +188,14 @@ class _Tables:
             )
         hints = _cadence_logging(records)
         df = pl.from_dicts(records, infer_schema_length=None)
-        return build_run(df, source=self.source, fmt=FORMAT, hints=hints, warnings=warnings)
+        return build_run(
+            df,
+            source=self.source,
+            fmt=FORMAT,
+            hints=hints,
+            warnings=warnings,
+            by_epoch=self.by_epoch,
+        )
 
 
 def _same(a: float | None, b: float | None) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor import lazy
-from advisor.ingest.frame import build_run
+from advisor.ingest.frame import build_run, has_epoch
 from advisor.ingest.jsonfiles import step_key
 from advisor.ingest.names import ALIASES
 from advisor.types import InputError, Run
@@ -105,6 +105,7 @@ def _table(df: Any, source: str, fmt: str) -> Run:
     elif "_step" in df.columns:
         fmt = "wandb-csv"
     key = step_key(df.columns)
+    by_epoch = False
     if key is None:
         numeric = [c for c, t in df.schema.items() if t.is_numeric()]
         if not numeric:
@@ -114,11 +115,14 @@ def _table(df: Any, source: str, fmt: str) -> Run:
             )
         warnings.append(f"{source}: no step column; rows numbered 1..{df.height}")
         df = df.with_row_index("step", offset=1)
+        by_epoch = has_epoch(df.columns)  # the rows count epochs: said in epochs
     elif key != "step":
         if "step" in df.columns:
             df = df.rename({"step": "step_original"})
         df = df.with_columns(pl.col(key).alias("step"))
-    return build_run(df, source=source, fmt=fmt, warnings=warnings, sequential=False)
+    return build_run(
+        df, source=source, fmt=fmt, warnings=warnings, sequential=False, by_epoch=by_epoch
+    )
 
 
 def _chart_export(df: Any, warnings: list[str]) -> tuple[Any, bool]:

@@ -39,11 +39,13 @@ class Endpoint:
     """What the HTTP server answers (a script of status codes, then 200) and what it got."""
 
     url: str = ""
-    script: list[int] = field(default_factory=list)  # statuses to answer first, in order
+    # statuses to answer first, in order; a (status, headers) pair answers with those headers
+    script: list[int | tuple[int, dict[str, str]]] = field(default_factory=list)
     delay: float = 0.0  # seconds before each answer (a slow or hung receiver)
     posts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (path, JSON body)
     raw: list[bytes] = field(default_factory=list)
     attempts: int = 0
+    times: list[float] = field(default_factory=list)  # time.monotonic() of each request
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def bodies(self) -> list[dict[str, Any]]:
@@ -66,7 +68,9 @@ def endpoint() -> Iterator[Endpoint]:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             with state.lock:
                 state.attempts += 1
-                status = state.script.pop(0) if state.script else 200
+                state.times.append(time.monotonic())
+                answer = state.script.pop(0) if state.script else 200
+            status, headers = answer if isinstance(answer, tuple) else (answer, {})
             if state.delay:
                 time.sleep(state.delay)
             if status == 200:
@@ -75,6 +79,8 @@ def endpoint() -> Iterator[Endpoint]:
                     state.posts.append((self.path, json.loads(body)))
             try:
                 self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")

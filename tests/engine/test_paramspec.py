@@ -139,7 +139,7 @@ def test_a_misspelt_key_names_the_rule_the_leaf_and_the_likely_key(tmp_path: Pat
     with pytest.raises(InputError) as err:
         parse_symptom_rules(path)
     msg = str(err.value)
-    assert "rule P4" in msg and "when.any[0] (shift on entropy)" in msg
+    assert "rule P4" in msg and "when.any[0].all[0] (shift on entropy)" in msg
     assert "params.min_ratoi" in msg and "did you mean 'min_ratio'?" in msg
 
 
