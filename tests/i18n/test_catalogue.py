@@ -154,8 +154,8 @@ def test_words_are_said_in_every_language() -> None:
 
 def _rulebook_notes() -> list[str]:
     """Every note of the rulebook the report can quote: symptoms.yaml's skip_note,
-    unless_note, absent_note and the why of a change's size; dialects.yaml's note and
-    since_absent beside a framework's name."""
+    unless_note, absent_note and the why of a change's size; dialects.yaml's note,
+    since_absent and keeps beside a framework's name."""
     out: list[str] = []
 
     def walk(x: object, keys: tuple[str, ...], parent: str = "") -> None:
@@ -172,7 +172,7 @@ def _rulebook_notes() -> list[str]:
 
     book = rulebook_dir()
     walk(read_yaml_data(book / "symptoms.yaml"), ("skip_note", "unless_note", "absent_note"))
-    walk(read_yaml_data(book / "dialects.yaml"), ("note", "since_absent"))
+    walk(read_yaml_data(book / "dialects.yaml"), ("note", "since_absent", "keeps"))
     return list(dict.fromkeys(out))
 
 
