@@ -227,6 +227,9 @@ def say(text: str, /, spoken: Mapping[str, str] | None = None) -> str:
     for en, note in _notes(lang()):
         if en in said:
             said = said.replace(en, note)
+    for en, phrase in _phrases(lang()):
+        if en in said:
+            said = said.replace(en, phrase)
     return said
 
 
@@ -261,6 +264,12 @@ def _notes(code: str) -> list[tuple[str, str]]:
     notes = catalogue(code).get("notes", {})
     pairs = [(" ".join(en.split()), tidy(str(z))) for en, z in notes.items() if z]
     return sorted(pairs, key=lambda p: -len(p[0]))
+
+
+@cache
+def _phrases(code: str) -> list[tuple[str, str]]:
+    phrases = _messages_file().get("phrases", {})
+    return [(en, str(p[code])) for en, p in phrases.items() if isinstance(p, dict) and code in p]
 
 
 def spoken_texts(speak: Any) -> dict[str, str]:

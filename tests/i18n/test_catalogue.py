@@ -148,8 +148,14 @@ def test_tidy_joins_chinese_as_it_is_written() -> None:
 
 
 def test_words_are_said_in_every_language() -> None:
-    for en, said in MESSAGES["words"].items():
+    for en, said in {**MESSAGES["words"], **MESSAGES["phrases"]}.items():
         assert set(said) == {"zh"} and HAN.search(said["zh"]), en
+
+
+def test_a_phrase_is_said_where_it_stands(monkeypatch) -> None:
+    monkeypatch.setenv("RL_ADVISOR_LANG", "zh")
+    said = i18n.say("a=1; b=2 (loss_type dapo (assumed) -> dapo, epsilon_high unset (assumed))")
+    assert said == "a=1; b=2 (loss_type dapo（推测） -> dapo, epsilon_high 未设置)"
 
 
 def _rulebook_notes() -> list[str]:
