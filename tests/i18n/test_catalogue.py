@@ -161,7 +161,8 @@ def test_a_phrase_is_said_where_it_stands(monkeypatch) -> None:
 def _rulebook_notes() -> list[str]:
     """Every note of the rulebook the report can quote: symptoms.yaml's skip_note,
     unless_note, absent_note and the why of a change's size; dialects.yaml's note,
-    since_absent and keeps beside a framework's name."""
+    since_absent and keeps beside a framework's name; config.yaml's notes of an alias and of
+    a coupling's repair."""
     out: list[str] = []
 
     def walk(x: object, keys: tuple[str, ...], parent: str = "") -> None:
@@ -179,6 +180,10 @@ def _rulebook_notes() -> list[str]:
     book = rulebook_dir()
     walk(read_yaml_data(book / "symptoms.yaml"), ("skip_note", "unless_note", "absent_note"))
     walk(read_yaml_data(book / "dialects.yaml"), ("note", "since_absent", "keeps"))
+    # config.yaml's notes but a repair's note with a {computed} value (a message of its own)
+    before = len(out)
+    walk(read_yaml_data(book / "config.yaml"), ("note",))
+    out[before:] = [n for n in out[before:] if "{" not in n]
     return list(dict.fromkeys(out))
 
 

@@ -197,3 +197,37 @@ def test_every_corpus_run_in_zh_has_no_english_sentence(with_job: bool, monkeypa
         zh, _en, quoted = _zh_report(folder, monkeypatch, with_job)
         found.update({f"{folder.name}: {ln}": s for ln, s in leaks(zh, quoted).items()})
     assert not found, found
+
+
+# --- every config rule case (tests/config/cases/) in zh: the messages the code composes too
+
+
+def test_every_config_finding_in_zh_has_no_english_sentence(monkeypatch, tmp_path) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "config"))
+    from test_config_cases import CASES, _job_file, _previous
+
+    from advisor.api import validate_job
+    from advisor.i18n import localise_config
+
+    monkeypatch.setenv("RL_ADVISOR_LANG", "zh")
+    found, said = {}, 0
+    for name, case in CASES:
+        if not case["fires"]:
+            continue
+        folder = tmp_path / name
+        folder.mkdir()
+        _, diag = validate_job(
+            _job_file(case, folder),
+            case.get("sets", ()),
+            training_samples=case.get("training_samples"),
+            profile=case.get("profile"),
+            hints=case.get("hints"),
+            previous=_previous(case, folder),
+        )
+        for f in diag.config_findings:
+            message = localise_config(f).message
+            said += 1
+            if english_sentences(message):
+                found[f"{name} {f.id}"] = message
+    assert said > 100
+    assert not found, found
