@@ -231,3 +231,28 @@ def test_every_config_finding_in_zh_has_no_english_sentence(monkeypatch, tmp_pat
                 found[f"{name} {f.id}"] = message
     assert said > 100
     assert not found, found
+
+
+def test_the_run_history_in_zh(tmp_path) -> None:
+    earlier = CORPUS / "p1-stall-verl-jsonl-s0004"
+    report = _run(
+        [
+            "diagnose",
+            str(earlier.relative_to(ROOT)),
+            "--config",
+            str((earlier / "job.yaml").relative_to(ROOT)),
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+        ],
+        None,
+    )
+    assert report.returncode == 0, report.stderr
+    (tmp_path / "rl-advisor-report.json").write_text(report.stdout, encoding="utf-8")
+    out = _diagnose(
+        RUNS["P1"], "--previous", str(tmp_path / "rl-advisor-report.json"), "--lang", "zh"
+    )
+    assert out.returncode == 0, out.stderr
+    assert "；当时的诊断建议提高 `learning_rate`。" in out.stdout
+    assert not leaks(out.stdout)
