@@ -24,8 +24,9 @@ from sources import source_tree
 
 from advisor.config import load_config
 from advisor.engine import ABSENT, NO, Judgement, Monitor, _Context, judge_run
-from advisor.harness import default_real_dir, default_real_labels, discover, livefire_labels
+from advisor.harness import discover
 from advisor.ingest import load_run
+from advisor.realruns import default_real_dir, default_real_labels, livefire_labels
 from advisor.types import Run
 
 ROOT = Path(__file__).resolve().parents[2]
