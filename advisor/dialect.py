@@ -353,7 +353,26 @@ class Speaker:
         ]  # fmt: skip
         if new not in (0, 0.0, None):
             out += [k for k in (self._setting(k, v) for k, v in also.items()) if k.from_ != k.to]
+        held = self._held(entry, old, new)
+        if held is not None:
+            out.append(held)
         return out
+
+    def _held(self, entry: Name, old: Any, new: Any) -> FrameworkKey | None:
+        """The setting `entry.holds` names, scaled as the key was (None when unchanged)."""
+        if entry.holds is None or not all(isinstance(x, int | float) for x in (old, new)):
+            return None
+        if old <= 0 or new <= 0 or old == new:
+            return None
+        key = entry.holds.key
+        own = self.facts.get(key, self.info.defaults.get(key))
+        if not isinstance(own, int) or isinstance(own, bool) or own < 1:
+            return None
+        to = max(1, round(own * new / old))
+        if to == own:
+            return None
+        note = f"keeps {entry.holds.keeps}"
+        return FrameworkKey(key=key, from_=own, to=to, note=note, assumed=key not in self.facts)
 
     def _setting(self, key: str, value: Any) -> FrameworkKey:
         """A framework setting to `value`; its old value the run's, else the framework's

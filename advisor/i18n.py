@@ -75,9 +75,13 @@ def _rule_texts(code: str) -> dict[str, str]:
             pairs.append((rule.action.advice, said.get("advice")))
         if rule.fallback is not None:
             pairs.append((rule.fallback.advice, said.get("fallback")))
+        # one text for a rule's one `first_when`; by fact where it has several
+        firsts = said.get("first_when")
         for first in rule.first_when or []:
-            if first.action is not None:
-                pairs.append((first.action.advice, said.get("first_when")))
+            if isinstance(firsts, dict):
+                pairs.append((first.action.advice, firsts.get(first.fact)))
+            elif len(rule.first_when or []) == 1:
+                pairs.append((first.action.advice, firsts))
         out.update({" ".join(en.split()): z.strip() for en, z in pairs if en and z})
 
     return out

@@ -486,7 +486,7 @@ def resolve(
     if previous is None and history:
         previous = dict(history[-1].hp)
     ra = actions_for(finding, rules)
-    named = _first_when(ra, facts)
+    named = _first_when(ra, facts, hp)
     if named is not None:
         fw, value = named
         changes = _moves(fw.action, {**hp, fw.fact: value}, finding.strength, caps, facts)
@@ -563,15 +563,16 @@ def _with_implied(changes: list[Change], hp: HyperParams) -> list[Change]:
 
 
 def _first_when(
-    ra: RuleActions, facts: Mapping[str, object] | None
+    ra: RuleActions, facts: Mapping[str, object] | None, hp: HyperParams
 ) -> tuple[FirstWhen, float] | None:
-    """The first `first_when` whose fact the run shows inside its condition, with the value."""
+    """The first `first_when` whose fact the run (or else the job) shows inside its
+    condition, with the value."""
     for fw in ra.first_when:
-        value = (facts or {}).get(fw.fact)
+        value = (facts or {}).get(fw.fact, hp.get(fw.fact))
         if not isinstance(value, int | float) or isinstance(value, bool):
             continue
         if (fw.below is None or value < fw.below) and (fw.above is None or value > fw.above):
-            return fw, float(value)
+            return fw, value
     return None
 
 

@@ -86,6 +86,9 @@ def run_facts(run: Run) -> dict[str, Any]:
     temperature = run.config_hints.get("temperature")
     if isinstance(temperature, int | float) and not isinstance(temperature, bool):
         out["temperature"] = float(temperature)  # the rollout's sampling temperature
+    rollouts = run.config_hints.get("n_rollouts")
+    if isinstance(rollouts, int) and not isinstance(rollouts, bool):
+        out["n_rollouts"] = rollouts  # samples a prompt (a group's size)
     out.update(motion_facts(run))
     return out
 

@@ -29,6 +29,16 @@ class Case(_Strict):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class Hold(_Strict):
+    """A framework setting scaled with a change of the key by the same factor, so that a
+    quantity the guide keeps apart stays what it was (TRL counts prompts per step through
+    num_generations: more samples a prompt would mean fewer prompts)."""
+
+    key: str
+    keeps: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Name(_Strict):
     """One guide hyperparameter in one framework."""
 
@@ -42,6 +52,7 @@ class Name(_Strict):
     none: str | None = None
     note: str | None = None
     since_absent: str | None = None  # the key is gone from newer releases: why, if so
+    holds: Hold | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -29,6 +29,12 @@ def test_every_symptom_rule_has_its_zh_texts(rule) -> None:
     want |= {"first_when"} if rule.first_when else set()
     assert set(said) == want, rule.id
     assert len(said["causes"]) == len(rule.causes), f"{rule.id}: one zh cause per cause"
+    firsts = said.get("first_when")
+    if len(rule.first_when or []) > 1:  # several: one text a fact
+        assert isinstance(firsts, dict), f"{rule.id}.first_when: one text per fact"
+        assert set(firsts) == {w.fact for w in rule.first_when}, rule.id
+        assert all(HAN.search(t) for t in firsts.values()), rule.id
+        want -= {"first_when"}
     for key in want - {"causes"}:
         assert HAN.search(said[key]), f"{rule.id}.{key} is not Chinese"
     assert all(HAN.search(c) for c in said["causes"])

@@ -290,3 +290,37 @@ def test_an_info_finding_is_never_the_one_change() -> None:
     res = remedy.plan([finding("DAPO-ZSTD", severity="info")], job(), RULES)
     assert res.patch.kind == "none" and not res.patch.changes
     assert any("consider" in s for s in res.next_steps)
+
+
+# ------------------------------------------------------------------------------ group size
+@pytest.mark.parametrize(
+    ("framework", "settings"),
+    [
+        # TRL counts prompts per step through num_generations: the accumulation grows with it
+        ("trl", {"num_generations": 8, "gradient_accumulation_steps": 4}),
+        # verl's data.train_batch_size counts prompts already
+        ("verl", {"actor_rollout_ref.rollout.n": 8}),
+    ],
+)
+def test_groups_of_two_raise_the_samples_a_prompt_and_keep_the_prompts(framework, settings) -> None:
+    from advisor.dialect import Speaker
+
+    facts = {"gradient_accumulation_steps": 1} if framework == "trl" else {}
+    speaker = Speaker(framework, job(n_rollouts=2), facts, {})
+    res = remedy.plan(
+        [finding("P1")], job(n_rollouts=2), RULES, facts={"n_rollouts": 2}, speaker=speaker
+    )
+    (c,) = res.patch.changes
+    assert (c.param, c.from_, c.to) == ("n_rollouts", 2, 8)
+    assert speaker.settings(res.patch.changes) == settings
+
+
+def test_the_group_size_is_read_from_the_job_when_the_log_has_none() -> None:
+    res = plan("P1", job(n_rollouts=2), {})
+    assert res.patch.changes[0].param == "n_rollouts"
+
+
+@pytest.mark.parametrize("n", [4, 8, 16])
+def test_groups_the_guide_allows_keep_the_learning_rate_step(n: int) -> None:
+    res = plan("P1", job(n_rollouts=n, learning_rate=1e-6), {"n_rollouts": n})
+    assert res.patch.changes[0].param == "learning_rate"
