@@ -96,6 +96,8 @@ def run_facts(run: Run) -> dict[str, Any]:
 # A collapse as the sizing reads it: entropy x3 off its first level either way and 0.5 nats
 # from it (DIV's own `from_start` test: garbage output, or one fixed answer).
 _BREAK_RATIO, _BREAK_ABS = 3.0, 0.5
+# Thrown off and back: entropy at half its first point early on, back within 5 % at the end.
+_THROWN, _BACK = 0.5, 0.05
 
 
 def _finite_points(run: Run, name: str) -> list[tuple[int, float]]:
@@ -120,7 +122,11 @@ def motion_facts(run: Run) -> dict[str, Any]:
     - `entropy_moved`: how far entropy moved from its start, relative (the last quarter's
       median against the first three points'), for a run that logs no KL;
     - `collapse_frac`: the step where entropy broke off its first level (x3 either way and
-      0.5 nats), as a fraction of the run's last step.
+      0.5 nats), as a fraction of the run's last step;
+    - `thrown_back`: entropy fell to half its first point or less within the first tenth of
+      the run and its last quarter is back within 5 % of that point: the first updates threw
+      the policy off and it drifted back to where it started (the step of the low point, as a
+      fraction of the run's last step).
     """
     out: dict[str, Any] = {}
     kl = _finite_points(run, "kl_ref")
@@ -136,6 +142,11 @@ def motion_facts(run: Run) -> dict[str, Any]:
         if start is not None and tail is not None and start > 0:
             out["entropy_moved"] = abs(tail - start) / start
         e0 = ent[0][1]
+        early = [(step, v) for step, v in ent[1:] if last and step <= 0.1 * last]
+        if early and last and tail is not None and e0 > 0 and abs(tail - e0) <= _BACK * e0:
+            step, low = min(early, key=lambda sv: sv[1])
+            if low <= e0 * _THROWN:
+                out["thrown_back"] = max(step, 1) / last
         for step, v in ent[1:]:
             far = v >= e0 * _BREAK_RATIO or v <= e0 / _BREAK_RATIO
             if far and abs(v - e0) >= _BREAK_ABS and last:

@@ -548,6 +548,16 @@ def held(s: Series, p: Params) -> Evidence | None:
     move = float(p.get("max_move", 0.02))
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = np.abs(s.mean / first - 1.0)
+        # `also_high`: or back at the first block's highest point, the untrained level of a
+        # metric that training lowers (entropy) when the first steps broke it and the block's
+        # mean sits between the two
+        high = s.first_range[1]
+        ref, what = first, "its first logged level"
+        if p.get("also_high") and math.isfinite(high) and high > 0:
+            to_high = np.abs(s.mean / high - 1.0)
+            if bool(to_high[-1] < rel[-1]):
+                ref, what = high, "the highest point of its first logged block"
+            rel = np.fmin(rel, to_high)
         mask = rel <= move
     mask[0] = mask[0] and s.blocks_total > len(s)  # the first block is the reference itself
     if not bool(mask[-1]):
@@ -562,11 +572,11 @@ def held(s: Series, p: Params) -> Evidence | None:
         s,
         "held",
         i,
-        f"{s.metric} stayed within {off:.1%} of its first logged level {_fmt(first)} "
+        f"{s.metric} stayed within {off:.1%} of {what} {_fmt(ref)} "
         f"(median {_fmt(level)} over steps {_steps(s, i)}): it has not moved from its start.",
         effect=off,
         excess=_excess(move, max(off, 1e-12)),
-        first=first,
+        first=ref,
         level=level,
         threshold=move,
     )

@@ -88,10 +88,16 @@ def write_run_file(args: Any, hints: Mapping[str, Any], path: Path) -> Path:
     the Advisor judged with), so `rl-advisor diagnose OUTPUT_DIR` judges as it did. JSON, not
     the pickle transformers writes (training_args.bin is never loaded)."""
 
+    out_dir = str(getattr(args, "output_dir", "") or "")
+    arguments = {
+        k: v
+        for k, v in _arguments(args).items()
+        if k not in _MACHINE and not (out_dir and isinstance(v, str) and out_dir in v)
+    }  # the run's settings, not this machine's folders or secrets
     data = {
         "framework": "trl" if hasattr(args, "num_generations") else "transformers",
         "hints": _json_safe(dict(hints)),
-        "training_arguments": _json_safe(_arguments(args)),
+        "training_arguments": _json_safe(arguments),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -527,6 +527,20 @@ def test_held_is_a_level_still_at_its_start_once_the_run_had_time() -> None:
     assert held(back, p) is None
 
 
+def test_held_also_high_sees_a_policy_thrown_off_and_back() -> None:
+    """Entropy broken inside the first block (2.5 -> 1.1) and back at 2.49 from then on: its
+    first block's mean (1.6) is no start to measure from, its highest point (2.5) is."""
+    held = DETECTORS["held"]
+    p = {"max_move": 0.02, "min_level": 0.01, "min_steps": 100}
+    thrown = _pts_series([[2.5, 1.2, 1.1]] + [[2.49] * 3 for _ in range(11)])
+    assert held(thrown, p) is None
+    got = held(thrown, {**p, "also_high": True})
+    assert got is not None and "highest point of its first logged block 2.5" in got.summary
+    # a run that learnt (entropy 2.5 -> 2.2) is not held against either reference
+    learnt = _pts_series([[2.5, 2.45, 2.4]] + [[2.2] * 3 for _ in range(11)])
+    assert held(learnt, {**p, "also_high": True}) is None
+
+
 def test_constant_needs_every_point_equal() -> None:
     c = DETECTORS["constant"]
     assert c(_pts_series([[0.0, 0.0], [0.0]]), {"min_points": 3}) is not None

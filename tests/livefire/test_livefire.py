@@ -203,6 +203,9 @@ def _replay(case: str, out_dir: Path) -> h.Prediction:
             cb.on_evaluate(args, state, control)
     cb.on_train_end(args, state, SimpleNamespace(should_training_stop=False))
     assert (out_dir / "rl-advisor-report.md").is_file()
+    # the run file records the run's settings, not this machine's folders
+    run_file = (out_dir / "rl-advisor-run.json").read_text(encoding="utf-8")
+    assert str(out_dir) not in run_file and '"output_dir"' not in run_file
     return prediction_of(cb.advisor.diagnosis(), case)
 
 

@@ -324,3 +324,14 @@ def test_the_group_size_is_read_from_the_job_when_the_log_has_none() -> None:
 def test_groups_the_guide_allows_keep_the_learning_rate_step(n: int) -> None:
     res = plan("P1", job(n_rollouts=n, learning_rate=1e-6), {"n_rollouts": n})
     assert res.patch.changes[0].param == "learning_rate"
+
+
+# ------------------------------------------------------------------------------ thrown back
+def test_a_policy_thrown_off_and_back_cuts_the_rate_not_raises_it() -> None:
+    """P1 on a run whose first updates broke its entropy and which drifted back to its start:
+    a larger rate would repeat the throw, so the rate goes down an order of magnitude."""
+    res = plan("P1", job(learning_rate=0.05), {"thrown_back": 0.02, "kl_ref_median": 0.12})
+    (c,) = res.patch.changes
+    assert (c.param, c.to) == ("learning_rate", pytest.approx(0.005))
+    calm = plan("P1", job(learning_rate=1e-6), {"kl_ref_median": 1e-6})
+    assert calm.patch.changes[0].to > 1e-6
