@@ -1,6 +1,6 @@
 """Which checkpoint to publish: the best validation reward, if the job's save settings kept it
-(knowledge.md §6). Reads the validation curve and the save settings only: the remedy and the
-report above take its advice as it is.
+(knowledge.md §6). Reads the validation curve and the job's save settings only; the API puts
+its advice in the Diagnosis (`Diagnosis.checkpoint`), the report says it.
 """
 
 from __future__ import annotations
