@@ -3,8 +3,9 @@
 `rl-advisor diagnose --job JOB_ID` and `rl-advisor watch --job JOB_ID` ask the platform, through
 its Python SDK (`dashscope`, the `platform` extra; imported only here and only then), for
 - the job: `AgenticRL.get` (`GET /fine-tunes/{id}`): its status, model and hyper_parameters;
-- its log: `AgenticRL.logs` (`GET /fine-tunes/{id}/logs`), page by page: `offset` lines skipped,
-  `line` lines returned (at most 1,000), the log a list of lines or one string.
+- its log: `AgenticRL.logs` (`GET /fine-tunes/{id}/logs`), page by page: `offset` the first
+  line wanted (counted from 1, as the SDK documents it and its CLI starts), `line` lines
+  returned (at most 1,000), the log a list of lines or one string.
 The key is the SDK's own variable, DASHSCOPE_API_KEY (DASHSCOPE_HTTP_BASE_URL, read by the SDK
 when it is imported, chooses the endpoint); it is handed to the SDK call by call and never
 printed: every message that leaves this module has it masked.
@@ -208,7 +209,8 @@ class Platform:
         )
 
     def page(self, job_id: str, offset: int) -> tuple[list[str], int | None]:
-        """The log's lines from `offset` (lines skipped), at most PAGE; the log's total length
+        """The log's lines from line `offset` on (counted from 1, as the SDK's `offset`, "start
+        log line", and its CLI's `--offset` count them), at most PAGE; the log's total length
         when the platform says it."""
         out = self._call(job_id, "the log", "logs", job_id, offset=offset, lines=PAGE)
         data = out if isinstance(out, dict) else {}
@@ -230,12 +232,12 @@ class Platform:
     def log_lines(self, job_id: str, start: int = 0) -> list[str]:
         """Every line of the job's log from line `start` on, page by page."""
         lines: list[str] = []
-        offset = start
+        read = start  # lines read so far; the next page starts at line read + 1
         for _ in range(_MAX_PAGES):
-            page, total = self.page(job_id, offset)
+            page, total = self.page(job_id, read + 1)
             lines += page
-            offset += len(page)
-            if len(page) < PAGE or (total is not None and offset >= total):
+            read += len(page)
+            if len(page) < PAGE or (total is not None and read >= total):
                 break
         return lines
 

@@ -8,7 +8,8 @@ platform's documented responses are served:
 - `GET /api/v1/fine-tunes/{job_id}` -> `{"request_id", "output": {job_id, job_name, status,
   model, base_model, hyper_parameters, training_type, ...}}`
 - `GET /api/v1/fine-tunes/{job_id}/logs?offset=N&line=M` -> `{"request_id", "output":
-  {"total": T, "logs": [line, ...]}}`: `offset` lines skipped, at most `line` (<= 1000) returned
+  {"total": T, "logs": [line, ...]}}`: from line `offset` (counted from 1, the SDK's "start log
+  line"), at most `line` (<= 1000) returned
 - an error: its HTTP status with `{"request_id", "code", "message"}` (application/json)
 
 SCENARIO maps a job id to:
@@ -125,10 +126,14 @@ def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
                 self._send(200, {"request_id": rid, "output": job})
                 return
             if parts[1:] == ["logs"]:
-                offset = int(query.get("offset", 0))
+                offset = int(query.get("offset", 1))
+                if offset < 1:
+                    self._send(400, {"request_id": rid, "code": "InvalidParameter",
+                                     "message": "offset is a line number, from 1"})  # fmt: skip
+                    return
                 count = min(int(query.get("line", 100)), 1000)
                 lines = state.lines(job_id)
-                page = lines[offset : offset + count]
+                page = lines[offset - 1 : offset - 1 + count]
                 logs: Any = page if spec.get("logs_as", "list") == "list" else "\n".join(page)
                 self._send(200, {"request_id": rid, "output": {"total": len(lines), "logs": logs}})
                 return

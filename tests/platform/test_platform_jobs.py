@@ -79,7 +79,7 @@ def test_diagnose_job_judges_with_the_jobs_own_settings(platform_server, tmp_pat
         "/api/v1/fine-tunes/ft-stall",
         "/api/v1/fine-tunes/ft-stall/logs",
     ]
-    assert asked[1]["query"] == {"offset": "0", "line": "1000"} and all(r["auth"] for r in asked)
+    assert asked[1]["query"] == {"offset": "1", "line": "1000"} and all(r["auth"] for r in asked)
 
 
 def test_the_log_is_read_page_by_page(platform_server, tmp_path):
@@ -94,7 +94,7 @@ def test_the_log_is_read_page_by_page(platform_server, tmp_path):
     lines = (CORPUS / STALL / "train.log").read_text(encoding="utf-8").splitlines()
     assert json.loads(got.stdout) == lines
     offsets = [r["query"]["offset"] for r in requests_made(tmp_path) if r["path"].endswith("logs")]
-    assert offsets == [str(n) for n in range(0, len(lines), 100)]
+    assert offsets == [str(n + 1) for n in range(0, len(lines), 100)]
 
 
 def test_the_key_is_never_shown(platform_server, tmp_path, tmpdir_env):

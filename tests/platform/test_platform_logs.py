@@ -44,9 +44,8 @@ def test_sdk_json_logs_give_the_findings_of_the_raw_text(platform_server, tmp_pa
     }
     env = platform_server(jobs)
     for name in runs:
-        # as a user runs it (the CLI's --offset 1 skips the log's first line), and whole
-        offset = ("--offset", "0") if logs_as == "string" else ()
-        got = sdk_cli(env, "rl", "logs", name, *offset, "-o", "json")
+        # as a user runs it: the CLI's default --offset 1 is the log's first line
+        got = sdk_cli(env, "rl", "logs", name, "-o", "json")
         assert got.returncode == 0, got.stderr
         saved = tmp_path / f"{name}.json"
         saved.write_text(got.stdout, encoding="utf-8")
@@ -71,7 +70,7 @@ def test_table_and_yaml_shapes_are_refused_with_the_lossless_command(
 ):
     name = RUNS[2]  # a healthy run: never read as "healthy" from a lossy shape
     env = platform_server({name: {"job": job(name), "log_file": str(CORPUS / name / "train.log")}})
-    got = sdk_cli(env, "rl", "logs", name, "--offset", "0", *args)
+    got = sdk_cli(env, "rl", "logs", name, *args)
     assert got.returncode == 0, got.stderr
     saved = tmp_path / "logs.txt"
     saved.write_text(got.stdout, encoding="utf-8")
@@ -93,7 +92,7 @@ def test_the_v2_clients_logs_and_the_services_response_are_read(platform_server,
     script = (
         "import sys, dashscope\n"
         "client = dashscope.Client()\n"
-        f"logs = client.rl.jobs.logs({name!r}, offset=0, lines=1000)\n"
+        f"logs = client.rl.jobs.logs({name!r}, offset=1, lines=1000)\n"
         "sys.stdout.write(logs.model_dump_json())\n"
     )
     got = subprocess.run(
@@ -104,7 +103,7 @@ def test_the_v2_clients_logs_and_the_services_response_are_read(platform_server,
     v2 = tmp_path / "v2.json"
     v2.write_text(got.stdout, encoding="utf-8")
     # the service's own response (a `curl` of GET /fine-tunes/{id}/logs)
-    url = f"{env['DASHSCOPE_HTTP_BASE_URL']}/fine-tunes/{name}/logs?offset=0&line=1000"
+    url = f"{env['DASHSCOPE_HTTP_BASE_URL']}/fine-tunes/{name}/logs?offset=1&line=1000"
     with urllib.request.urlopen(url, timeout=30) as resp:
         body = resp.read()
     assert isinstance(json.loads(body)["output"]["logs"], list)
