@@ -317,7 +317,7 @@ def diagnose_job(
     """`diagnose_reading`, with the Job it resolved: its job file is read and parsed once
     (`loaded.file`), for the diff and for the patched copy the command writes."""
     silenced = _silenced(ignore)
-    from advisor.history import read_history  # the remedy's Round: after the read started
+    from advisor.history import read_history  # the run history: after the read started
 
     # unreadable: refused before any work; a batch loads each job file once
     history = read_history(previous_paths(previous), _load_config_once)
@@ -441,6 +441,7 @@ def assemble(
     Split from `diagnose` so the online Advisor can build the same object from its Monitor.
     """
     from advisor import remedy
+    from advisor.checkpoints import checkpoint_advice
 
     silenced = set(silenced)
     findings: list[Finding] = [f for f in judgement.findings if f.id.upper() not in silenced]
@@ -473,7 +474,7 @@ def assemble(
     save_hp, save_notes = _save_settings(hp, origin or {})
     # Only a run that completed saved at its last step; a crash or a cut log did not (or may not).
     completed = info.ending is not None and info.ending.kind == "completed"
-    checkpoint = remedy.checkpoint_advice(
+    checkpoint = checkpoint_advice(
         _points(run, "val_reward"), save_hp, info.last_step, training_samples, completed
     )
     if checkpoint is None or "best_step" not in checkpoint:

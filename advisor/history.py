@@ -2,7 +2,7 @@
 was set to and, where its report is at hand, what its diagnosis advised.
 
 The remedy escalates a step that did not cure and brackets a knob between a value shown too
-low and one shown too high (advisor.remedy.stepped); it can only do that on settings that are
+low and one shown too high (advisor.sizing.stepped); it can only do that on settings that are
 known. So every entry is read strictly: a value the file does not give is left out, never
 filled with a platform default, and a path that holds no settings is refused (exit 2, one
 line) rather than read as an all-defaults job.
@@ -20,11 +20,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from advisor.config import LoadedConfig, load_config
-from advisor.remedy import Round
 from advisor.static import rulebook
 from advisor.types import JOB_FILE, RUN_FILE, InputError
 
@@ -33,6 +33,18 @@ _EXPECTED = (
     "expected a job file (platform, TRL or verl YAML), a run directory holding "
     f"{JOB_FILE} or {RUN_FILE}, {RUN_FILE} or {REPORT_FILE}"
 )
+
+
+@dataclass(frozen=True)
+class Round:
+    """One earlier run of the history (`--previous`, oldest first): the settings it is known
+    to have run with (no assumed default), and what its own diagnosis advised, when its report
+    is at hand: parameter -> +1 (raise) / -1 (lower), and whether it was healthy."""
+
+    hp: Mapping[str, Any]
+    advised: Mapping[str, int] = field(default_factory=dict)
+    healthy: bool | None = None
+    source: str = ""
 
 
 Loader = Callable[[Path], LoadedConfig]

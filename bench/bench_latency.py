@@ -35,7 +35,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from advisor.harness import ALARM_SEVERITIES, SYMPTOM_IDS, Case, discover  # noqa: E402
+from advisor.harness import Case, discover  # noqa: E402
+from advisor.prediction import ALARM_SEVERITIES, symptom_ids  # noqa: E402
+
+SYMPTOM_IDS = symptom_ids()  # the scored symptoms, in the harness's order
 
 
 def judge(case: Case) -> dict[str, Any]:

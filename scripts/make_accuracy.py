@@ -37,11 +37,12 @@ _BLOCK = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END), re.DOTALL)
 def run(workers: int = 2) -> HarnessReport:
     """One harness run over the corpus and the public runs (repo-relative paths)."""
     from advisor import harness as h
+    from advisor.realruns import default_full_dir, default_real_dir
 
-    real_dir = h.default_real_dir()
+    real_dir = default_real_dir()
     if real_dir is None:
         raise SystemExit("../shared/real_runs not found: the public runs are part of the figures")
-    full_dir = h.default_full_dir(real_dir)  # the public full curves, when shared holds them
+    full_dir = default_full_dir(real_dir)  # the public full curves, when shared holds them
     return h.run_harness(
         CORPUS, real_dir, None, workers, livefire_dir=LIVEFIRE, full_dir=full_dir
     )

@@ -32,3 +32,18 @@ def test_the_import_contracts_hold() -> None:
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "5 kept, 0 broken" in out.stdout
 
+
+
+# Rooms a person can hold: a module of advisor stays under 1,000 lines; these two are the ones
+# still to split (the job loader, the console reader).
+LONG_MODULES = {"advisor/config.py", "advisor/ingest/console.py"}
+
+
+def test_no_module_over_1000_lines_but_the_two_named() -> None:
+    lines = {
+        p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
+        for p in (ROOT / "advisor").rglob("*.py")
+    }
+    assert len(lines) > 50, "the walk found the package"
+    over = {name: n for name, n in lines.items() if n > 1000 and name not in LONG_MODULES}
+    assert not over, f"split these (docs/develop.md, Layout): {over}"

@@ -2,8 +2,8 @@
 
 Prints per-symptom precision and recall, the false-alarm rate on healthy runs, onset error and
 detection delay, the confusion table, the public runs' pass/fail and, with `--livefire DIR`, the
-live-fire range's (see advisor/harness.py for every definition). `--check` exits 1 when the
-corpus misses the targets of the diagnosis issue.
+live-fire range's (see advisor/harness.py and advisor/realruns.py for every definition).
+`--check` exits 1 when the corpus misses the targets of the diagnosis issue.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import typer
 from advisor import harness as h
 from advisor.cli import Exit, OutputFormat, app
 from advisor.cli.diagnose import write_atomic
+from advisor.realruns import default_full_dir, default_real_dir
 from advisor.types import InputError
 
 
@@ -70,10 +71,10 @@ def harness(
 
     if not corpus and not real and livefire is None and full_dir is None:
         raise InputError("harness: expected a CORPUS_DIR, --real or --livefire DIR")
-    rdir = (real_dir or h.default_real_dir()) if real else None
+    rdir = (real_dir or default_real_dir()) if real else None
     if real and real_dir is None and rdir is None and not corpus and livefire is None:
         raise InputError("harness --real: ../shared/real_runs not found; pass --real-dir")
-    fdir = full_dir or (h.default_full_dir(rdir) if real else None)
+    fdir = full_dir or (default_full_dir(rdir) if real else None)
     rep = h.run_harness(
         corpus,
         rdir,

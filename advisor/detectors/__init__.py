@@ -48,16 +48,7 @@ from advisor.detectors.common import _isotonic_prefixes, _pow2_scale, _unimodal_
 from advisor.detectors.level import _hinge
 from advisor.detectors.noise import _swing_may, _swing_young
 from advisor.detectors.peak import _peak3s
-from advisor.detectors.registry import (
-    AT_COMPANION_PEAK,
-    BASELESS,
-    BRIEF,
-    DETECTORS,
-    READS_RUN_END,
-    READS_WANDER,
-    SCREENS,
-    Column,
-)
+from advisor.detectors.registry import DETECTORS, REGISTRY, Column, Registration
 from advisor.detectors.series import (
     COUNT,
     END,
@@ -90,9 +81,6 @@ from advisor.detectors.series import (
 from advisor.detectors.trend import _growth_may, _growth_young, _trend_stats
 
 __all__ = [
-    "AT_COMPANION_PEAK",
-    "BASELESS",
-    "BRIEF",
     "COUNT",
     "DETECTORS",
     "END",
@@ -101,10 +89,8 @@ __all__ = [
     "LO",
     "MEAN",
     "NONFINITE",
-    "READS_RUN_END",
-    "READS_WANDER",
     "RECORD_WIDTH",
-    "SCREENS",
+    "REGISTRY",
     "SD",
     "START",
     "SUM_T",
@@ -116,6 +102,7 @@ __all__ = [
     "WANDER_CHUNKS",
     "Baseline",
     "Column",
+    "Registration",
     "Series",
     "_growth_may",
     "_growth_young",

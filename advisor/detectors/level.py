@@ -68,7 +68,7 @@ def nonfinite(s: Series, p: Params) -> Evidence | None:
     return replace(ev, window=(first, int(s.end[-1])))
 
 
-@screen("nonfinite")
+@screen("nonfinite", baseless=True)
 def _nonfinite_screen(c: Column, p: Params) -> np.ndarray:
     return c.rows[:, NONFINITE] != 0
 
@@ -129,24 +129,24 @@ def _held(mask: np.ndarray, m: int, persist: bool, strong: float, blocks: int) -
     return f"{which} {strong:g} x past it, every point beyond"
 
 
-@detector("above")
+@detector("above", brief=True)
 def above(s: Series, p: Params) -> Evidence | None:
     """Block mean (or max/min via `stat`) at or above an absolute `value`, k of m blocks."""
     return _level(s, p, True, "above")
 
 
-@screen("above")
+@screen("above", baseless=True)
 def _above_screen(c: Column, p: Params) -> np.ndarray:
     return _level_screen(c.rows, p, above=True)
 
 
-@detector("below")
+@detector("below", brief=True)
 def below(s: Series, p: Params) -> Evidence | None:
     """Block mean (or max/min via `stat`) at or below an absolute `value`, k of m blocks."""
     return _level(s, p, False, "below")
 
 
-@screen("below")
+@screen("below", baseless=True)
 def _below_screen(c: Column, p: Params) -> np.ndarray:
     return _level_screen(c.rows, p, above=False)
 
@@ -184,7 +184,7 @@ def near_zero(s: Series, p: Params) -> Evidence | None:
     )
 
 
-@screen("near_zero")
+@screen("near_zero", baseless=True)
 def _near_zero_screen(c: Column, p: Params) -> np.ndarray:
     a, b = np.abs(c.rows[:, LO]), np.abs(c.rows[:, HI])
     last = np.where(b > a, b, a)  # max(|lo|, |hi|) as Python's max takes it
@@ -220,7 +220,7 @@ def _hinge(y: np.ndarray, cross: int, back: int = 16, after: int = 2) -> int:
     return min(at + 1, cross)  # block h is the last on the level: the move shows from h + 1
 
 
-@detector("shift")
+@detector("shift", brief=True)
 def shift(s: Series, p: Params) -> Evidence | None:
     """A persistent shift from the warm-up level: robust z AND (optionally) a ratio, k of m.
 
@@ -474,7 +474,7 @@ def from_start(s: Series, p: Params) -> Evidence | None:
     )
 
 
-@screen("from_start")
+@screen("from_start", baseless=True)
 def _from_start_screen(c: Column, p: Params) -> np.ndarray:
     # from_start's gate: the latest block past the thresholds from the run's first level
     up = str(p.get("direction", "up")) == "up"
@@ -526,7 +526,7 @@ def high_from_start(s: Series, p: Params) -> Evidence | None:
     )
 
 
-@screen("high_from_start")
+@screen("high_from_start", baseless=True)
 def _high_from_start_screen(c: Column, p: Params) -> np.ndarray:
     first = _start_ref(c.first[0], (c.first[1], c.first[2]), True)
     if not math.isfinite(first):
@@ -656,7 +656,7 @@ def wasted(s: Series, p: Params) -> Evidence | None:
     )
 
 
-@screen("wasted")
+@screen("wasted", baseless=True)
 def _wasted_screen(c: Column, p: Params) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         return c.rows[:, MEAN] >= float(p["value"])  # wasted's gate on the latest block
@@ -697,13 +697,13 @@ def constant(s: Series, p: Params) -> Evidence | None:
     )
 
 
-@screen("constant")
+@screen("constant", baseless=True)
 def _constant_screen(c: Column, p: Params) -> np.ndarray:
     rows = c.rows
     return (rows[:, COUNT] != 0) & (rows[:, NONFINITE] == 0) & (rows[:, LO] == rows[:, HI])
 
 
-@detector("stopped")
+@detector("stopped", reads_run_end=True)
 def stopped(s: Series, p: Params) -> Evidence | None:
     """The metric was logged, then no more while the run went on: for at least `min_blocks`
     blocks and `min_frac` of the run past its last value. A NaN written as JSON null (pandas,
@@ -734,9 +734,9 @@ def stopped(s: Series, p: Params) -> Evidence | None:
     return replace(ev, window=(last + 1, s.run_end))
 
 
-@screen("stopped")
+@screen("stopped", baseless=True)
 def _stopped_screen(c: Column, p: Params) -> np.ndarray:
-    # a metric logged in the run's latest block has not stopped (READS_RUN_END: the engine
+    # a metric logged in the run's latest block has not stopped (`reads_run_end`: the engine
     # asks only there)
     return np.zeros(len(c.rows), dtype=bool)
 

@@ -159,7 +159,7 @@ def _zigzag(y: list[float], delta: list[float]) -> list[int]:
     return pivots
 
 
-@detector("volatility")
+@detector("volatility", reads_wander=True)
 def volatility(s: Series, p: Params) -> Evidence | None:
     """Swings much larger than the warm-up's noise, repeated.
 
@@ -407,7 +407,7 @@ def jump(s: Series, p: Params) -> Evidence | None:
     )
 
 
-@screen("jump")
+@screen("jump", baseless=True)
 def _jump_screen(c: Column, p: Params) -> np.ndarray:
     rows, window = c.rows, c.window
     # jump's gate: the latest block at least min_level and min_ratio x the median of the three
@@ -577,7 +577,7 @@ def swing(s: Series, p: Params) -> Evidence | None:
     )
 
 
-@screen("swing")
+@screen("swing", baseless=True)
 def _swing_screen(c: Column, p: Params) -> np.ndarray:
     # swing's gate at the latest window: the residual spread around a line bounds the spread
     # around the quadratic, which must carry the thresholds

@@ -57,7 +57,7 @@ def peak_below(s: Series, p: Params) -> Evidence | None:
     )
 
 
-@screen("peak_below")
+@screen("peak_below", baseless=True)
 def _peak_below_screen(c: Column, p: Params) -> np.ndarray:
     # peak_below's gate: the run-wide peak positive and no higher than `value` (it only grows:
     # once past, it stays past)
@@ -288,7 +288,7 @@ def _drop_from_peak_screen(c: Column, p: Params) -> np.ndarray:
     return out
 
 
-@detector("shared_fall")
+@detector("shared_fall", at_companion_peak=True)
 def shared_fall(s: Series, p: Params) -> Evidence | None:
     """The metric (a training reward) fell, between its companion's best and now, by at least
     `ratio` x what the companion `per` (the validation reward) fell: a fall both share has a
@@ -409,7 +409,7 @@ def collapse(s: Series, p: Params) -> Evidence | None:
     )
 
 
-@screen("collapse")
+@screen("collapse", baseless=True)
 def _collapse_screen(c: Column, p: Params) -> np.ndarray:
     # collapse's gate: the latest mean at most max_frac x the run's best (a positive best)
     rows = c.rows

@@ -101,7 +101,7 @@ class Series:
     # The same chunks' median SPAN-block residual sd (span_sd): the run's own typical spread.
     span_wander: tuple[tuple[int, float], ...] = ()
     # Paired metrics' mean level over the blocks of the peak3 triple, kept when it was set
-    # (only for the metrics of AT_COMPANION_PEAK leaves that name this one as `per`).
+    # (only for the metrics of `at_companion_peak` leaves that name this one as `per`).
     peak3_ctx: Mapping[str, float] = field(default_factory=dict)
     # The run's first logged block mean (the level before training moved it; kept whole-run)
     # and the last step the run has reached (any metric), which may lie past this metric's

@@ -495,7 +495,7 @@ def growth(s: Series, p: Params) -> Evidence | None:
     )
 
 
-@screen("growth")
+@screen("growth", baseless=True)
 def _growth_screen(c: Column, p: Params) -> np.ndarray:
     # growth's gates: the latest level, then the cheap look at the window's ends
     x = _trimmed_rows(c.rows) if p.get("trimmed") else c.rows[:, MEAN]

@@ -48,12 +48,12 @@ How a run is judged (knowledge.md §4 "How to judge"):
   else "healthy" (info-level advice does not make a run unhealthy).
 - One judge, two paths: `push` folds one step; `push_columns` (judge_run's) folds whole columns
   with numpy, makes every closed block's record at once, and lets a detector run only where its
-  screen (advisor.detectors.SCREENS, a vectorised test over the metric's records that is False
+  screen (its Registration's `screen`, a vectorised test over the metric's records that is False
   only where the detector surely returns None) passes. Combined through each rule's tree, the
   screens say at which blocks an inactive rule surely gives the verdict it gave last (NO, or
   ABSENT for metrics still not logged): it is not evaluated there, and where no rule is, past
   the warm-up with no finding active, whole spans of blocks are folded at once. An active
-  finding's refresh takes its evidence without the summary (advisor.detectors.BRIEF), and the
+  finding's refresh takes its evidence without the summary (a `brief` detector's), and the
   evidence it keeps is made whole when push_columns returns. On both paths a leaf whose tracks
   did not change keeps its last result, and a rule whose latest evaluation changed nothing is
   not evaluated again while the leaves it reached give the same results. Findings, notes and

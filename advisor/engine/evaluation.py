@@ -9,16 +9,7 @@ import numpy as np
 
 from advisor.book.symptoms import AllOf, AnyOf, Leaf, Node, NotOf, PerAlgorithm, SymptomRule
 from advisor.book.symptoms import leaves as _leaves
-from advisor.detectors import (
-    BASELESS,
-    BRIEF,
-    DETECTORS,
-    END,
-    READS_RUN_END,
-    SCREENS,
-    Column,
-    Series,
-)
+from advisor.detectors import END, REGISTRY, Column, Series
 from advisor.engine.blocks import _BlockFolding
 from advisor.engine.plans import _COMPILED, _bits, _Blocks, _leaf_key, _LeafPlan, _RuleMask, _shares
 from advisor.engine.records import ABSENT, FIRE, NO
@@ -261,9 +252,10 @@ class _RuleEvaluation(_BlockFolding):
         reads = [n for n in (*names, per, rounds) if n is not None]
         if rounds is not None:
             reads.append(self._st.rounds_metric)
+        reg = REGISTRY[leaf.detector]  # the detector, its screen and its traits
         plan = _LeafPlan(
             leaf=leaf,
-            fn=DETECTORS[leaf.detector],
+            fn=reg.fn,
             names=names,
             per=per,
             rounds=rounds,
@@ -272,10 +264,10 @@ class _RuleEvaluation(_BlockFolding):
             params=leaf.params,
             params_keep={**leaf.params, **leaf.keep},
             reads=tuple(self._tracks[n] for n in reads if n in self._tracks),
-            reads_end=leaf.detector in READS_RUN_END,
-            screen=SCREENS.get(leaf.detector),
-            baseless=leaf.detector in BASELESS,
-            brief=leaf.detector in BRIEF and per is None and rounds is None,
+            reads_end=reg.reads_run_end,
+            screen=reg.screen,
+            baseless=reg.baseless,
+            brief=reg.brief and per is None and rounds is None,
         )
         self._plans[key] = plan
         return plan
@@ -527,7 +519,7 @@ class _RuleEvaluation(_BlockFolding):
     ) -> tuple[int, list[Evidence]]:
         """The leaf's detector on each of its metrics until one fires. `brief`: the evidence
         without its summary, which _described makes later from what this one was judged on
-        (the detector in BRIEF, no companion)."""
+        (a `brief` detector, no companion)."""
         per, rounds = plan.per, plan.rounds
         params: Mapping[str, Any] = plan.params_keep if keep else plan.params
         if per is not None:  # a companion series the detector normalises by

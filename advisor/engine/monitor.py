@@ -187,7 +187,7 @@ class Monitor(_Lifecycle):
         (each column is `(float values, logged mask or None for all logged)`), with each whole
         block folded by numpy between the same `_close_block` calls. Sums are added in step
         order, so the accumulators and block records equal push's bit for bit; a detector runs
-        only where its screen over those records passes (advisor.detectors.SCREENS)."""
+        only where its screen over those records passes (its Registration's `screen`)."""
         if self._closed:
             return []
         columns = _derive_columns(columns, self._tracks)

@@ -12,7 +12,7 @@ import numpy as np
 
 from advisor.book.symptoms import Leaf, SymptomRule, SymptomRulebook
 from advisor.book.symptoms import leaves as _leaves
-from advisor.detectors import AT_COMPANION_PEAK, READS_WANDER, Baseline
+from advisor.detectors import REGISTRY, Baseline
 from advisor.engine.records import _Track
 from advisor.types import Evidence
 
@@ -58,9 +58,9 @@ class _LeafPlan:
     params_keep: Mapping[str, Any]
     reads: tuple[_Track, ...]
     reads_end: bool
-    screen: Any = None  # advisor.detectors.SCREENS' entry, when the detector has one
-    baseless: bool = False  # that screen reads no baseline (advisor.detectors.BASELESS)
-    brief: bool = False  # the detector can give its evidence without the summary (BRIEF)
+    screen: Any = None  # the Registration's `screen`, when the detector has one
+    baseless: bool = False  # that screen reads no baseline (`baseless`)
+    brief: bool = False  # the detector can give its evidence without the summary (`brief`)
     memo: tuple[Any, ...] | None = None
     memo_keep: tuple[Any, ...] | None = None
     inputs: tuple[Any, ...] | None = None  # the versions its latest result was judged on
@@ -99,8 +99,8 @@ def _layout(
     rules: list[SymptomRule],
 ) -> tuple[tuple[str, ...], list[tuple[str, str]], frozenset[str]]:
     """The metrics the rules read (companions too), the (companion, metric) pairs whose level
-    is kept at the companion's best 3-block mean (AT_COMPANION_PEAK), and the metrics whose
-    long-run wander a detector reads (READS_WANDER); made once per compiled rule list."""
+    is kept at the companion's best 3-block mean (`at_companion_peak`), and the metrics whose
+    long-run wander a detector reads (`reads_wander`); made once per compiled rule list."""
     key = tuple(id(r) for r in rules)
     got = _LAYOUTS.get(key)
     if got is None:
@@ -111,11 +111,11 @@ def _layout(
             {
                 (leaf.per, m)
                 for leaf in leaves
-                if leaf.detector in AT_COMPANION_PEAK and leaf.per is not None
+                if REGISTRY[leaf.detector].at_companion_peak and leaf.per is not None
                 for m in leaf.metrics
             }
         )
-        wanders = frozenset(m for leaf in leaves if leaf.detector in READS_WANDER
+        wanders = frozenset(m for leaf in leaves if REGISTRY[leaf.detector].reads_wander
                             for m in leaf.metrics)  # fmt: skip
         if len(_LAYOUTS) >= 32:
             _LAYOUTS.clear()

@@ -257,7 +257,7 @@ class _Track:
     peak3: float | None = None  # highest mean of 3 consecutive blocks (whole run)
     peak3_step: int | None = None  # last step of the middle block of that triple
     last3: list[tuple[float, int, int]] = field(default_factory=list)  # (mean, end, start)
-    # other metrics' mean level over the blocks of that triple (AT_COMPANION_PEAK leaves)
+    # other metrics' mean level over the blocks of that triple (`at_companion_peak` leaves)
     peak3_ctx: dict[str, float] = field(default_factory=dict)
     trough: float | None = None
     trough_step: int | None = None
@@ -269,7 +269,7 @@ class _Track:
     span_wander: list[tuple[int, float]] = field(default_factory=list)  # chunks, bounded
     # the wander chunks push_columns computed at once, by the block count that closes each
     wander_ready: dict[int, tuple[float | None, float | None]] = field(default_factory=dict)
-    wanders: bool = False  # a detector reads its wander (READS_WANDER): the chunks are kept
+    wanders: bool = False  # a `reads_wander` detector judges it: the chunks are kept
 
 
 @dataclass(slots=True)

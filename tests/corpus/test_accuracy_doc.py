@@ -11,6 +11,7 @@ from types import ModuleType
 import pytest
 
 from advisor import harness as h
+from advisor.realruns import default_real_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +26,7 @@ def _script() -> ModuleType:
 
 
 def test_accuracy_figures_are_up_to_date(corpus_score: h.CorpusScore) -> None:
-    real_dir = h.default_real_dir()
+    real_dir = default_real_dir()
     if real_dir is None:
         pytest.skip("../shared/real_runs not found: the public runs are part of the figures")
     cwd = Path.cwd()

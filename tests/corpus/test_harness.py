@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor import harness as h
+from advisor.prediction import GUIDE_ORDER
+from advisor.realruns import default_full_dir
 from advisor.types import InputError, Severity
 
 
@@ -269,9 +271,9 @@ def test_the_scored_symptoms_are_the_rulebooks_alarms(monkeypatch: pytest.Monkey
     alarms = {r.id for r in bigger.rules if r.severity.value in ("warning", "error")}
     assert set(ids) == alarms and "NEWW" in ids and "NEWI" not in ids
     # the guide's rows first, in the guide's table order; the others after, in the rulebook's
-    assert ids[: len(h.GUIDE_ORDER)] == h.GUIDE_ORDER
-    rest = tuple(r.id for r in bigger.rules if r.id in alarms and r.id not in h.GUIDE_ORDER)
-    assert ids[len(h.GUIDE_ORDER) :] == rest and rest[0] == "NEWW"
+    assert ids[: len(GUIDE_ORDER)] == GUIDE_ORDER
+    rest = tuple(r.id for r in bigger.rules if r.id in alarms and r.id not in GUIDE_ORDER)
+    assert ids[len(GUIDE_ORDER) :] == rest and rest[0] == "NEWW"
 
 
 def test_full_curves_scored_beside_the_public_runs(tmp_path: Path) -> None:
@@ -280,7 +282,7 @@ def test_full_curves_scored_beside_the_public_runs(tmp_path: Path) -> None:
     (full / "c" / "log.txt").write_text("x")
     labels = tmp_path / "full_labels.yaml"
     labels.write_text("runs:\n  c: {metrics: log.txt, expected: [P4], forbidden: [all]}\n")
-    assert h.default_full_dir(tmp_path) == full and h.default_full_dir(full) is None
+    assert default_full_dir(tmp_path) == full and default_full_dir(full) is None
     pred = _predictor({"c": [("P4", "warning", 50, 60)]})
     rep = h.run_harness(None, full_dir=full, full_labels=labels, predictor=pred)
     assert rep.real == [] and [r.passed for r in rep.full] == [True]

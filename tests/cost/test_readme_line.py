@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from advisor.cli import main
-from advisor.harness import default_real_dir
+from advisor.realruns import default_real_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = "labelled/trl-grpo-rho-qwen25-7b-collapse-s43/train.log"

@@ -2,7 +2,7 @@
 (the online hook's path), through `push_columns` in uneven chunks, and through `judge_run`
 (the offline path diagnose takes) gives identical findings (ids, severity, onset, evidence,
 cleared and recovered steps), notes, missing metrics and status. The chunked replay also runs
-every detector the offline path's screens skip (advisor.detectors.SCREENS), and fails where
+every detector the offline path's screens skip (each Registration's `screen`), and fails where
 one would have fired.
 
 The fixtures: every run of the committed corpus, the live-fire range, the public runs the
@@ -24,8 +24,9 @@ from sources import source_tree
 
 from advisor.config import load_config
 from advisor.engine import ABSENT, NO, Judgement, Monitor, _Context, judge_run
-from advisor.harness import default_real_dir, default_real_labels, discover, livefire_labels
+from advisor.harness import discover
 from advisor.ingest import load_run
+from advisor.realruns import default_real_dir, default_real_labels, livefire_labels
 from advisor.types import Run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -250,8 +251,9 @@ def test_generated_runs_judged_alike_three_ways(
 
 def test_reads_run_end_names_every_detector_that_reads_it() -> None:
     """A leaf keeps its last result while its metrics' tracks are unchanged, except for the
-    detectors in READS_RUN_END: any function of advisor.detectors that reads Series.run_end
-    must be one of them (a helper that read it would make a kept result stale)."""
+    detectors registered with `reads_run_end`: any function of advisor.detectors that reads
+    Series.run_end must be one of them (a helper that read it would make a kept result
+    stale)."""
 
     import advisor.detectors as d
 
@@ -263,7 +265,7 @@ def test_reads_run_end_names_every_detector_that_reads_it() -> None:
         for node in ast.walk(fn)
         if isinstance(node, ast.Attribute) and node.attr == "run_end"
     }
-    assert readers == {d.DETECTORS[name].__name__ for name in d.READS_RUN_END}
+    assert readers == {r.fn.__name__ for r in d.REGISTRY.values() if r.reads_run_end}
 
 
 def _functions_reading(*attrs: str) -> set[str]:
@@ -294,20 +296,21 @@ def _functions_reading(*attrs: str) -> set[str]:
 
 def test_reads_wander_names_every_detector_that_reads_it() -> None:
     """The engine keeps a metric's long-run wander chunks only where a leaf of a detector in
-    READS_WANDER judges it: every detector that reads Series.wander or Series.span_wander,
+    `reads_wander` judges it: every detector that reads Series.wander or Series.span_wander,
     itself or through a helper, must be one of them."""
     import advisor.detectors as d
 
     readers = _functions_reading("wander", "span_wander")
     detectors = {fn.__name__ for fn in d.DETECTORS.values()}
-    assert readers & detectors == {d.DETECTORS[name].__name__ for name in d.READS_WANDER}
+    assert readers & detectors == {r.fn.__name__ for r in d.REGISTRY.values() if r.reads_wander}
 
 
 def test_baseless_names_every_screen_that_reads_no_baseline() -> None:
-    """A screen in BASELESS keeps its verdicts when a baseline is set: it must read no
+    """A screen registered `baseless` keeps its verdicts when a baseline is set: it must read no
     Column.baseline, itself or through a helper; and every screen that reads none is listed."""
     import advisor.detectors as d
 
     readers = _functions_reading("baseline")
-    baseless = {name for name, fn in d.SCREENS.items() if fn.__name__ not in readers}
-    assert baseless == d.BASELESS
+    screens = {name: r.screen for name, r in d.REGISTRY.items() if r.screen is not None}
+    baseless = {name for name, fn in screens.items() if fn.__name__ not in readers}
+    assert baseless == {name for name, r in d.REGISTRY.items() if r.baseless}

@@ -100,7 +100,8 @@ CASES = [(name, i) for name, ps in PARAMS.items() for i in range(len(ps))]
 @pytest.mark.parametrize(("name", "case"), CASES, ids=[f"{n}-{i}" for n, i in CASES])
 def test_screen_false_only_where_the_detector_returns_none(name: str, case: int) -> None:
     p = PARAMS[name][case]
-    fn, screen = d.DETECTORS[name], d.SCREENS[name]
+    fn, screen = d.REGISTRY[name].fn, d.REGISTRY[name].screen
+    assert screen is not None
     rng = np.random.default_rng(1000 * case + len(name))
     quiet = fired = 0
     for trial in range(120):

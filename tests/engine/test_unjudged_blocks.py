@@ -80,9 +80,9 @@ def test_episodes_fire_clear_and_fire_again() -> None:
 
 
 def test_brief_evidence_is_the_evidence_without_its_summary() -> None:
-    """Every detector in BRIEF, asked at every block of a run with episodes, gives with
+    """Every `brief` detector, asked at every block of a run with episodes, gives with
     `_brief` the evidence it gives without, but for the summary it leaves empty."""
-    from advisor.detectors import BRIEF
+    from advisor.detectors import REGISTRY
     from advisor.engine import Monitor, _leaves
 
     class Asking(Monitor):
@@ -92,7 +92,7 @@ def test_brief_evidence_is_the_evidence_without_its_summary() -> None:
             cache: dict[str, Any] = {}
             plans = {id(p): p for r in self._rules for p in map(self._plan, _leaves(r.when))}
             for plan in plans.values():
-                if plan.leaf.detector not in BRIEF or plan.per or plan.rounds:
+                if not REGISTRY[plan.leaf.detector].brief or plan.per or plan.rounds:
                     continue
                 for name in plan.names:
                     s = self._series(name, cache)

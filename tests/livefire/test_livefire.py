@@ -21,6 +21,8 @@ import advisor.cli.diagnose
 import advisor.cli.harness  # noqa: F401  (the imports register the commands)
 from advisor import harness as h
 from advisor.cli import app
+from advisor.prediction import prediction_of
+from advisor.realruns import _livefire_score, livefire_labels
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "tests" / "livefire" / "runs"
@@ -58,7 +60,7 @@ def _script():  # scripts/live_fire.py imports torch and trl only inside its fun
 
 
 def _inputs() -> list[tuple[str, str]]:
-    return [(d.name, name) for d, label in h.livefire_labels(RUNS) for name in label["inputs"]]
+    return [(d.name, name) for d, label in livefire_labels(RUNS) for name in label["inputs"]]
 
 
 def _routes() -> list[tuple[str, str]]:
@@ -73,9 +75,9 @@ def _marked(case: str, route: str) -> object:
 
 def test_every_case_of_the_script_is_committed_with_a_label() -> None:
     cases = {c.name: c for c in _script().CASES}
-    labelled = {d.name: label for d, label in h.livefire_labels(RUNS)}
+    labelled = {d.name: label for d, label in livefire_labels(RUNS)}
     loop = RUNS.parent / "loop"  # the closed loop's round 0 at several seeds (its labels)
-    looped = {d.name: label for d, label in h.livefire_labels(loop)} if loop.is_dir() else {}
+    looped = {d.name: label for d, label in livefire_labels(loop)} if loop.is_dir() else {}
     assert set(labelled) <= set(cases)
     assert set(looped) <= set(cases)
     for name, label in [*labelled.items(), *looped.items()]:
@@ -105,7 +107,7 @@ def score_route(case: str, route: str, tmp_path: Path) -> h.LiveFireScore:
         metrics.parent.mkdir(parents=True)
         shutil.copyfile(RUNS / case / name, metrics)
     pred = h.predict(metrics, None)
-    return h._livefire_score(case, route, label, label["inputs"][name] or {}, pred)
+    return _livefire_score(case, route, label, label["inputs"][name] or {}, pred)
 
 
 @pytest.mark.parametrize(("case", "route"), [_marked(c, r) for c, r in _routes()])
@@ -204,7 +206,7 @@ def _replay(case: str, out_dir: Path) -> h.Prediction:
     # the run file records the run's settings, not this machine's folders
     run_file = (out_dir / "rl-advisor-run.json").read_text(encoding="utf-8")
     assert str(out_dir) not in run_file and '"output_dir"' not in run_file
-    return h.prediction_of(cb.advisor.diagnosis(), case)
+    return prediction_of(cb.advisor.diagnosis(), case)
 
 
 @pytest.mark.parametrize(("case", "route"), _online_params())
@@ -212,5 +214,5 @@ def test_livefire_case_meets_its_label_online(case: str, route: str, tmp_path: P
     label = json.loads((RUNS / case / "label.json").read_text(encoding="utf-8"))
     pred = _replay(case, tmp_path)
     spec = label["inputs"]["trainer_state.json"] or {}
-    score = h._livefire_score(case, route, label, spec, pred)
+    score = _livefire_score(case, route, label, spec, pred)
     assert score.passed, f"{case} online: {'; '.join(score.problems)} (alarms {score.alarms})"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from report_helpers import builtin_anti_patterns, finding, rule_actions
 
-from advisor import remedy
+from advisor import checkpoints, remedy, sizing
 from advisor.book.symptoms import ChangeSpec
 
 
@@ -21,7 +21,7 @@ def plan(findings: list, hp: dict[str, Any], rules: Any, previous: dict | None =
 )
 def test_factor_follows_strength(strength: float, factor: float) -> None:
     spec = ChangeSpec(param="lr", op="multiply", range=(1.5, 2.0))
-    assert remedy.choose_amount(spec, strength) == factor
+    assert sizing.choose_amount(spec, strength) == factor
 
 
 def test_p1_patch_raises_lr_by_the_strength_factor(rules, hp) -> None:
@@ -171,7 +171,7 @@ def test_finding_action_used_without_rulebook(hp) -> None:
 def test_checkpoint_advice(hp, hp_update, best_kept, publish) -> None:
     hp.update(hp_update)
     val = [(s, 0.5 + (0.2 if s == 150 else 0.01 * s / 50)) for s in range(50, 301, 50)]
-    out = remedy.checkpoint_advice(val, hp, last_step=300)
+    out = checkpoints.checkpoint_advice(val, hp, last_step=300)
     assert out["best_step"] == 150
     assert out["best_kept"] is best_kept
     assert out["publish_step"] == publish
@@ -179,15 +179,15 @@ def test_checkpoint_advice(hp, hp_update, best_kept, publish) -> None:
 
 def test_checkpoint_epoch_needs_samples(hp) -> None:
     hp["save_strategy"] = "epoch"
-    assert remedy.checkpoint_advice([(10, 0.3)], hp, 20)["best_kept"] is None
-    out = remedy.checkpoint_advice([(10, 0.3), (20, 0.2)], hp, 20, training_samples=640)
+    assert checkpoints.checkpoint_advice([(10, 0.3)], hp, 20)["best_kept"] is None
+    out = checkpoints.checkpoint_advice([(10, 0.3), (20, 0.2)], hp, 20, training_samples=640)
     assert out["kept_steps"] == [10, 20] and out["publish_step"] == 10
 
 
 def test_step_zero_validation_is_the_base_model(hp) -> None:
-    only_base = remedy.checkpoint_advice([(0, 0.5)], hp, last_step=10)
+    only_base = checkpoints.checkpoint_advice([(0, 0.5)], hp, last_step=10)
     assert "base model" in only_base["advice"] and "best_step" not in only_base
-    worse = remedy.checkpoint_advice([(0, 0.5), (50, 0.4), (100, 0.45)], hp, last_step=100)
+    worse = checkpoints.checkpoint_advice([(0, 0.5), (50, 0.4), (100, 0.45)], hp, last_step=100)
     assert worse["best_step"] == 100 and "did not improve" in worse["advice"]
 
 
@@ -204,7 +204,7 @@ def test_one_next_step_per_rule(rules, hp) -> None:
 def test_no_publish_when_every_kept_checkpoint_collapsed(hp) -> None:
     hp.update(save_steps=40, save_total_limit=3)
     val = [(20, 0.4), (40, 0.5), (60, 0.56), (80, 0.3), (120, 0.12), (160, 0.11), (200, 0.12)]
-    out = remedy.checkpoint_advice(val, hp, last_step=200)
+    out = checkpoints.checkpoint_advice(val, hp, last_step=200)
     assert out["best_step"] == 60 and out["publish_step"] is None
     assert "none is worth publishing" in out["advice"]
 
@@ -266,8 +266,8 @@ def test_a_part_at_its_bound_does_not_take_the_one_change(rules, hp) -> None:
 def test_a_crashed_run_did_not_save_its_last_step(hp) -> None:
     hp.update(save_steps=10, save_total_limit=3)
     val = [(80, 0.70), (85, 0.774), (90, 0.771)]
-    done = remedy.checkpoint_advice(val, hp, last_step=92)
-    crashed = remedy.checkpoint_advice(val, hp, last_step=92, completed=False)
+    done = checkpoints.checkpoint_advice(val, hp, last_step=92)
+    crashed = checkpoints.checkpoint_advice(val, hp, last_step=92, completed=False)
     assert done["kept_steps"] == [80, 90, 92] and crashed["kept_steps"] == [70, 80, 90]
     assert "final step" not in crashed["advice"]
 

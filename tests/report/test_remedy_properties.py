@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from report_helpers import SPECS, builtin_anti_patterns, finding, make_rules
 
-from advisor import remedy
+from advisor import remedy, sizing
 from advisor.book.symptoms import ChangeSpec
-from advisor.remedy import valid_ranges
+from advisor.sizing import valid_ranges
 
 BOUNDS = valid_ranges()[0]
 
@@ -71,7 +71,7 @@ def test_patched_job_stays_valid(hp: dict, ids: list[str], strength: float) -> N
 @given(lo=st.floats(-4096, 4096), width=st.floats(0, 4096), s=st.floats(0, 1))
 def test_amount_stays_in_range(lo: float, width: float, s: float) -> None:
     spec = ChangeSpec(param="max_length", op="add", range=(lo, lo + width))
-    amount = remedy.choose_amount(spec, s)
+    amount = sizing.choose_amount(spec, s)
     tol = abs(lo) * 0.05 + abs(width) * 0.05 + 0.5  # 2 significant digits or whole units
     assert lo - tol <= amount <= lo + width + tol
 

@@ -16,7 +16,7 @@ from report_helpers import HP, finding
 
 from advisor import remedy
 from advisor.engine import load_symptom_rules
-from advisor.remedy import Round
+from advisor.history import Round
 from advisor.types import Evidence
 
 RULES = load_symptom_rules()
