@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import string
+from pathlib import Path
 
 import pytest
 
@@ -194,3 +195,36 @@ def test_every_rulebook_note_has_its_zh_text() -> None:
     for note in want:
         assert note in notes and HAN.search(notes[note]), f"no zh under notes: for {note!r}"
     assert set(notes) <= set(want), "a note under notes: that the rulebook no longer has"
+
+
+def _code_literals() -> str:
+    """The string literals of advisor's code (an f-string's text between its fields), joined."""
+    import ast
+
+    out: list[str] = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "advisor").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            parts = node.values if isinstance(node, ast.JoinedStr) else [node]
+            out += [
+                p.value for p in parts if isinstance(p, ast.Constant) and isinstance(p.value, str)
+            ]
+    return "\x00".join(out)
+
+
+def test_every_message_is_still_written_by_the_code() -> None:
+    # a message whose English the code no longer writes is stale: each of its words (outside
+    # its fields) is a word of some string literal of advisor's code
+    words = set(re.findall(r"[A-Za-z][A-Za-z'-]{3,}", _code_literals()))
+    stale = {}
+    for mid, said in {**MESSAGES["messages"], **{w: {"en": w} for w in MESSAGES["words"]}}.items():
+        text = re.sub(r"\{\w+\??\}", " ", said["en"])
+        missing = set(re.findall(r"[A-Za-z][A-Za-z'-]{3,}", text)) - words
+        if missing:
+            stale[mid] = sorted(missing)
+    assert not stale, stale
+
+
+def test_a_stale_message_is_found() -> None:
+    words = set(re.findall(r"[A-Za-z][A-Za-z'-]{3,}", _code_literals()))
+    made_up = "{metric} drifted sideways over steps {steps} by an unusual amount."
+    assert set(re.findall(r"[A-Za-z][A-Za-z'-]{3,}", made_up)) - words
