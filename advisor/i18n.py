@@ -11,18 +11,21 @@ Catalogue layout (data, edited without Python):
   `first_when` (the advice of an action that goes first);
 - `config.ID`: a config rule's `message` (the same `{expression}` fields as the English one)
   and `why`;
-- `notes`: the rulebook's notes (a `skip_note`, `unless_note`, `absent_note`, a size's `why`),
-  keyed by the English note.
+- `notes`: the rulebook's notes, keyed by the English note (symptoms.yaml's `skip_note`,
+  `unless_note`, `absent_note` and a size's `why`; dialects.yaml's `note`, `since_absent`,
+  `keeps`; config.yaml's notes of an alias and of a coupling's repair).
 
 The sentences the code composes (a detector's evidence, the sizing note of a change, the
 checkpoint advice, an assumption, a reader's warning, a config check's message) are in
 `rulebook/i18n/messages.yaml`: each message by an id, its English as the code writes it with a
 `{name}` where the code fills in a value, and the same message in each other language with the
-same fields. `say(sentence)` finds the message the English sentence is, reads its values back
-and fills them into the translation; a value that is itself a message (a clause the code
-composed apart) is said in the language too, anything else (numbers, names, a log's own words)
-stays as written. A report is said in the language when it is rendered (`localise_diagnosis`):
-the code that composes the sentences stays in English and the JSON keeps them as written.
+same fields (`words`: the single words and clauses it picks between; `phrases`: a few words
+said wherever they stand). `say(sentence)` finds the message the English sentence is, reads its
+values back and fills them into the translation; a value that is itself a message (a clause
+the code composed apart) is said in the language too, anything else (numbers, names, a log's
+own words) stays as written. A report is said in the language when it is rendered
+(`localise_diagnosis`): the code that composes the sentences stays in English and the JSON
+keeps them as written.
 JSON keys, finding ids, parameter and metric names, numbers stay as they are.
 """
 
@@ -175,11 +178,6 @@ def _messages_file() -> Mapping[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def fields(text: str) -> list[str]:
-    """The `{name}` fields of a message, in order, each once (`{name?}` may be empty)."""
-    return list(dict.fromkeys(m.group(1) for m in _FIELD.finditer(text)))
-
-
 def pattern(english: str) -> re.Pattern[str]:
     """The English text of a message as a pattern that reads its fields back: each field any
     text (at least one character; `{name?}` may be empty; a one-word field no space, `;`, `,`
@@ -210,6 +208,7 @@ def _patterns(code: str) -> list[tuple[re.Pattern[str], str]]:
     return out
 
 
+@cache
 def _words(code: str) -> Mapping[str, str]:
     words = _messages_file().get("words", {})
     return {en: w[code] for en, w in words.items() if isinstance(w, dict) and code in w}
