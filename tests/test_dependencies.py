@@ -74,7 +74,8 @@ def test_checking_a_job_imports_neither_numpy_nor_polars() -> None:
 def test_a_diagnosis_imports_no_pool_and_no_yaml_parser_it_does_not_use(with_job: bool) -> None:
     # advisor/lazy.py: multiprocessing and concurrent.futures.process are diagnose_many's;
     # ruamel reads a job file (and a rulebook not yet cached: the first run below caches them);
-    # numpy.ma (~6 ms) only by numpy's own median and unique, which the detectors do without
+    # numpy.ma (~6 ms) only by numpy's own median and unique, which the detectors do without;
+    # the Markdown renderer (charts, templates) is no json report's
     run = "sample_metrics/corpus/p3-step-verl-jsonl-s0003"
     job = f", '--config', '{run}/job.yaml'" if with_job else ""
     code = (
@@ -84,7 +85,8 @@ def test_a_diagnosis_imports_no_pool_and_no_yaml_parser_it_does_not_use(with_job
         f"    code = main(['diagnose', '{run}/metrics.jsonl'{job},\n"
         "                 '--format', 'json', '--fail-on', 'never'])\n"
         "assert code == 0, code\n"
-        "unused = ('multiprocessing', 'concurrent.futures.process', 'ruamel.yaml', 'numpy.ma')\n"
+        "unused = ('multiprocessing', 'concurrent.futures.process', 'ruamel.yaml', 'numpy.ma',\n"
+        "          'advisor.report.markdown')\n"
         "print(sorted(m for m in unused if m in sys.modules))\n"
     )
     for _ in range(2):

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from advisor.cli import Exit, FailOn, ReportFormat
 from advisor.reading import Reading
 from advisor.report import render
-from advisor.report.markdown import verdict
 from advisor.resources import destination, write_all, written_through
 from advisor.types import (
     JOB_FILE,
@@ -370,6 +369,8 @@ def execute(
         if source is not config:
             said[-1] += f" (from {source})"
     if said:
+        from advisor.report.markdown import verdict  # (a report on stdout says none)
+
         # one line for the person at the terminal; stdout stays the report's (or empty)
         echo(f"rl-advisor: {verdict(d)} {'; '.join(said).capitalize()}.\n", err=True)
     return int(exit_code(d, fail_on))
