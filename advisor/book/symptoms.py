@@ -9,7 +9,6 @@ against the detectors' declared ones (advisor/book/paramspec.py). The engine
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -17,13 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from advisor import schema
-from advisor.book.paramspec import DetectorBook, detector_book, spec_path
 from advisor.detectors import DETECTORS
+from advisor.resources import detectors_yaml
 from advisor.schema import STRICT, Plain
 from advisor.types import InputError, Scalar, Severity
 
 if TYPE_CHECKING:
     from pydantic import Field
+
+    from advisor.book.paramspec import DetectorBook
 
 ALGORITHMS = ("gspo", "grpo", "dapo")
 # Facts about the job (from hp) or the run's end (`crashed`: it ended other than "completed").
@@ -607,7 +608,9 @@ def leaves(node: Node | None) -> Iterable[Leaf]:
 def _load_cached(path: str, mtime: float) -> SymptomRulebook:
     from advisor.resources import load_validated
 
-    return load_validated(Path(path), parse_symptom_rules, __name__, also=(spec_path(),))
+    # the detectors' declared parameters check every leaf (check_rulebook): their file keys
+    # the cache too; book/paramspec.py (its classes: ~2 ms a start) is imported to check only
+    return load_validated(Path(path), parse_symptom_rules, __name__, also=(detectors_yaml(),))
 
 
 def load_symptom_rules(path: Path | None = None) -> SymptomRulebook:
@@ -646,6 +649,8 @@ def check_rulebook(book: SymptomRulebook, path: Path, spec: DetectorBook | None 
 
     Raises InputError naming the file, the rule, the leaf and (for an unknown key) the closest
     declared one."""
+    from advisor.book.paramspec import detector_book
+
     spec = spec or detector_book()
     for rule in book.rules:
         for where, leaf in walk(rule.when):
@@ -674,6 +679,8 @@ def leaf_problem(leaf: Leaf, spec: DetectorBook) -> str | None:
             if key in spec.companions:
                 return f"{part}.{key}: a companion metric is the leaf's own `{key}:`, not a param"
             if key not in allowed:
+                import difflib
+
                 close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 return (
