@@ -10,7 +10,7 @@ against the detectors' declared ones (advisor/book/paramspec.py). The engine
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from advisor import schema
 from advisor.detectors import DETECTORS
 from advisor.resources import detectors_yaml
-from advisor.schema import STRICT, Plain
+from advisor.schema import STRICT, Plain, declared
 from advisor.types import InputError, Scalar, Severity
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class _M(Plain):
     _condition = ""
 
 
-@dataclass(kw_only=True)
+@declared()
 class PerAlgorithm(_M):
     """A threshold that depends on the algorithm (GSPO clips ~100x more tokens than GRPO;
     typical KL coefficients: GRPO ~0.04, GSPO ~0.001, DAPO 0 — knowledge.md §3)."""
@@ -62,7 +62,7 @@ class PerAlgorithm(_M):
         return self.default if value is None else value
 
 
-@dataclass(kw_only=True)
+@declared()
 class Leaf(_M):
     """One detector on one metric (a list of metrics means: any of them)."""
 
@@ -117,13 +117,13 @@ class Leaf(_M):
         return [self.metric] if isinstance(self.metric, str) else list(self.metric)
 
 
-@dataclass(kw_only=True)
+@declared()
 class AllOf(_M):
     all: list[Node]
     reason: Annotated[str, Field(description=_REASON)] = ""
 
 
-@dataclass(kw_only=True)
+@declared()
 class AnyOf(_M):
     any: list[Node]
     reason: Annotated[str, Field(description=_REASON)] = ""
@@ -138,13 +138,13 @@ class AnyOf(_M):
     ] = False
 
 
-@dataclass(kw_only=True)
+@declared()
 class NotOf(_M):
     not_: Annotated[Node, Field(alias="not")]
     reason: Annotated[str, Field(description=_REASON)] = ""
 
 
-@dataclass(kw_only=True)
+@declared()
 class Use(_M):
     """A named condition of the rulebook's `conditions`, used in a rule's tree; on a condition
     that is one leaf, `params` and `keep` set some of its parameters for this use."""
@@ -158,7 +158,7 @@ class Use(_M):
 Node = Leaf | AllOf | AnyOf | NotOf | Use
 
 
-@dataclass(kw_only=True)
+@declared()
 class Condition(_M):
     """A condition named once and used by name in the rules (`- use: low_reward`)."""
 
@@ -166,7 +166,7 @@ class Condition(_M):
     when: Node
 
 
-@dataclass(kw_only=True)
+@declared()
 class SizeBy(_M):
     """One measure of how far the run is off, read from what the run showed (a fact of
     `advisor.runfacts`): `ratio` gives the factor (fact / target) ** power; `kl_controller`
@@ -184,7 +184,7 @@ class SizeBy(_M):
     why: Annotated[str, Field(min_length=1, description="why this measure sizes the step")]
 
 
-@dataclass(kw_only=True)
+@declared()
 class SizeSpec(_M):
     """The step sized to the fault: the first measure of `by` the run has gives the factor,
     held inside `bounds` ([mild, strongest]). While the same move has not cured (the run
@@ -213,7 +213,7 @@ class SizeSpec(_M):
     source: Annotated[str, Field(min_length=1, description="where the sizing comes from")]
 
 
-@dataclass(kw_only=True)
+@declared()
 class ChangeSpec(_M):
     param: str
     op: Literal["multiply", "add", "set"]
@@ -234,14 +234,14 @@ class ChangeSpec(_M):
     ] = None
 
 
-@dataclass(kw_only=True)
+@declared()
 class ActionSpec(_M):
     advice: Annotated[str, Field(min_length=1)]
     changes: list[ChangeSpec] = field(default_factory=list)
     safety: Literal["safe", "unsafe", "display_only"] = "unsafe"
 
 
-@dataclass(kw_only=True)
+@declared()
 class FirstWhen(_M):
     """An action that goes before the rule's primary when a fact of the run (advisor.runfacts)
     names the cause: a sampling temperature so low that every group's answers are alike."""
@@ -253,7 +253,7 @@ class FirstWhen(_M):
     action: ActionSpec
 
 
-@dataclass(kw_only=True)
+@declared()
 class Urgent(_M):
     """A finding whose evidence reaches a level that makes it the first thing to fix: its
     priority is raised while the first evidence's `level` statistic is at least `at_least`."""
@@ -263,7 +263,7 @@ class Urgent(_M):
     why: Annotated[str, Field(min_length=1, description="why it goes first at that level")]
 
 
-@dataclass(kw_only=True)
+@declared()
 class CaseChange(_M):
     """One declared change to a case's healthy base run, from step `start` on."""
 
@@ -288,7 +288,7 @@ class CaseChange(_M):
     ] = 1
 
 
-@dataclass(kw_only=True)
+@declared()
 class RuleCase(_M):
     """A firing or non-firing case beside its rule: a small healthy base run (400 steps,
     eval_steps 20, reward rising to a plateau, KL levelling off, entropy easing) plus the
@@ -307,7 +307,7 @@ class RuleCase(_M):
     within: Annotated[int, Field(ge=0, description="onset tolerance, steps")] = 40
 
 
-@dataclass(kw_only=True)
+@declared()
 class SymptomRule(_M):
     """One run-time symptom: its documentation (ruff's sections), conditions and actions."""
 
@@ -396,7 +396,7 @@ class SymptomRule(_M):
     ] = field(default_factory=list)
 
 
-@dataclass(kw_only=True)
+@declared()
 class Settings(_M):
     default_eval_steps: Annotated[
         int, Field(ge=1, description="eval_steps when unknown, no length")
@@ -482,7 +482,7 @@ class Settings(_M):
     ] = "val_reward"
 
 
-@dataclass(kw_only=True)
+@declared()
 class SymptomRulebook(_M):
     version: int
     false_alarm_budget: Annotated[str, Field(min_length=1)]
