@@ -74,11 +74,13 @@ def t(text: str, /, **fields: Any) -> str:
 
 
 # Chinese needs no space between its characters nor beside its full-width punctuation: a
-# folded YAML text (`>-`) joins its lines with one, a field's value may begin with one.
+# folded YAML text (`>-`) joins its lines with one, a field's value may begin with one; nor
+# before a percent sign (an English sentence of the code may write `63 %`).
 _LOOSE = re.compile(
     r"(?<=[\u4e00-\u9fff]) +(?=[\u4e00-\u9fff])"  # between two characters
     r"|(?<=[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]) +"  # after full-width punctuation
     r"| +(?=[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20])"  # before it
+    r"|(?<=\d) +(?=%)"  # a percentage: 63%, not 63 %
 )
 
 

@@ -88,7 +88,7 @@ def verdict(d: Diagnosis) -> str:
         kind = t(end.kind.replace("_", " "))
         text += t(" The run ended abnormally: {kind}{where}.", kind=kind, where=where)
     waste = waste_said(d.cost)
-    return f"{text} {waste}" if waste else text
+    return text + t(" ") + waste if waste else text
 
 
 def _verdict(d: Diagnosis) -> str:
