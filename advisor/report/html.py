@@ -123,7 +123,11 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
     )
     env.filters.update(
-        fmt=fmt, clause=clause, steps=steps_text, inline=inline, code=code,
+        fmt=fmt,
+        clause=clause,
+        steps=steps_text,
+        inline=inline,
+        code=code,
         change=change_html,
     )
     env.globals.update(t=_t, plain=i18n.t)  # `plain`: a phrase as text, for a join
