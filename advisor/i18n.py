@@ -241,6 +241,10 @@ def _say(text: str, code: str, depth: int, spoken: Mapping[str, str]) -> str:
     lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
     flat = " ".join(core.split())
     said = _rule_texts(code).get(flat) or spoken.get(flat) or _words(code).get(flat)
+    if said is None and depth and not flat.endswith("."):
+        # a rule's text the code goes on from without its final period ("{advice}. More.")
+        whole = _rule_texts(code).get(flat + ".") or spoken.get(flat + ".")
+        said = whole.rstrip("。.") if whole else None
     if said is None and depth and "; " in flat:
         # a value that lists items ("a=1 (x); b=2 (y)"): each item said alone, when each is
         # a message of its own
