@@ -310,6 +310,31 @@ def test_every_corpus_run_in_zh_has_no_english_sentence(
     assert not found, found
 
 
+LIVEFIRE = ROOT / "tests" / "livefire" / "runs"
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
+def test_every_livefire_run_in_zh_has_no_english_sentence(fmt: str, monkeypatch) -> None:
+    # real TRL runs, read without a job file: the sizing notes, fallbacks made concrete and
+    # reader warnings the corpus does not show
+    from advisor.api import diagnose
+    from advisor.report import render
+
+    runs = sorted(p for p in LIVEFIRE.iterdir() if (p / "label.json").exists())
+    assert len(runs) > 5
+    monkeypatch.setenv("RL_ADVISOR_LANG", "zh")
+    found = {}
+    for folder in runs:
+        d = diagnose(folder)
+        out = render(d, fmt)
+        ending = d.run.ending if d.run is not None else None
+        quoted = ending.message if ending is not None and ending.message else ""
+        text = page_text(out) if fmt == "html" else out
+        found.update({f"{folder.name}: {ln}": s for ln, s in leaks(text, quoted).items()})
+        found.update({f"{folder.name}: {spot}": ["punctuation"] for spot in loose(out, fmt)})
+    assert not found, found
+
+
 # --- every config rule case (tests/config/cases/) in zh: the messages the code composes too
 
 
