@@ -228,6 +228,7 @@ def _cost_view(d: Diagnosis) -> dict[str, Any] | None:
     if not cost or not cost.get("entries"):
         return None
     rows = []
+    na = t("n/a")
     for e in cost["entries"]:
         rows.append(
             {
@@ -236,9 +237,9 @@ def _cost_view(d: Diagnosis) -> dict[str, Any] | None:
                 "steps": f"{e['window'][0]}-{e['window'][1]}",
                 "wasted": fmt(e["steps"]),
                 "of_run": pct(e["of_run"]),
-                "time": duration(e["hours"]) if e["hours"] is not None else "n/a",
-                "gpu_hours": fmt(round(e["gpu_hours"], 2)) if e["gpu_hours"] is not None else "n/a",
-                "cost": money(e["cost"], cost["currency"]) if e["cost"] is not None else "n/a",
+                "time": duration(e["hours"]) if e["hours"] is not None else na,
+                "gpu_hours": fmt(round(e["gpu_hours"], 2)) if e["gpu_hours"] is not None else na,
+                "cost": money(e["cost"], cost["currency"]) if e["cost"] is not None else na,
             }
         )
     how = []
