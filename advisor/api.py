@@ -523,11 +523,19 @@ def assemble(
 
 
 def _onsets_in_epochs(findings: list[Finding], run: Run) -> list[Finding]:
-    """Each finding's onset also as the epoch the log printed there, when its records count
-    epochs (the steps are the records' numbers, the detectors' axis)."""
+    """Each finding's onset, detection and clearing also as the epochs the log printed there,
+    when its records count epochs (the steps are the records' numbers, the detectors' axis)."""
     if run.epochs is None:
         return findings
-    return [dataclasses.replace(f, onset_epoch=run.epoch_of(f.onset_step)) for f in findings]
+    return [
+        dataclasses.replace(
+            f,
+            onset_epoch=run.epoch_of(f.onset_step),
+            detected_epoch=run.epoch_of(f.detected_step),
+            cleared_epoch=run.epoch_of(f.cleared_step),
+        )
+        for f in findings
+    ]
 
 
 def _unread_keys(run: Run) -> list[str]:
