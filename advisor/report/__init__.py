@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from advisor.i18n import localise_diagnosis
 from advisor.report.markdown import render_markdown
 from advisor.types import Diagnosis, InputError, without_surrogates
 
@@ -19,15 +20,34 @@ def _json(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
     return diagnosis.to_json(indent=2) + "\n"
 
 
+def _localised(diagnosis: Diagnosis) -> Diagnosis:
+    """The diagnosis in the asked language (advisor.i18n), the rules' texts in the run's
+    framework's names where the report speaks them."""
+    from advisor.i18n import lang
+
+    if lang() == "en":
+        return diagnosis
+    from advisor.dialect import Speaker
+
+    run = diagnosis.run
+    speaker = Speaker(
+        diagnosis.framework,
+        diagnosis.hyper_parameters,
+        run.config_hints if run is not None else {},
+        {p: "default" for p in diagnosis.assumed_parameters},
+    )
+    return localise_diagnosis(diagnosis, speaker.text if speaker.native else None)
+
+
 def _markdown(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
-    return render_markdown(diagnosis, out_dir, stem)
+    return render_markdown(_localised(diagnosis), out_dir, stem)
 
 
 def _html(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
     # one self-contained file: its charts are inline, nothing is drawn into out_dir
     from advisor.report.html import render_html
 
-    return render_html(diagnosis)
+    return render_html(_localised(diagnosis))
 
 
 RENDERERS: dict[str, Callable[[Diagnosis, Path | None, str], str]] = {

@@ -42,9 +42,11 @@ def steps_text(steps: Sequence[int], most: int = 12) -> str:
 
 
 def _old(value: Any, assumed: bool) -> str:
+    from advisor.i18n import t
+
     if value is None:
-        return "unset"
-    return fmt(value) + (" (assumed)" if assumed else "")
+        return t("unset")
+    return fmt(value) + (t(" (assumed)") if assumed else "")
 
 
 def change_text(c: Change) -> Md:
@@ -116,7 +118,7 @@ def waste_said(cost: dict[str, Any] | None, ax: Axis | None = None) -> str:
         text = t("Waste: {share} {what} ({where})", share=pct(e["share"]), what=t(e["what"]),
                  where=where)
     if e["hours"] is not None:
-        text += f": {duration(e['hours'])}"
+        text += t(": {time}", time=duration(e["hours"]))
         if cost.get("run_hours"):
             text += t(", {share} of the run's {time}", share=pct(e["of_run"]),
                       time=duration(cost["run_hours"]))

@@ -1,5 +1,7 @@
-"""A zh report through the real entry point: the report's own words and every rulebook text in
-Chinese, the English report unchanged, the JSON's keys and ids as in English."""
+"""A zh report says no English sentence: through the real entry point (the report's own words,
+every rulebook text and every sentence the code composes in Chinese, the English report
+unchanged, the JSON's keys and ids as in English), and in-process for every golden case
+(reports/, the runs `rl-advisor demo` ships) and every labelled corpus run."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from advisor.cli.demo import RUNS as GOLDEN
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "sample_metrics" / "corpus"
@@ -63,55 +67,21 @@ def english_sentences(line: str) -> list[str]:
     return SENTENCE.findall(bare)
 
 
-# The parts of a report said by the rulebook or the templates (the detectors' evidence lines,
-# the sizing notes, the remedy's next steps, the checkpoint advice and the reader's notes are
-# composed in Python and not yet in the catalogue).
-TRANSLATED = (
-    "# ",
-    "**结论：**",
-    "## ",
-    "| id |",
-    "如何屏蔽",
-    "- 来源",
-    "- 步数",
-    "- 结束方式",
-)
-
-
-def _checked_lines(report: str) -> list[str]:
-    lines = report.splitlines()
-    out = [ln for ln in lines if ln.startswith(TRANSLATED)]
-    causes = False
-    for i, ln in enumerate(lines):
-        if ln.startswith("### "):  # a finding: its first line and its why
-            out += [lines[i + 2], lines[i + 3]]
-        causes = ln.startswith("可能的原因") or (causes and bool(re.match(r"\d+\. ", ln)))
-        if causes:
-            out.append(ln)
-    # the citation after 出处 names English documents (knowledge.md, issue threads) as they are
-    out = [ln.split("；出处：")[0] for ln in out]
-    # the run's ending quotes its log (a traceback's line) as the log wrote it
-    out = [re.sub(r"^(- 结束方式: .*?步): .*", r"\1", ln) for ln in out]
-    steps = False
-    for ln in lines:  # the next steps, said by the remedy
-        steps = ln.startswith("## 后续步骤") or (
-            steps and (ln == "" or bool(re.match(r"\d+\. ", ln)))
-        )
-        if steps and ln:
-            out.append(ln)
-    for ln in lines:  # a config finding's message: its rule's template, said in zh
-        m = re.match(r"\| (C\d+) \|", ln)
-        if m and m.group(1) not in _PYTHON_MADE:
-            out.append(ln.rsplit("|", 2)[1])
-    for ln in lines:  # the advice and the fallback, up to the change the remedy sized
-        if ln.startswith(("怎么做：", "如果无效（兜底）：")):
-            out.append(ln.split(";")[0].split("；`")[0])
+def leaks(report: str, quoted: str = "") -> dict[str, list[str]]:
+    """The English sentences of a zh report, by line. Left as written: the citation after 出处
+    (it names English documents: knowledge.md, issue threads) and the words the run's log
+    wrote (`quoted`, its ending's message)."""
+    said = set(re.findall(r"[A-Za-z]{2,}", quoted))
+    out = {}
+    for ln in report.splitlines():
+        found = [
+            s
+            for s in english_sentences(ln.split("；出处：")[0])
+            if not set(re.findall(r"[A-Za-z]{2,}", s)) <= said
+        ]
+        if found:
+            out[ln] = found
     return out
-
-
-# config findings whose message advisor/config.py composes (the loader's checks) or a custom
-# check computes: their why is in the catalogue, their message not yet
-_PYTHON_MADE = {"C001", "C002", "C003", "C004", "C005", "C006", "C008", "C009", "C401"}
 
 
 @pytest.mark.parametrize("symptom", sorted(RUNS))
@@ -120,8 +90,18 @@ def test_zh_report_says_its_own_words_in_chinese(symptom: str) -> None:
     assert out.returncode == 0, out.stderr
     report = out.stdout
     assert "**结论：**" in report
-    leaks = {ln: s for ln in _checked_lines(report) if (s := english_sentences(ln))}
-    assert not leaks, leaks
+    found = leaks(report, quoted=_ending(RUNS[symptom]))
+    assert not found, found
+
+
+def _ending(run: str) -> str:
+    from advisor.api import diagnose
+
+    folder = CORPUS / run
+    label = json.loads((folder / "label.json").read_text(encoding="utf-8"))
+    d = diagnose(folder / label["metrics_file"], config=folder / "job.yaml")
+    ending = d.run.ending if d.run is not None else None
+    return ending.message if ending is not None else ""
 
 
 def test_the_environment_variable_asks_for_it_too() -> None:
@@ -171,3 +151,108 @@ def test_validate_in_zh() -> None:
 def test_the_detector_finds_a_sentence() -> None:  # the leak test can fail
     assert english_sentences("原因：the policy drifts from the reference")
     assert not english_sentences("提高 `learning_rate` 到 ×1.5（P1 not-converging）")
+    assert leaks("- 证据：reward_mean stayed flat over the run")
+    quoted = "RuntimeError: probability tensor contains either nan"
+    assert not leaks("- 结束方式: 异常 RuntimeError: probability tensor contains nan", quoted)
+    assert leaks("- 结束方式: 异常 RuntimeError: the tensor holds a nan", quoted)
+    assert not leaks("如何屏蔽：…；出处：knowledge.md §4 (switch to DAPO: longer than 4K)")
+
+
+# --- every golden case and every corpus run, in-process (one diagnosis each)
+
+
+def _zh_report(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, with_job: bool = True
+) -> tuple[str, str, str]:
+    """The run's Markdown report in zh and in English, and its log's ending message; without
+    its job file the report speaks the run's framework's names (TRL's, verl's)."""
+    from advisor.api import diagnose
+    from advisor.report import render
+
+    label = json.loads((folder / "label.json").read_text(encoding="utf-8"))
+    job = folder / "job.yaml"
+    monkeypatch.setenv("RL_ADVISOR_LANG", "zh")
+    d = diagnose(folder / label["metrics_file"], config=job if with_job and job.exists() else None)
+    zh = render(d, "markdown")
+    monkeypatch.setenv("RL_ADVISOR_LANG", "en")
+    en = render(d, "markdown")
+    ending = d.run.ending if d.run is not None else None
+    return zh, en, ending.message if ending is not None and ending.message else ""
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_every_golden_case_in_zh_has_no_english_sentence(name: str, monkeypatch) -> None:
+    zh, en, quoted = _zh_report(CORPUS / GOLDEN[name], monkeypatch)
+    assert leaks(en, quoted), "the leak test finds the English report's sentences"
+    found = leaks(zh, quoted)
+    assert not found, found
+
+
+@pytest.mark.parametrize("with_job", [True, False], ids=["job-file", "framework-names"])
+def test_every_corpus_run_in_zh_has_no_english_sentence(with_job: bool, monkeypatch) -> None:
+    runs = sorted(p.parent for p in CORPUS.glob("*/label.json"))
+    assert len(runs) > 40
+    found = {}
+    for folder in runs:
+        zh, _en, quoted = _zh_report(folder, monkeypatch, with_job)
+        found.update({f"{folder.name}: {ln}": s for ln, s in leaks(zh, quoted).items()})
+    assert not found, found
+
+
+# --- every config rule case (tests/config/cases/) in zh: the messages the code composes too
+
+
+def test_every_config_finding_in_zh_has_no_english_sentence(monkeypatch, tmp_path) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "config"))
+    from test_config_cases import CASES, _job_file, _previous
+
+    from advisor.api import validate_job
+    from advisor.i18n import localise_config
+
+    monkeypatch.setenv("RL_ADVISOR_LANG", "zh")
+    found, said = {}, 0
+    for name, case in CASES:
+        if not case["fires"]:
+            continue
+        folder = tmp_path / name
+        folder.mkdir()
+        _, diag = validate_job(
+            _job_file(case, folder),
+            case.get("sets", ()),
+            training_samples=case.get("training_samples"),
+            profile=case.get("profile"),
+            hints=case.get("hints"),
+            previous=_previous(case, folder),
+        )
+        for f in diag.config_findings:
+            message = localise_config(f).message
+            said += 1
+            if english_sentences(message):
+                found[f"{name} {f.id}"] = message
+    assert said > 100
+    assert not found, found
+
+
+def test_the_run_history_in_zh(tmp_path) -> None:
+    earlier = CORPUS / "p1-stall-verl-jsonl-s0004"
+    report = _run(
+        [
+            "diagnose",
+            str(earlier.relative_to(ROOT)),
+            "--config",
+            str((earlier / "job.yaml").relative_to(ROOT)),
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+        ],
+        None,
+    )
+    assert report.returncode == 0, report.stderr
+    (tmp_path / "rl-advisor-report.json").write_text(report.stdout, encoding="utf-8")
+    out = _diagnose(
+        RUNS["P1"], "--previous", str(tmp_path / "rl-advisor-report.json"), "--lang", "zh"
+    )
+    assert out.returncode == 0, out.stderr
+    assert "；当时的诊断建议提高 `learning_rate`。" in out.stdout
+    assert not leaks(out.stdout)
