@@ -734,14 +734,13 @@ def _estimator(
     notes = []
     if said is not None:
         what, family = said
-        thresholds = (
-            f"{family.upper()}'s thresholds where a rule has its own for it"
-            if family
-            else "each threshold that depends on the algorithm takes its algorithm-neutral "
-            "default (rulebook/symptoms.yaml), neither GSPO's, GRPO's nor DAPO's"
-        )
         notes.append(
-            f"algorithm read from the log: adv_estimator {name} is {what}; {thresholds}."
+            f"algorithm read from the log: adv_estimator {name} is {what}; "
+            f"{family.upper()}'s thresholds where a rule has its own for it."
+            if family
+            else f"algorithm read from the log: adv_estimator {name} is {what}; each threshold "
+            "that depends on the algorithm takes its algorithm-neutral default "
+            "(rulebook/symptoms.yaml), neither GSPO's, GRPO's nor DAPO's."
         )
     if not isinstance(name, str) or name not in book.other_estimators:
         return set(), notes

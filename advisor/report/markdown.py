@@ -213,11 +213,14 @@ def _window(window: tuple[int, int], ax: Axis) -> str:
 
 
 _STEP_NUMBER = re.compile(r"\b(?:(steps)|(step))(?= ~?\d)")
+_STEP_NUMBER_ZH = re.compile(r"第 (~?\d[\d–\-]*) 步")
 
 
 def _in_records(summary: str) -> str:
     """A detector's summary on a log that counts epochs: its step numbers are the records'
-    (the axis the detectors work on), so "over steps 46–120" reads "over records 46–120"."""
+    (the axis the detectors work on), so "over steps 46–120" reads "over records 46–120"
+    (in Chinese, 第 46–120 步 reads 第 46–120 条记录)."""
+    summary = _STEP_NUMBER_ZH.sub(r"第 \1 条记录", summary)
     return _STEP_NUMBER.sub(lambda m: "records" if m.group(1) else "record", summary)
 
 

@@ -125,3 +125,13 @@ def test_whatever_lines_are_lost_nothing_is_misplaced(cfg: dict[str, Any], data:
     damaged = [None if i in lost else ln for i, ln in enumerate(lines)]
     got, _ = read_layout(damaged)
     assert _agrees(got, cfg)
+
+
+def test_the_warning_in_zh() -> None:
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "advisor", "diagnose", str(FIXTURE), "--fail-on", "never",
+           "--lang", "zh"]
+    md = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    assert "配置转储无法整体解析" in md

@@ -92,6 +92,7 @@ def test_zh_says_epochs(monkeypatch: pytest.MonkeyPatch) -> None:
     md = render_markdown(_diagnosis(EPOCHS))
     assert "第 9 轮消失" in md and "第 7 轮已恢复" in md
     assert "第 3.75–10 轮，第 150–400 条记录" in md
+    assert "第 150 步" not in md  # the summaries count records too
     assert "起始轮次" in md
 
 

@@ -80,3 +80,12 @@ def test_the_report_says_ppo_not_the_platform_default(tmp_path: Path) -> None:
     md = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     assert "PPO with a critic" in md and "the platform default 'gspo'" not in md
     assert list(tmp_path.iterdir()) == [p]
+
+
+def test_the_zh_report_says_it_too(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    _verl_log(p, "gae")
+    cmd = [sys.executable, "-m", "advisor", "diagnose", str(p), "--fail-on", "never"]
+    md = subprocess.run([*cmd, "--lang", "zh"], capture_output=True, text=True, check=True).stdout
+    assert "adv_estimator gae 即带 critic 的 PPO（GAE 优势）" in md
+    assert "algorithm read from the log" not in md
