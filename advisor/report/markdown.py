@@ -389,11 +389,16 @@ def _cost_view(d: Diagnosis) -> dict[str, Any] | None:
 
 
 def _checkpoint_view(d: Diagnosis) -> dict[str, str] | None:
-    """The checkpoint table's best and published points, in epochs on a log that counts them."""
+    """The checkpoint advice, and its table's best and published points: in epochs on a log
+    that counts them (the advice's step numbers are then records)."""
     ckpt = d.checkpoint
-    if not ckpt or "best_step" not in ckpt:
+    if not ckpt:
         return None
     ax = axis_of(d)
+    advice = str(ckpt.get("advice", ""))
+    advice = _in_records(advice) if ax.on else advice
+    if "best_step" not in ckpt:
+        return {"advice": advice}
 
     def at(step: Any) -> str:
         epoch = ax.epoch(step)
@@ -401,7 +406,11 @@ def _checkpoint_view(d: Diagnosis) -> dict[str, str] | None:
             return fmt(step)
         return t("epoch {epoch} (record {step})", epoch=fmt(epoch), step=step)
 
-    return {"best": at(ckpt["best_step"]), "publish": at(ckpt.get("publish_step"))}
+    return {
+        "advice": advice,
+        "best": at(ckpt["best_step"]),
+        "publish": at(ckpt.get("publish_step")),
+    }
 
 
 def _run_view(d: Diagnosis) -> dict[str, str]:

@@ -50,6 +50,7 @@ def test_findings_say_onset_clearing_and_recovery_in_epochs() -> None:
     assert "from record 150 to 400" in md and "from step 150" not in md
     # the checkpoint table: the best validation at record 150 is epoch 3.75
     assert "| at epoch |" in md and "| epoch 3.75 (record 150) |" in md
+    assert "Best validation reward 0.515 at record 150" in md  # the advice's steps: records
     # the Run section: records, the warm-up's end, the curves' ends
     assert "- records: 400 (1 to 400)" in md
     assert "first 150 records, to epoch 3.75" in md
