@@ -435,11 +435,14 @@ def _run_view(d: Diagnosis) -> dict[str, str]:
 
 
 def _forecast_view(d: Diagnosis) -> list[str]:
+    """The forecasts as sentences; on a log that counts epochs the steps are records (a step
+    beyond the last record has no epoch the log printed)."""
     out = []
+    unit = "record" if axis_of(d).on else "step"
     for f in d.forecasts:
         lo, hi = f["interval"]
         text = t(
-            "`{metric}` ({finding}) reaches {what} ({threshold}) at step ~{step} "
+            "`{metric}` ({finding}) reaches {what} ({threshold}) at " + unit + " ~{step} "
             "({level}% interval {lo}-{hi})",
             metric=f["metric"], finding=f["finding"], what=t(f["threshold_is"]),
             threshold=fmt(f["threshold"]), step=f["step"], level=fmt(f["level"]), lo=lo, hi=hi,
@@ -449,7 +452,7 @@ def _forecast_view(d: Diagnosis) -> list[str]:
             text += t(", {time} after the last step ({t0} to {t1})", time=duration(f["hours"]),
                       t0=duration(h0), t1=duration(h1))
         scale = t("log-linear") if f["scale"] == "log" else t("linear")
-        text += t("; a {scale} fit on {n} points from step {start}, R² {r2}.", scale=scale,
+        text += t("; a {scale} fit on {n} points from " + unit + " {start}, R² {r2}.", scale=scale,
                   n=f["points"], start=f["fit_from"], r2=fmt(f["r2"]))
         out.append(text)
     return out

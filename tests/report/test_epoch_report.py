@@ -159,3 +159,15 @@ def test_cost_and_verdict_in_epochs_through_the_entry_point(tmp_path: Path) -> N
         if f.get("cleared_step") is not None:
             assert f["cleared_epoch"] == epochs[str(f["cleared_step"])]
     assert list(tmp_path.iterdir()) == [p]
+
+
+def test_forecasts_count_records_on_an_epoch_log() -> None:
+    forecast = {
+        "metric": "entropy", "finding": "P4", "threshold_is": "the entropy floor",
+        "threshold": 0.01, "step": 460, "level": 80, "interval": [430, 500], "scale": "log",
+        "points": 12, "fit_from": 300, "r2": 0.97,
+    }
+    md = render_markdown(dataclasses.replace(_diagnosis(EPOCHS), forecasts=[forecast]))
+    assert "at record \\~460 (80% interval 430-500)" in md and "from record 300" in md
+    plain = render_markdown(dataclasses.replace(_diagnosis(None), forecasts=[forecast]))
+    assert "at step \\~460 (80% interval 430-500)" in plain and "from step 300" in plain
