@@ -3,13 +3,16 @@ its layout when it does not parse as a whole: lines lost in a copy (replaced by 
 blanks) or a dump cut short leave the braces unbalanced, yet every line that survives still says
 where it belongs.
 
-pprint writes one key a line, each at the column of its dict's first key (the character after
-that dict's `{`), a nested dict opening on its key's line (`'actor': {'clip_ratio': 0.2,`) and
-closing after its last value (`'strategy': 'fsdp'},`). So a line's key belongs to the open dict
-whose keys sit at its column; a dict whose closing line was lost ends where a line sits left of
-its column. A key whose line was lost is absent, a value that does not parse is left out, and a
-line at a column no open dict has (the keys of a dict whose opening line was lost) is dropped:
-nothing is filled in.
+pprint writes one key a line, sorted, each at the column of its dict's first key (the character
+after that dict's `{`), a nested dict opening on its key's line (`'actor': {'clip_ratio': 0.2,`)
+and closing after its last value (`'strategy': 'fsdp'},`). So a line's key belongs to the open
+dict whose keys sit at its column; a dict whose closing line was lost ends where a line sits
+left of its column. A key whose line was lost is absent, a value that does not parse is left
+out, and a line at a column no open dict has (the keys of a dict whose opening line was lost)
+is dropped: nothing is filled in. Where the lost lines (a gap the reader marks) closed a dict
+and opened its next sibling whose key is exactly as long, the sibling's keys sit at the closed
+dict's column: a key that sorts before that dict's last one shows it (the lines are dropped);
+one that sorts after cannot be told from a key of that dict.
 """
 
 from __future__ import annotations
@@ -77,13 +80,16 @@ def read_layout(lines: list[str | None]) -> tuple[dict[str, Any], int]:
 class _Layout:
     def __init__(self) -> None:
         self.root: dict[str, Any] = {}
-        self.frames: list[tuple[int, dict[str, Any]]] = [(1, self.root)]  # (keys' column, dict)
+        # (the column of its keys, the dict; None for a dict whose opening line was lost)
+        self.frames: list[tuple[int, dict[str, Any] | None]] = [(1, self.root)]
         self.dropped = 0
         self.carry: tuple[dict[str, Any], str, str] | None = None  # a value wrapped over lines
+        self.gap = False  # lines were lost just before this one
 
     def feed(self, line: str | None, first: bool = False) -> None:
         """One line of the dump; None where lines of it are known to be missing (a gap)."""
         if line is None:
+            self.gap = True
             if self.carry is not None:  # a wrapped value that lost lines: not read
                 self.carry = None
                 self.dropped += 1
@@ -96,10 +102,24 @@ class _Layout:
         col = 1 if first else len(line) - len(line.lstrip(" "))
         while len(self.frames) > 1 and self.frames[-1][0] > col:
             self.frames.pop()  # a dict whose closing line was lost ends left of its keys
-        if self.frames[-1][0] != col:
+        if self.gap and not first and self._closed_in_gap(line, col):
+            # pprint sorts keys: a key after a gap that sorts before the last one of the dict
+            # at its column is no key of it; that dict closed in the gap, and this line is
+            # in a dict whose opening line was lost with it
+            self.frames[-1] = (col, None)
+        self.gap = False
+        if self.frames[-1][0] != col or self.frames[-1][1] is None:
             self.dropped += bool(line.strip())  # keys of a dict whose opening line was lost
             return
         self._keys(line, col)
+
+    def _closed_in_gap(self, line: str, col: int) -> bool:
+        into = self.frames[-1][1]
+        hit = _key(line, col)
+        if self.frames[-1][0] != col or not into or hit is None:
+            return False
+        keys = list(into)
+        return keys == sorted(keys) and hit[0] < keys[-1]
 
     def _keys(self, line: str, at: int) -> None:
         """The keys from `at` on: a nested dict opening on this line, then a value."""
@@ -109,13 +129,16 @@ class _Layout:
                 self.dropped += 1
                 return
             key, at = hit
+            into = self.frames[-1][1]
+            if into is None:
+                return
             if line.startswith("{", at) and _key(line, at + 1) is not None:
                 child: dict[str, Any] = {}
-                self.frames[-1][1][key] = child
+                into[key] = child
                 self.frames.append((at + 1, child))
                 at += 1
                 continue
-            self._value(line, at, self.frames[-1][1], key)
+            self._value(line, at, into, key)
             return
 
     def _value(self, line: str, at: int, into: dict[str, Any], key: str) -> None:

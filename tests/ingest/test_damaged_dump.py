@@ -135,3 +135,16 @@ def test_the_warning_in_zh() -> None:
            "--lang", "zh"]
     md = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     assert "配置转储无法整体解析" in md
+
+
+def test_a_sibling_whose_opening_line_was_lost_is_not_read_into_the_dict_before_it() -> None:
+    # 'aaaa' and 'bbbb' have keys as long: bbbb's keys sit at aaaa's column. Lost: aaaa's
+    # closing line and bbbb's opening line; bbbb's 'b0' sorts before aaaa's last key 'x1'
+    cfg = {"top": {"aaaa": {"w1": "v" * 30, "x1": "v" * 30},
+                   "bbbb": {"a0": "u" * 30, "b0": "u" * 30}}}
+    lines: list[str | None] = list(pprint.pformat(cfg, width=50).splitlines())
+    closing = next(i for i, ln in enumerate(lines) if ln and "'x1'" in ln)
+    opening = next(i for i, ln in enumerate(lines) if ln and "'bbbb'" in ln)
+    assert opening == closing + 1
+    got, dropped = read_layout([*lines[:closing], None, *lines[opening + 1:]])
+    assert got == {"top": {"aaaa": {"w1": "v" * 30}}} and dropped >= 1
