@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from advisor import i18n, lazy
 from advisor.report.markdown import (
+    _checkpoint_view,
     _cost_view,
     _curves,
     _episodes,
     _finding_view,
     _forecast_view,
+    _run_view,
     diff_lines,
     verdict,
 )
@@ -157,5 +159,7 @@ def render_html(d: Diagnosis) -> str:
         "curves": _curves(d),
         "cost": _cost_view(d),
         "forecasts": _forecast_view(d),
+        "ckpt_at": _checkpoint_view(d),
+        "run_said": _run_view(d),
     }
     return environment().get_template("report.html.j2").render(**view)
