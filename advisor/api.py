@@ -42,6 +42,8 @@ from advisor.static import (
 from advisor.types import RUN_FILE, Diagnosis, Finding, InputError, Run, Severity
 
 # Hyperparameters whose value changes a conclusion, and what it changes (for the assumptions).
+# the notes that say the algorithm was a default (this module's, the engine's)
+_ALGORITHM_ASSUMED = ("algorithm is not in the job file nor the log", "algorithm unknown:")
 _WEIGHS_ON = {
     "eval_steps": "the warm-up (eval_steps x 3 steps) and the onset tolerance",
     "algorithm": "the clip-fraction and KL thresholds (they differ for GSPO / GRPO / DAPO)",
@@ -74,7 +76,9 @@ class Job:
     `hp` / `origin` are what the advice, the config rules and the report use. The judgement
     reads `judged_hp` / `judged_origin`: the same values but for the hints that only the
     advice may start from (`advice_hints`: TRL's beta 0 read from a log without KL, see
-    `frame.trl_without_kl`), which it sees as their platform defaults. `run` is the run with
+    `frame.trl_without_kl`), which it sees as their platform defaults; and an algorithm the
+    log's verl adv_estimator says where neither the file nor --set names one (`run_algorithm`:
+    None, the neutral thresholds, for PPO with a critic). `run` is the run with
     every hint it gave, as the report shows it. `run_framework`: the framework the run's log
     comes from (dialect.framework_of_run). `framework_assumed`: the values that framework had by
     its own defaults (dialect.framework_assumed) where nothing else gave them."""
@@ -118,7 +122,14 @@ def resolve_job(
     assumed = framework_assumed(framework, run.config_hints)
     hints = {**run.config_hints, **advice}
     loaded = _load_config_once(config, sets, hints, training_samples, assumed)
-    judged_hp, judged_origin = dict(loaded.hyper_parameters), dict(loaded.origin)
+    judged_hp: dict[str, Any] = dict(loaded.hyper_parameters)
+    judged_origin = dict(loaded.origin)
+    said = run_algorithm(run.config_hints, judged_origin)
+    if said is not None:
+        # the log's estimator names none of the platform's algorithms: the thresholds that
+        # depend on the algorithm are those that fit it (its own family or the neutral
+        # defaults), not the platform default's (GSPO)
+        judged_hp["algorithm"] = said[1]
     specs = rulebook().hyper_parameters
     for key in advice:
         # taken only where neither the file nor --set gives the value (config._layer_hints):
@@ -479,14 +490,18 @@ def assemble(
     )
     if checkpoint is None or "best_step" not in checkpoint:
         save_notes = []  # no checkpoint advice rests on them
-    estimator_skips, estimator_notes = _estimator(run.config_hints.get("adv_estimator"))
+    said_algorithm = run_algorithm(run.config_hints, origin or {})
+    estimator_skips, estimator_notes = _estimator(
+        run.config_hints.get("adv_estimator"), said_algorithm
+    )
     config_findings = overruled(config_findings, findings, status)
     said = spoken(planned, speaker, facts, origin or {})
     from advisor import cost, outlook  # the price of waste, the trends' crossings
 
     gpus = cost.gpus_of_job(hp, origin, speaker.framework)
     # the thresholds a trend is projected to: the shipped rulebook's (cached)
-    goals = outlook.targets(_rules(), str(hp.get("algorithm") or "").lower() or None, hp, origin)
+    algorithm = said_algorithm[1] if said_algorithm else str(hp.get("algorithm") or "").lower()
+    goals = outlook.targets(_rules(), algorithm or None, hp, origin)
     return Diagnosis(
         tool={"name": "rl-advisor", "version": __version__},
         run=info,
@@ -506,7 +521,12 @@ def assemble(
             for a in _assumptions(
                 judgement, hp, origin, planned, config_given, speaker, framework_assumed or {}
             )
-            + save_notes
+            # the log's estimator said the algorithm: no default was assumed for it
+            if not (said_algorithm and a.startswith(_ALGORITHM_ASSUMED))
+        ]
+        + [
+            speaker.text(a)
+            for a in save_notes
             + estimator_notes
         ]
         + ([f"Silenced with --ignore: {', '.join(sorted(silenced))}."] if silenced else []),
@@ -523,11 +543,19 @@ def assemble(
 
 
 def _onsets_in_epochs(findings: list[Finding], run: Run) -> list[Finding]:
-    """Each finding's onset also as the epoch the log printed there, when its records count
-    epochs (the steps are the records' numbers, the detectors' axis)."""
+    """Each finding's onset, detection and clearing also as the epochs the log printed there,
+    when its records count epochs (the steps are the records' numbers, the detectors' axis)."""
     if run.epochs is None:
         return findings
-    return [dataclasses.replace(f, onset_epoch=run.epoch_of(f.onset_step)) for f in findings]
+    return [
+        dataclasses.replace(
+            f,
+            onset_epoch=run.epoch_of(f.onset_step),
+            detected_epoch=run.epoch_of(f.detected_step),
+            cleared_epoch=run.epoch_of(f.cleared_step),
+        )
+        for f in findings
+    ]
 
 
 def _unread_keys(run: Run) -> list[str]:
@@ -682,17 +710,46 @@ def _checkpoint_said(checkpoint: dict[str, Any] | None, speaker: Any) -> dict[st
     return {**checkpoint, "advice": speaker.text(checkpoint["advice"])}
 
 
-def _estimator(name: Any) -> tuple[set[str], list[str]]:
+def run_algorithm(
+    hints: Mapping[str, Any], origin: Mapping[str, str]
+) -> tuple[str, str | None] | None:
+    """(what the run is, the platform algorithm whose thresholds fit it, None for the neutral
+    defaults) when the log's verl adv_estimator says the algorithm and neither the job file nor
+    `--set` gives one the platform knows; None otherwise (the job's or the hints' algorithm
+    stands)."""
+    from advisor.ingest.hints import estimator_of
+
+    if origin.get("algorithm", "default") != "default":
+        return None
+    return estimator_of(hints.get("adv_estimator"))
+
+
+def _estimator(
+    name: Any, said: tuple[str, str | None] | None = None
+) -> tuple[set[str], list[str]]:
     """The config rules a run's own advantage estimator makes moot (a critic's GAE needs no
-    group of rollouts), and the note that says so."""
+    group of rollouts), and the note that says what the run is and which thresholds it got
+    (`said`: run_algorithm's answer, when the log's estimator stands for the algorithm)."""
     book = rulebook()
+    notes = []
+    if said is not None:
+        what, family = said
+        notes.append(
+            f"algorithm read from the log: adv_estimator {name} is {what}; "
+            f"{family.upper()}'s thresholds where a rule has its own for it."
+            if family
+            else f"algorithm read from the log: adv_estimator {name} is {what}; each threshold "
+            "that depends on the algorithm takes its algorithm-neutral default "
+            "(rulebook/symptoms.yaml), neither GSPO's, GRPO's nor DAPO's."
+        )
     if not isinstance(name, str) or name not in book.other_estimators:
-        return set(), []
+        return set(), notes
     skipped = set(book.group_rules)
     return skipped, [
+        *notes,
         f"adv_estimator {name} (from the log): not one of the platform's group-relative "
         f"algorithms (GSPO / GRPO / DAPO), so {', '.join(sorted(skipped))} (group and KL "
-        "checks for those) were not applied; the symptom thresholds are GSPO's."
+        "checks for those) were not applied.",
     ]
 
 

@@ -11,6 +11,7 @@ keywords TRL takes. The table is data; this module only knows how to read it.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -70,6 +71,8 @@ _TRL_MARKERS = frozenset(
 _TRL_OWN = (
     "per_device_train_batch_size",
     "gradient_accumulation_steps",
+    "steps_per_generation",
+    "num_iterations",
     "loss_type",
     "epsilon",
     "epsilon_high",
@@ -383,6 +386,42 @@ class Speaker:
         else:
             old, assumed = self.info.defaults.get(key), key in self.info.defaults
         return FrameworkKey(key=key, from_=old, to=value, assumed=assumed)
+
+    def on_policy(self) -> bool:
+        """Each generation batch is used up within one optimizer step (the framework's
+        `off_policy_only` settings then change nothing); False when the framework has none."""
+        rule = self.info.off_policy_only
+        if rule is None:
+            return False
+
+        def value(key: str, fallback: int) -> int | None:
+            v = self.facts.get(key, self.hp.get(key))
+            v = rule.defaults.get(key, fallback) if v is None else v
+            return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+        step = [value(k, 1) for k in rule.per_step]
+        per_step = math.prod(x for x in step if x is not None)
+        batch = [value(k, per_step) for k in rule.per_batch]
+        if None in step or None in batch:
+            return False  # a setting the run names that is no count: not judged
+        return per_step % math.prod(x for x in batch if x is not None) == 0
+
+    def inert(self, change: Change) -> str | None:
+        """Why `change` does nothing in this run's framework: every setting it means is
+        already so, or acts only on the off-policy updates this run does not make. None when
+        it acts (or the framework's names are not spoken)."""
+        if not self.native:
+            return None
+        said = self.keys(change)
+        rule = self.info.off_policy_only
+        if not said or rule is None or not self.on_policy():
+            return None
+        acting = [k for k in said if k.from_ != k.to and k.key not in rule.keys]
+        if acting or not any(k.key in rule.keys and k.from_ != k.to for k in said):
+            return None
+        why = " ".join(rule.why.split())
+        named = any(k in self.facts or k in self.hp for k in rule.per_batch)
+        return why if named else f"{why} ({rule.assumed})"
 
     def unavailable(self, param: str) -> str | None:
         entry = self.entry(param)

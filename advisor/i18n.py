@@ -74,11 +74,13 @@ def t(text: str, /, **fields: Any) -> str:
 
 
 # Chinese needs no space between its characters nor beside its full-width punctuation: a
-# folded YAML text (`>-`) joins its lines with one, a field's value may begin with one.
+# folded YAML text (`>-`) joins its lines with one, a field's value may begin with one; nor
+# before a percent sign (an English sentence of the code may write `63 %`).
 _LOOSE = re.compile(
     r"(?<=[\u4e00-\u9fff]) +(?=[\u4e00-\u9fff])"  # between two characters
     r"|(?<=[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]) +"  # after full-width punctuation
     r"| +(?=[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20])"  # before it
+    r"|(?<=\d) +(?=%)"  # a percentage: 63%, not 63 %
 )
 
 
@@ -239,6 +241,10 @@ def _say(text: str, code: str, depth: int, spoken: Mapping[str, str]) -> str:
     lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
     flat = " ".join(core.split())
     said = _rule_texts(code).get(flat) or spoken.get(flat) or _words(code).get(flat)
+    if said is None and depth and not flat.endswith("."):
+        # a rule's text the code goes on from without its final period ("{advice}. More.")
+        whole = _rule_texts(code).get(flat + ".") or spoken.get(flat + ".")
+        said = whole.rstrip("。.") if whole else None
     if said is None and depth and "; " in flat:
         # a value that lists items ("a=1 (x); b=2 (y)"): each item said alone, when each is
         # a message of its own

@@ -476,11 +476,13 @@ def resolve(
     facts: Mapping[str, object] | None = None,
     history: Sequence[Round] = (),
     can_set: Callable[[str], bool] | None = None,
+    inert: Callable[[Change], str | None] | None = None,
 ) -> Resolved:
     """Resolve the finding's primary, or its fallback when the primary cannot apply.
 
     `facts`: what the run showed beyond its hyperparameters (see `advisor.runfacts`);
-    `history`: the earlier runs, oldest first (the last one is `previous` when that is None)."""
+    `history`: the earlier runs, oldest first (the last one is `previous` when that is None);
+    `inert`: why a change does nothing in the run's framework (then the fallback goes)."""
     check = check or static_anti_patterns
     before = check(hp) if before is None else before
     if previous is None and history:
@@ -522,6 +524,14 @@ def resolve(
         escalating = frozenset(p for p, st in steps.items() if st.goes_on)
         trusted = frozenset(p for p, st in steps.items() if st.by_evidence or st.goes_on)
         reason = _why_not(changes, ra.primary, hp, previous, check, before, escalating, trusted)
+        moved = [c for c in changes if c.from_ != c.to]
+        if reason is None and inert is not None and moved:
+            idle = [why for c in moved if (why := inert(c)) is not None]
+            if len(idle) == len(moved) and ra.fallback is None:
+                # nothing else to offer: the advice is said, the patch changes nothing
+                return Resolved(_action(ra.primary, "primary", []), [])
+            if len(idle) == len(moved):
+                reason = idle[0]
         if reason is None:
             if into_range:
                 sizes = {x.param: x.size for x in ra.primary.changes if x.size is not None}
@@ -672,6 +682,7 @@ def plan(
         r = resolve(
             f, hp, rules, previous, check, before, caps, into_range, facts, history,
             speaker.can_set if speaker is not None else None,
+            speaker.inert if speaker is not None else None,
         )  # fmt: skip
         fb = actions_for(f, rules).fallback
         fallback = None

@@ -322,7 +322,9 @@ class Action(_Data):
 class Finding(_Data):
     """A run-time symptom rule that fired."""
 
-    _OMIT_NONE: ClassVar[frozenset[str]] = frozenset({"onset_epoch"})
+    _OMIT_NONE: ClassVar[frozenset[str]] = frozenset(
+        {"onset_epoch", "detected_epoch", "cleared_epoch"}
+    )
 
     id: str
     name: str
@@ -335,6 +337,9 @@ class Finding(_Data):
     onset_epoch: float | None = None
     detected_step: int | None = None  # the step at which the evidence became conclusive
     cleared_step: int | None = None  # set when the symptom went away again
+    # the log's epochs at detected_step and cleared_step, as onset_epoch; absent else
+    detected_epoch: float | None = None
+    cleared_epoch: float | None = None
     # set when the episode was over before the run's end (cleared and stayed clear): its
     # severity is then info and this keeps the severity it had while active
     recovered_from: Severity | None = None

@@ -56,12 +56,28 @@ class Name(_Strict):
 
 
 @declared(frozen=True)
+class OnPolicy(_Strict):
+    """Settings that act only on updates made off-policy: while each generation batch is used
+    up within one optimizer step the importance ratio is exactly 1 and they change nothing."""
+
+    keys: list[str]
+    # the batch is used up within one step when `per_step` is a multiple of `per_batch`
+    # (each a product of settings, with their defaults when the run does not name them)
+    per_step: list[str]
+    per_batch: list[str]
+    defaults: dict[str, int]
+    why: str
+    assumed: str  # said after `why` when the run names none of `per_batch`
+
+
+@declared(frozen=True)
 class FrameworkInfo(_Strict):
     title: str
     file: str
     package: str | None = None
     same_as: str | None = None
     defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+    off_policy_only: OnPolicy | None = None
 
 
 @declared(frozen=True)

@@ -28,6 +28,7 @@ from advisor.ingest.frame import build_run, flatten_keys
 from advisor.ingest.lines import iter_chunks, iter_lines
 from advisor.ingest.names import canonical_name
 from advisor.ingest.payloads import WRAPPED_VALUE, payloads_to_frame
+from advisor.ingest.pdump import read_layout
 from advisor.types import InputError, Run, RunEnding
 
 if TYPE_CHECKING:
@@ -634,9 +635,14 @@ def _config_continue(st: _State, prefix: str, line: str) -> bool:
     if (prefix and prefix != st.config_prefix) or not line[:1].isspace():
         # another process's output goes on between the dump's lines: a Ray-prefixed dump
         # outlives lines of other prefixes and unprefixed ones (the driver's own stdout, a
-        # wrapper's); an unindented line of its own writer means the dump was cut
+        # wrapper's, or text a copy put in place of lost lines: a gap, which a value wrapped
+        # over it does not survive); an unindented line of its own writer ends the dump, whole
+        # or not (a dump that lost lines is read by its layout, advisor.ingest.pdump)
         if prefix == st.config_prefix or not (prefix or st.config_prefix):
+            st.configs.append("\n".join(st.config_lines))
             st.config_lines = None
+        elif not prefix and st.config_lines[-1] != _GAP:
+            st.config_lines.append(_GAP)
         return False
     # another process's prefix glued to the end of a dump line (its own line follows)
     line = _GLUED_PREFIX.sub("", line)
@@ -649,6 +655,8 @@ def _config_continue(st: _State, prefix: str, line: str) -> bool:
 
 
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+# where a Ray-prefixed config dump had unprefixed text between its lines (see _config_continue)
+_GAP = "\x00gap"
 
 
 def _depth(text: str) -> int:
@@ -800,20 +808,37 @@ def _is_num(v: Any) -> bool:
 
 
 def _config_hints(st: _State) -> dict[str, Any]:
-    """verl's printed config dump if there is one, else its command-line overrides."""
+    """verl's printed config dump if there is one, else its command-line overrides. A dump
+    that does not parse as a whole (lines lost in a copy, or cut short) is read by its layout:
+    every setting on a line that survived, said in a reader warning."""
 
-    for text in st.configs:
+    texts = st.configs + (["\n".join(st.config_lines)] if st.config_lines else [])
+    for text in texts:
+        lines = text.split("\n")
         try:
-            cfg = ast.literal_eval(text)
+            cfg = ast.literal_eval("\n".join(ln for ln in lines if ln != _GAP))
+            damaged = 0
         except (ValueError, SyntaxError, MemoryError, RecursionError):
-            continue
-        if isinstance(cfg, dict) and any(
-            k in cfg for k in ("actor_rollout_ref", "trainer", "data", "algorithm")
-        ):
+            cfg, damaged = read_layout([None if ln == _GAP else ln for ln in lines])
+            damaged = max(damaged, 1)
+        if isinstance(cfg, dict) and any(k in cfg for k in _VERL_TOP):
+            if damaged:
+                st.warnings.append(
+                    f"{st.source}: the config dump does not parse as a whole (lines of it lost "
+                    f"or cut): {_leaves(cfg)} settings read by their place in its layout, "
+                    "the rest unknown"
+                )
             return hint_map.verl_hints(cfg)
     if st.overrides:
         return hint_map.verl_hints(_nest(st.overrides))
     return {}
+
+
+_VERL_TOP = ("actor_rollout_ref", "trainer", "data", "algorithm")
+
+
+def _leaves(cfg: dict[str, Any]) -> int:
+    return sum(_leaves(v) if isinstance(v, dict) and v else 1 for v in cfg.values())
 
 
 def _nest(flat: dict[str, str]) -> dict[str, Any]:

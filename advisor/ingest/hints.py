@@ -13,6 +13,34 @@ from typing import Any, TypeGuard
 
 _ALGORITHMS = {"grpo": "grpo", "gspo": "gspo", "dapo": "dapo"}
 
+# verl's algorithm.adv_estimator values (verl.trainer.ppo.core_algos.AdvantageEstimator) -> the
+# algorithm the run is, as the report says it, and the platform algorithm whose per-algorithm
+# thresholds fit it: GRPO's for the group-relative estimators that are GRPO (also vectorised, or
+# with pass@k advantages); none for the others (a critic's GAE, RLOO, REINFORCE++, ReMax, OPO,
+# GPG): every threshold that depends on the algorithm takes its algorithm-neutral `default`
+# (rulebook/symptoms.yaml). An estimator not listed is said by its name, with no thresholds.
+ESTIMATORS: dict[str, tuple[str, str | None]] = {
+    "gae": ("PPO with a critic (GAE advantages)", None),
+    "grpo": ("GRPO", "grpo"),
+    "grpo_vectorized": ("GRPO", "grpo"),
+    "grpo_passk": ("GRPO with pass@k advantages", "grpo"),
+    "rloo": ("RLOO (a leave-one-out baseline)", None),
+    "rloo_vectorized": ("RLOO (a leave-one-out baseline)", None),
+    "reinforce_plus_plus": ("REINFORCE++", None),
+    "reinforce_plus_plus_baseline": ("REINFORCE++ with a group baseline", None),
+    "remax": ("ReMax (a greedy baseline)", None),
+    "opo": ("OPO (an on-policy optimal baseline)", None),
+    "gpg": ("GPG (group policy gradient)", None),
+}
+
+
+def estimator_of(name: Any) -> tuple[str, str | None] | None:
+    """(what the run is, the platform algorithm whose thresholds fit it) of a verl
+    adv_estimator; None for no estimator. An unlisted one is said by its own name."""
+    if not isinstance(name, str) or not name:
+        return None
+    return ESTIMATORS.get(name, (f"adv_estimator {name}", None))
+
 
 def _get(cfg: Mapping[str, Any], dotted: str) -> Any:
     node: Any = cfg
@@ -122,6 +150,8 @@ def _algorithm(cfg: Mapping[str, Any], actor: str) -> dict[str, Any]:
         out["algorithm"] = "dapo"  # DAPO = GRPO + Clip-Higher + dynamic sampling (knowledge.md 3)
     elif isinstance(est, str) and est in _ALGORITHMS:
         out["algorithm"] = _ALGORITHMS[est]
+    elif isinstance(est, str) and est in ESTIMATORS and ESTIMATORS[est][1] is not None:
+        out["algorithm"] = ESTIMATORS[est][1]  # GRPO vectorised, or with pass@k advantages
     return out
 
 

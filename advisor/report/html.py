@@ -6,6 +6,10 @@ The view is the Markdown report's (advisor.report.markdown); the template is
 HTML-escaped unless a filter here built it as `Markup` from escaped pieces. The rulebook's texts
 mark names as Markdown code spans (`beta`): `inline` escapes the text first, then turns each
 balanced span into `<code>`, so nothing in a metric name, a value or a message becomes markup.
+
+The page speaks the report's language (advisor.i18n): its own phrases are the Markdown
+report's, said by the template's `t` from the same catalogue (`rulebook/i18n/*.yaml`, keyed by
+the English phrase), a phrase's code spans as `<code>`; `<html lang>` is the language's code.
 """
 
 from __future__ import annotations
@@ -14,13 +18,15 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from advisor import lazy
+from advisor import i18n, lazy
 from advisor.report.markdown import (
+    _checkpoint_view,
     _cost_view,
     _curves,
     _episodes,
     _finding_view,
     _forecast_view,
+    _run_view,
     diff_lines,
     verdict,
 )
@@ -61,7 +67,9 @@ def change_html(c: Change) -> Any:
     esc = ms.escape
 
     def old(value: Any, assumed: bool) -> str:
-        return "unset" if value is None else fmt(value) + (" (assumed)" if assumed else "")
+        if value is None:
+            return i18n.t("unset")
+        return fmt(value) + (i18n.t(" (assumed)") if assumed else "")
 
     how = ""
     if c.factor is not None:
@@ -91,6 +99,20 @@ def _svg(d: Diagnosis, finding: Any, evidence: Any, n: int) -> Any:
     return _markupsafe().Markup(text.strip())  # chart() escapes every text it holds
 
 
+def code(text: Any) -> Any:
+    """A name or a value as `<code>`, escaped."""
+    return _markupsafe().Markup("<code>{}</code>").format(text)
+
+
+def _t(text: str, /, **fields: Any) -> Any:
+    """A template's own phrase in the asked language, as markup: the phrase's code spans as
+    `<code>`, each field escaped unless it is markup already (a phrase said by `t`)."""
+    said = i18n.t(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # (text, not an attribute: its quotes stay as written)
+    markup = _markupsafe().Markup(_SPAN.sub(lambda m: f"<code>{m.group(2).strip()}</code>", said))
+    return markup.format(**fields) if fields else markup
+
+
 @cache
 def environment() -> jinja2.Environment:
     jinja2 = lazy.jinja2
@@ -102,7 +124,15 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.filters.update(fmt=fmt, clause=clause, steps=steps_text, inline=inline, change=change_html)
+    env.filters.update(
+        fmt=fmt,
+        clause=clause,
+        steps=steps_text,
+        inline=inline,
+        code=code,
+        change=change_html,
+    )
+    env.globals.update(t=_t, plain=i18n.t)  # `plain`: a phrase as text, for a join
     return env
 
 
@@ -119,6 +149,7 @@ def render_html(d: Diagnosis) -> str:
                 n += 1
                 e["svg"] = _svg(d, v["f"], e["e"], n)
     view = {
+        "lang": i18n.lang(),
         "d": d,
         "verdict": _from_markdown(verdict(d)),
         "findings": findings,
@@ -128,5 +159,7 @@ def render_html(d: Diagnosis) -> str:
         "curves": _curves(d),
         "cost": _cost_view(d),
         "forecasts": _forecast_view(d),
+        "ckpt_at": _checkpoint_view(d),
+        "run_said": _run_view(d),
     }
     return environment().get_template("report.html.j2").render(**view)

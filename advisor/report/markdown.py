@@ -7,6 +7,7 @@ piece of Markdown lives in `templates/*.j2` (advisor.report.templating).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 from advisor.i18n import localise_config, localise_finding, rule_text, t
 from advisor.report.plots import draw
 from advisor.report.templating import render
-from advisor.report.values import change_text, duration, fmt, money, pct, waste_said
+from advisor.report.values import Axis, change_text, duration, fmt, money, pct, waste_said
 from advisor.types import Change, Diagnosis, Finding
 
 TICKS = "▁▂▃▄▅▆▇█"
@@ -81,17 +82,34 @@ def diff_lines(changes: Sequence[Change], framework: str = "platform") -> list[s
 def verdict(d: Diagnosis) -> str:
     """The first line: healthy / N issues, and the one change to make; then how the run ended
     when it did not complete (a crash is news even when there is too little data to judge)."""
-    text = _verdict(d)
+    ax = axis_of(d)
+    text = _verdict(d, ax)
     end = d.run.ending if d.run else None
     if end is not None and end.kind not in ("completed", "unknown"):
-        where = t(" at step {step}", step=end.step) if end.step is not None else ""
+        where = _at(end.step, ax, " at step {step}", " at epoch {epoch} (record {step})")
         kind = t(end.kind.replace("_", " "))
         text += t(" The run ended abnormally: {kind}{where}.", kind=kind, where=where)
-    waste = waste_said(d.cost)
-    return f"{text} {waste}" if waste else text
+    waste = waste_said(d.cost, ax)
+    return text + t(" ") + waste if waste else text
 
 
-def _verdict(d: Diagnosis) -> str:
+def axis_of(d: Diagnosis) -> Axis:
+    """How the report says where a point of `d`'s run is (advisor.report.values.Axis)."""
+    return Axis(d.run.axis if d.run is not None else None)
+
+
+def _at(step: int | None, ax: Axis, said: str, in_epochs: str) -> str:
+    """`said` with the step filled in, or on a log that counts epochs `in_epochs` with the
+    epoch printed there (and the record's number, `{step}`); "" for no step."""
+    if step is None:
+        return ""
+    epoch = ax.epoch(step)
+    if epoch is None:
+        return t(said, step=step)
+    return t(in_epochs, epoch=fmt(epoch), step=step)
+
+
+def _verdict(d: Diagnosis, ax: Axis) -> str:
     ordered = d.findings
     if d.status == "insufficient_data" and d.run is not None and d.run.steps and not d.run.metrics:
         return t(
@@ -148,7 +166,12 @@ def _verdict(d: Diagnosis) -> str:
         )
     elif all(f.severity.value == "info" and f.cleared_step is not None for f in ordered):
         # engine `settles`
-        todo = t("nothing to change: it passed by step {step}", step=top.cleared_step)
+        todo = _at(
+            top.cleared_step,
+            ax,
+            "nothing to change: it passed by step {step}",
+            "nothing to change: it passed by epoch {epoch}",
+        )
     else:
         advice = rule_text(top.action.advice) if top.action else t("see below")
         todo = t("the one thing to do: ") + advice
@@ -175,8 +198,96 @@ def _episodes(findings: Sequence[Finding]) -> list[list[Finding]]:
     return list(groups.values())
 
 
+def _window(window: tuple[int, int], ax: Axis) -> str:
+    """An evidence window: its steps, or its epochs and the records (the summaries' numbers)."""
+    a, b = window
+    if ax.epoch(a) is None or ax.epoch(b) is None:
+        return t("steps {a} to {b}", a=a, b=b)
+    return t(
+        "epochs {ea} to {eb}, records {a} to {b}",
+        ea=fmt(ax.epoch(a)),
+        eb=fmt(ax.epoch(b)),
+        a=a,
+        b=b,
+    )
+
+
+_STEP_NUMBER = re.compile(r"\b(?:(steps)|(step))(?= ~?\d)")
+_STEP_NUMBER_ZH = re.compile(r"第 (~?\d[\d–\-]*) 步")
+
+
+def _in_records(summary: str) -> str:
+    """A detector's summary on a log that counts epochs: its step numbers are the records'
+    (the axis the detectors work on), so "over steps 46–120" reads "over records 46–120"
+    (in Chinese, 第 46–120 步 reads 第 46–120 条记录)."""
+    summary = _STEP_NUMBER_ZH.sub(r"第 \1 条记录", summary)
+    return _STEP_NUMBER.sub(lambda m: "records" if m.group(1) else "record", summary)
+
+
+def _status(f: Finding, ax: Axis) -> str:
+    """The findings table's status of `f`: active, cleared or recovered, and where."""
+    if f.cleared_step is None:
+        return t("active")
+    if f.recovered_from is not None:
+        severity = t(f.recovered_from.value)
+        epoch = ax.epoch(f.cleared_step)
+        if epoch is None:
+            return t(
+                "recovered at step {step} ({severity} while active)",
+                step=f.cleared_step,
+                severity=severity,
+            )
+        return t(
+            "recovered at epoch {epoch} ({severity} while active)",
+            epoch=fmt(epoch),
+            severity=severity,
+        )
+    return _at(f.cleared_step, ax, "cleared at step {step}", "cleared at epoch {epoch}")
+
+
+def _cleared(f: Finding, ax: Axis) -> str:
+    """The finding line's clause on how the finding ended, "" while it is active."""
+    if f.cleared_step is None:
+        return ""
+    if f.recovered_from is not None:
+        severity = t(f.recovered_from.value)
+        epoch = ax.epoch(f.cleared_step)
+        if epoch is None:
+            return t(
+                ", recovered at step {step} ({severity} while active): an episode that passed, "
+                "reported for the record, with no change to make for it",
+                step=f.cleared_step,
+                severity=severity,
+            )
+        return t(
+            ", recovered at epoch {epoch} (record {step}; {severity} while active): an episode "
+            "that passed, reported for the record, with no change to make for it",
+            epoch=fmt(epoch),
+            step=f.cleared_step,
+            severity=severity,
+        )
+    return _at(
+        f.cleared_step, ax, ", cleared at step {step}", ", cleared at epoch {epoch} (record {step})"
+    )
+
+
+def _span(g: Finding, ax: Axis) -> str:
+    """One episode of a finding seen several times: from its onset to where it cleared."""
+    epoch, end = ax.epoch(g.onset_step), ax.epoch(g.cleared_step)
+    if epoch is None:
+        start = t("from step {step}", step=fmt(g.onset_step))
+    else:
+        start = t("from epoch {epoch}", epoch=fmt(epoch))
+    if g.cleared_step is None:
+        return start + t(" (active)")
+    if end is None or epoch is None:
+        return start + t(" to {step} (cleared)", step=g.cleared_step)
+    return start + t(" to epoch {epoch} (cleared)", epoch=fmt(end))
+
+
 def _finding_view(episodes: list[Finding], d: Diagnosis, plots: dict[str, str]) -> dict[str, Any]:
     f = episodes[-1]  # the latest episode carries the most complete evidence
+    ax = axis_of(d)
     evidence, drawn = [], set()
     for e in f.evidence:
         _steps, values = d.series.get(e.metric, ([], []))
@@ -187,23 +298,24 @@ def _finding_view(episodes: list[Finding], d: Diagnosis, plots: dict[str, str]) 
                 "spark": sparkline(values),
                 "stats": ", ".join(f"{k}={fmt(v)}" for k, v in e.statistic.items()),
                 "plot": None if plot in drawn else plot,  # one picture per metric
+                "window": _window(e.window, ax),
+                "summary": _in_records(e.summary) if ax.on else e.summary,
             }
         )
         drawn.add(plot)
-    spans = [
-        t("from step {step}", step=fmt(g.onset_step))
-        + (
-            t(" to {step} (cleared)", step=g.cleared_step)
-            if g.cleared_step is not None
-            else t(" (active)")
-        )
-        for g in episodes
-    ]
-    return {"f": localise_finding(f), "first": episodes[0], "episodes": spans, "evidence": evidence}
+    return {
+        "f": localise_finding(f),
+        "first": episodes[0],
+        "episodes": [_span(g, ax) for g in episodes],
+        "evidence": evidence,
+        "status": _status(f, ax),
+        "cleared": _cleared(f, ax),
+    }
 
 
 def _curves(d: Diagnosis) -> list[dict[str, Any]]:
     """The headline curves of the run (reward and validation), as sparklines with their ends."""
+    ax = axis_of(d)
     out = []
     for metric in ("reward_mean", "val_reward"):
         steps, values = d.series.get(metric, ([], []))
@@ -211,12 +323,23 @@ def _curves(d: Diagnosis) -> list[dict[str, Any]]:
             (s, v) for s, v in zip(steps, values, strict=True) if v is not None and math.isfinite(v)
         ]
         if len(finite) >= 2:
+            (sa, a), (sb, b) = finite[0], finite[-1]
+            ea, eb = ax.epoch(sa), ax.epoch(sb)
+            said = (
+                t("{a} at step {sa} → {b} at step {sb}", a=fmt(a), sa=sa, b=fmt(b), sb=sb)
+                if ea is None or eb is None
+                else t(
+                    "{a} at epoch {ea} → {b} at epoch {eb}", a=fmt(a), ea=fmt(ea), b=fmt(b),
+                    eb=fmt(eb),
+                )
+            )
             out.append(
                 {
                     "metric": metric,
                     "spark": sparkline(values),
                     "first": finite[0],
                     "last": finite[-1],
+                    "said": said,
                 }
             )
     return out
@@ -228,17 +351,20 @@ def _cost_view(d: Diagnosis) -> dict[str, Any] | None:
     if not cost or not cost.get("entries"):
         return None
     rows = []
+    na = t("n/a")
+    ax = axis_of(d)
     for e in cost["entries"]:
+        lo, hi = e["window"]
         rows.append(
             {
                 "what": f"{pct(e['share'])} {t(e['what'])}",
                 "finding": e["finding"] or "-",
-                "steps": f"{e['window'][0]}-{e['window'][1]}",
+                "steps": ax.span(lo, hi) or f"{lo}-{hi}",
                 "wasted": fmt(e["steps"]),
                 "of_run": pct(e["of_run"]),
-                "time": duration(e["hours"]) if e["hours"] is not None else "n/a",
-                "gpu_hours": fmt(round(e["gpu_hours"], 2)) if e["gpu_hours"] is not None else "n/a",
-                "cost": money(e["cost"], cost["currency"]) if e["cost"] is not None else "n/a",
+                "time": duration(e["hours"]) if e["hours"] is not None else na,
+                "gpu_hours": fmt(round(e["gpu_hours"], 2)) if e["gpu_hours"] is not None else na,
+                "cost": money(e["cost"], cost["currency"]) if e["cost"] is not None else na,
             }
         )
     how = []
@@ -255,15 +381,69 @@ def _cost_view(d: Diagnosis) -> dict[str, Any] | None:
         else:
             how.append(t("{price} a GPU-hour",
                          price=money(cost["gpu_hour_price"], cost["currency"])))
-    return {"rows": rows, "how": how, "priced": cost.get("gpu_hour_price") is not None}
+    return {
+        "rows": rows,
+        "how": how,
+        "priced": cost.get("gpu_hour_price") is not None,
+        "epochs": ax.on,  # the windows are epochs, the counts records
+    }
+
+
+def _checkpoint_view(d: Diagnosis) -> dict[str, str] | None:
+    """The checkpoint advice, and its table's best and published points: in epochs on a log
+    that counts them (the advice's step numbers are then records)."""
+    ckpt = d.checkpoint
+    if not ckpt:
+        return None
+    ax = axis_of(d)
+    advice = str(ckpt.get("advice", ""))
+    advice = _in_records(advice) if ax.on else advice
+    if "best_step" not in ckpt:
+        return {"advice": advice}
+
+    def at(step: Any) -> str:
+        epoch = ax.epoch(step)
+        if epoch is None:
+            return fmt(step)
+        return t("epoch {epoch} (record {step})", epoch=fmt(epoch), step=step)
+
+    return {
+        "advice": advice,
+        "best": at(ckpt["best_step"]),
+        "publish": at(ckpt.get("publish_step")),
+    }
+
+
+def _run_view(d: Diagnosis) -> dict[str, str]:
+    """The Run section's warm-up, and where the run ended."""
+    ax = axis_of(d)
+    run, n = d.run, d.warmup_steps
+    view = {"warmup": "", "ending": ""}
+    if n:
+        epoch = ax.epoch((run.first_step or 1) + n - 1) if run is not None else None
+        view["warmup"] = (
+            t("warm-up (trends judged after it; levels, collapses and NaNs from the first "
+              "step): first {n} steps", n=n)
+            if epoch is None
+            else t("warm-up (trends judged after it; levels, collapses and NaNs from the first "
+                   "record): first {n} records, to epoch {epoch}", n=n, epoch=fmt(epoch))
+        )
+    if run is not None and run.ending is not None and run.ending.step is not None:
+        view["ending"] = _at(
+            run.ending.step, ax, "at step {step}", "at epoch {epoch} (record {step})"
+        )
+    return view
 
 
 def _forecast_view(d: Diagnosis) -> list[str]:
+    """The forecasts as sentences; on a log that counts epochs the steps are records (a step
+    beyond the last record has no epoch the log printed)."""
     out = []
+    unit = "record" if axis_of(d).on else "step"
     for f in d.forecasts:
         lo, hi = f["interval"]
         text = t(
-            "`{metric}` ({finding}) reaches {what} ({threshold}) at step ~{step} "
+            "`{metric}` ({finding}) reaches {what} ({threshold}) at " + unit + " ~{step} "
             "({level}% interval {lo}-{hi})",
             metric=f["metric"], finding=f["finding"], what=t(f["threshold_is"]),
             threshold=fmt(f["threshold"]), step=f["step"], level=fmt(f["level"]), lo=lo, hi=hi,
@@ -273,7 +453,7 @@ def _forecast_view(d: Diagnosis) -> list[str]:
             text += t(", {time} after the last step ({t0} to {t1})", time=duration(f["hours"]),
                       t0=duration(h0), t1=duration(h1))
         scale = t("log-linear") if f["scale"] == "log" else t("linear")
-        text += t("; a {scale} fit on {n} points from step {start}, R² {r2}.", scale=scale,
+        text += t("; a {scale} fit on {n} points from " + unit + " {start}, R² {r2}.", scale=scale,
                   n=f["points"], start=f["fit_from"], r2=fmt(f["r2"]))
         out.append(text)
     return out
@@ -294,5 +474,7 @@ def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "repo
         "config_findings": [localise_config(c) for c in d.config_findings],
         "cost": _cost_view(d),
         "forecasts": _forecast_view(d),
+        "ckpt_at": _checkpoint_view(d),
+        "run_said": _run_view(d),
     }
     return render("report.md.j2", **view)

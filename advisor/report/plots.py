@@ -15,7 +15,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from advisor import lazy
+from advisor import i18n, lazy
 from advisor.resources import write_text_atomic
 from advisor.types import Diagnosis, Evidence, Finding
 
@@ -67,18 +67,22 @@ def chart(d: Diagnosis, f: Finding, e: Evidence) -> str:
     if d.warmup_steps and steps:
         end = min(steps[0] + d.warmup_steps - 1, steps[-1])
         body.append(ax.band(steps[0], end, f'fill="{WARMUP}"'))
-        legend.append((_box(f'fill="{WARMUP}"'), f"warm-up ({d.warmup_steps} steps)"))
+        legend.append((_box(f'fill="{WARMUP}"'), i18n.t("warm-up ({n} steps)", n=d.warmup_steps)))
     shade = f'fill="{ONSET}" fill-opacity="0.15"'
     body.append(ax.band(lo, hi, shade))
-    legend.append((_box(shade), f"{f.id} window {lo}-{hi}"))
+    legend.append((_box(shade), i18n.t("{id} window {lo}-{hi}", id=f.id, lo=lo, hi=hi)))
     body.extend(ax.curve(px, py, ok))
     dashed = 'stroke-width="1" stroke-dasharray="4 2"'
     if f.onset_step is not None:
         body.append(ax.vline(f.onset_step, f'stroke="{ONSET}" {dashed}'))
-        legend.append((_dash(f'stroke="{ONSET}" {dashed}'), f"onset {f.onset_step}"))
+        legend.append(
+            (_dash(f'stroke="{ONSET}" {dashed}'), i18n.t("onset {step}", step=f.onset_step))
+        )
     if f.cleared_step is not None:
         body.append(ax.vline(f.cleared_step, f'stroke="{CLEARED}" {dashed}'))
-        legend.append((_dash(f'stroke="{CLEARED}" {dashed}'), f"cleared {f.cleared_step}"))
+        legend.append(
+            (_dash(f'stroke="{CLEARED}" {dashed}'), i18n.t("cleared {step}", step=f.cleared_step))
+        )
     # NaN / inf points (a None is a step without the metric): the curve has gaps there, so
     # they are marked along the bottom, one cross per pixel column
     logged = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
@@ -103,7 +107,7 @@ def chart(d: Diagnosis, f: Finding, e: Evidence) -> str:
             ax.frame(),
             f'<text x="{LEFT}" y="{TOP - 8}" font-size="12">{escape(title)}</text>',
             f'<text x="{LEFT + ax.w / 2:.1f}" y="{HEIGHT - 4}" font-size="11" '
-            'text-anchor="middle">step</text>',
+            f'text-anchor="middle">{escape(i18n.t("step"))}</text>',
             _legend(ax, legend, px[ok], py[ok]),
             "</svg>",
             "",
@@ -252,6 +256,7 @@ def _tick(line: tuple[object, ...], at: tuple[object, object], anchor: str, labe
         f'<text x="{at[0]}" y="{at[1]}" font-size="9" text-anchor="{anchor}">{label}</text>'
     )
 
+
 def _box(style: str) -> str:
     return f'<rect x="0" y="-7" width="14" height="7" {style}/>'
 
@@ -267,10 +272,15 @@ def _cross(x: float, y: float, color: str, r: float = 3.0) -> str:
     )
 
 
+def _ems(label: str) -> float:
+    """A label's width in Latin characters: a wide (CJK) one is nearly two."""
+    return len(label) + 0.9 * sum(1 for ch in label if ord(ch) >= 0x2E80)
+
+
 def _legend(ax: _Axes, entries: list[tuple[str, str]], px: Any, py: Any) -> str:
     """The legend where the curve crosses it least: a corner or the middle of the top or bottom
     (`px`, `py`: the finite points in pixels)."""
-    line, width = 12, 20 + 5.2 * max(len(label) for _, label in entries)
+    line, width = 12, 20 + 5.2 * max(_ems(label) for _, label in entries)
     height = line * len(entries) + 4
     xs = (LEFT + ax.w - width - 4, LEFT + 4, LEFT + (ax.w - width) / 2)
     ys = (TOP + 4, TOP + ax.h - height - 4)

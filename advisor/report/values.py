@@ -93,8 +93,9 @@ def money(value: float, currency: str) -> str:
     return f"{value:,.2f} {currency}"
 
 
-def waste_said(cost: dict[str, Any] | None) -> str:
-    """The cost of a run's largest waste as the verdict's sentence (advisor.cost), or ""."""
+def waste_said(cost: dict[str, Any] | None, ax: Axis | None = None) -> str:
+    """The cost of a run's largest waste as the verdict's sentence (advisor.cost), or "". On a
+    log that counts epochs (`ax`) the window is said in epochs and the count in records."""
     from advisor.i18n import t
 
     entries = (cost or {}).get("entries") or []
@@ -102,10 +103,16 @@ def waste_said(cost: dict[str, Any] | None) -> str:
         return ""
     e = max(entries, key=lambda e: e["of_run"])
     lo, hi = e["window"]
-    where = t("steps {lo}-{hi}", lo=lo, hi=hi) if lo != hi else t("step {lo}", lo=lo)
+    epochs = ax.span(lo, hi) if ax is not None else None
+    if ax is not None and epochs is not None:
+        same = ax.epoch(lo) == ax.epoch(hi)
+        where = t("epoch {epoch}", epoch=epochs) if same else t("epochs {span}", span=epochs)
+    else:
+        where = t("steps {lo}-{hi}", lo=lo, hi=hi) if lo != hi else t("step {lo}", lo=lo)
+    unit = "records" if epochs is not None else "steps"
     if e["unit"] == "steps" and e["share"] >= 1:  # whole steps: after a collapse, past the best
         after = e["what"].split(" steps ", 1)[-1]  # "came after the divergence"
-        text = t("Waste: the {n} steps that {after} ({where})", n=fmt(e["steps"]),
+        text = t("Waste: the {n} " + unit + " that {after} ({where})", n=fmt(e["steps"]),
                  after=t(after), where=where)
     else:
         text = t("Waste: {share} {what} ({where})", share=pct(e["share"]), what=t(e["what"]),
@@ -121,7 +128,7 @@ def waste_said(cost: dict[str, Any] | None) -> str:
         if e["cost"] is not None:
             text += f", {money(e['cost'], cost['currency'])}"
     else:
-        text += t(": {share} of the run's {n} steps", share=pct(e["of_run"]),
+        text += t(": {share} of the run's {n} " + unit, share=pct(e["of_run"]),
                   n=fmt(cost["run_steps"]))
     more = len(entries) - 1
     if more:
@@ -129,3 +136,35 @@ def waste_said(cost: dict[str, Any] | None) -> str:
             "; 1 more kind of waste below"
         )
     return text + t(".")
+
+
+class Axis:
+    """Where a point of the run is, as the report says it. A log of steps: its step. A log whose
+    records count epochs (RunInfo.axis, `{"unit": "epoch", "epochs": {record: epoch}}`): the
+    epoch it printed there, with the record's number (the detectors' axis) beside it where a
+    person may want to find the line."""
+
+    def __init__(self, axis: dict[str, Any] | None) -> None:
+        epochs = (axis or {}).get("epochs") if (axis or {}).get("unit") == "epoch" else None
+        self.epochs: dict[int, float] | None = (
+            {int(k): float(v) for k, v in epochs.items()} if epochs else None
+        )
+
+    @property
+    def on(self) -> bool:
+        """True on a log that counts epochs."""
+        return self.epochs is not None
+
+    def epoch(self, step: Any) -> float | None:
+        """The epoch of a record, or None (a log of steps, a record with no epoch)."""
+        if self.epochs is None or not isinstance(step, int | float) or isinstance(step, bool):
+            return None
+        return self.epochs.get(int(step))
+
+    def span(self, lo: Any, hi: Any) -> str | None:
+        """Two records as an epoch span ("1.25-3", one epoch alone when they print the same),
+        or None when either has no epoch."""
+        a, b = self.epoch(lo), self.epoch(hi)
+        if a is None or b is None:
+            return None
+        return fmt(a) if a == b else f"{fmt(a)}-{fmt(b)}"

@@ -162,14 +162,16 @@ def test_a_phrase_is_said_where_it_stands(monkeypatch) -> None:
 def _rulebook_notes() -> list[str]:
     """Every note of the rulebook the report can quote: symptoms.yaml's skip_note,
     unless_note, absent_note and the why of a change's size; dialects.yaml's note,
-    since_absent and keeps beside a framework's name; config.yaml's notes of an alias and of
+    since_absent and keeps beside a framework's name and the why of its off-policy-only
+    settings; config.yaml's notes of an alias and of
     a coupling's repair."""
     out: list[str] = []
 
     def walk(x: object, keys: tuple[str, ...], parent: str = "") -> None:
         if isinstance(x, dict):
             for k, v in x.items():
-                note = k in keys or (k == "why" and parent == "by")
+                said = k in ("why", "assumed") and parent == "off_policy_only"
+                note = k in keys or (k == "why" and parent == "by") or said
                 if note and isinstance(v, str):
                     out.append(" ".join(v.split()))
                 else:

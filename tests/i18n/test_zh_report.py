@@ -1,15 +1,18 @@
 """A zh report says no English sentence: through the real entry point (the report's own words,
 every rulebook text and every sentence the code composes in Chinese, the English report
 unchanged, the JSON's keys and ids as in English), and in-process for every golden case
-(reports/, the runs `rl-advisor demo` ships) and every labelled corpus run."""
+(reports/, the runs `rl-advisor demo` ships) and every labelled corpus run; the Markdown
+report and the HTML page's text alike."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -84,6 +87,47 @@ def leaks(report: str, quoted: str = "") -> dict[str, list[str]]:
     return out
 
 
+class _PageText(HTMLParser):
+    """A page's text as a reader sees it, a line per block (a paragraph, an item, a cell, a
+    heading, a chart's label); what `<code>` and `<pre>` hold taken out, as the Markdown test
+    takes out its code spans; the style sheet too."""
+
+    BLOCK = frozenset(
+        {"title", "h1", "h2", "h3", "p", "li", "tr", "th", "td", "ul", "ol", "table"}
+        | {"section", "figure", "footer", "svg", "text"}
+    )
+    SKIP = frozenset(("code", "pre", "style"))
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self.skip = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.SKIP:
+            self.skip += 1
+            self.out.append(" ")
+        elif tag in self.BLOCK:
+            self.out.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.SKIP:
+            self.skip -= 1
+        elif tag in self.BLOCK:
+            self.out.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self.skip:
+            self.out.append(data)
+
+
+def page_text(html: str) -> str:
+    parser = _PageText()
+    parser.feed(html)
+    parser.close()
+    return "\n".join(ln.strip() for ln in "".join(parser.out).splitlines() if ln.strip())
+
+
 @pytest.mark.parametrize("symptom", sorted(RUNS))
 def test_zh_report_says_its_own_words_in_chinese(symptom: str) -> None:
     out = _diagnose(RUNS[symptom], "--lang", "zh")
@@ -102,6 +146,23 @@ def _ending(run: str) -> str:
     d = diagnose(folder / label["metrics_file"], config=folder / "job.yaml")
     ending = d.run.ending if d.run is not None else None
     return ending.message if ending is not None else ""
+
+
+@pytest.mark.parametrize("symptom", ["P3", "NAN"])
+def test_zh_html_page_says_its_own_words_in_chinese(symptom: str) -> None:
+    out = _diagnose(RUNS[symptom], "--format", "html", "--lang", "zh")
+    assert out.returncode == 0, out.stderr
+    page = out.stdout
+    assert page.startswith("<!DOCTYPE html>") and '<html lang="zh">' in page
+    assert "<strong>结论：</strong>" in page and '<h2 id="run">运行信息</h2>' in page
+    found = leaks(page_text(page), quoted=_ending(RUNS[symptom]))
+    assert not found, found
+    # the charts' axis and legend too
+    assert ">步</text>" in page and "预热期（84 步）" in page and "起始：第 " in page
+    english = _diagnose(RUNS[symptom], "--format", "html").stdout
+    assert '<html lang="en">' in english and not re.search(r"[\u4e00-\u9fff]", english)
+    assert ">step</text>" in english and "warm-up (84 steps)" in english
+    assert _diagnose(RUNS[symptom], "--format", "html", "--lang", "en").stdout == english
 
 
 def test_the_environment_variable_asks_for_it_too() -> None:
@@ -148,6 +209,15 @@ def test_validate_in_zh() -> None:
     assert "原因:" in out.stdout and "条规则" in out.stdout
 
 
+def test_loose_punctuation_is_found() -> None:  # the punctuation test can fail
+    assert loose("- 来源: `x`（verl）", "markdown") == ["- 来源: `x`（verl）"]
+    assert loose("为什么是这个幅度： 封顶在 7e-06。", "markdown")
+    assert loose("第 1–9 步中 63 % 的组", "markdown")
+    assert loose("<p><strong>结论：</strong> 1 个问题</p>", "html")
+    assert not loose("**结论：** 1 个问题；`a` 0.2（推测） → 0.28 | 仍在持续（2 次） |", "markdown")
+    assert not loose("<pre>- a: 1</pre><svg><text>预热期： x</text></svg>", "html")
+
+
 def test_the_detector_finds_a_sentence() -> None:  # the leak test can fail
     assert english_sentences("原因：the policy drifts from the reference")
     assert not english_sentences("提高 `learning_rate` 到 ×1.5（P1 not-converging）")
@@ -156,16 +226,47 @@ def test_the_detector_finds_a_sentence() -> None:  # the leak test can fail
     assert not leaks("- 结束方式: 异常 RuntimeError: probability tensor contains nan", quoted)
     assert leaks("- 结束方式: 异常 RuntimeError: the tensor holds a nan", quoted)
     assert not leaks("如何屏蔽：…；出处：knowledge.md §4 (switch to DAPO: longer than 4K)")
+    # a page: its text outside code, a line per block; a sentence split by inline markup is
+    # still one sentence, one in a cell of its own is found too
+    page = (
+        "<p>证据：<code>the policy drifts away</code></p><pre>a b c d e</pre>"
+        "<p>原因：the <strong>policy</strong> drifts away</p>"
+        "<table><tr><td>步数</td><td>not judged at all</td></tr></table>"
+    )
+    assert page_text(page).splitlines() == [
+        "证据：",
+        "原因：the policy drifts away",
+        "步数",
+        "not judged at all",
+    ]
+    assert list(leaks(page_text(page))) == ["原因：the policy drifts away", "not judged at all"]
 
 
 # --- every golden case and every corpus run, in-process (one diagnosis each)
 
 
+# Chinese punctuation as Chinese sets it: a label's colon and a gloss's parentheses full-width,
+# no space after full-width punctuation (but before an arrow or a table's `|`), none inside a
+# percentage
+LOOSE = re.compile(r".{0,12}(?:[\u4e00-\u9fff]: |\d %|[：；，。（）] (?![→|-])).{0,12}")
+
+
+def loose(report: str, fmt: str) -> list[str]:
+    """The places a zh report sets Latin punctuation or spacing, in its text as read (an HTML
+    page's text outside its charts and `<pre>`). The Markdown verdict's `**结论：** ` keeps its
+    space: CommonMark closes a bold span after punctuation only before a space."""
+    if fmt == "html":
+        report = re.sub(r"<svg.*?</svg>|<pre>.*?</pre>", "", report, flags=re.S)
+        report = html.unescape(re.sub(r"<[^>]+>", "", report))
+    return LOOSE.findall(report.replace("**结论：** ", "**结论：**"))
+
+
 def _zh_report(
-    folder: Path, monkeypatch: pytest.MonkeyPatch, with_job: bool = True
-) -> tuple[str, str, str]:
-    """The run's Markdown report in zh and in English, and its log's ending message; without
-    its job file the report speaks the run's framework's names (TRL's, verl's)."""
+    folder: Path, monkeypatch: pytest.MonkeyPatch, with_job: bool = True, fmt: str = "markdown"
+) -> tuple[str, str, str, list[str]]:
+    """The run's report (Markdown, or the HTML page's text) in zh and in English, its log's
+    ending message and the zh report's `loose` places; without its job file the report speaks
+    the run's framework's names (TRL's, verl's)."""
     from advisor.api import diagnose
     from advisor.report import render
 
@@ -173,29 +274,64 @@ def _zh_report(
     job = folder / "job.yaml"
     monkeypatch.setenv("RL_ADVISOR_LANG", "zh")
     d = diagnose(folder / label["metrics_file"], config=job if with_job and job.exists() else None)
-    zh = render(d, "markdown")
+    zh = render(d, fmt)
     monkeypatch.setenv("RL_ADVISOR_LANG", "en")
-    en = render(d, "markdown")
+    en = render(d, fmt)
+    spots = loose(zh, fmt)
+    if fmt == "html":
+        assert '<html lang="zh">' in zh and '<html lang="en">' in en
+        zh, en = page_text(zh), page_text(en)
     ending = d.run.ending if d.run is not None else None
-    return zh, en, ending.message if ending is not None and ending.message else ""
+    return zh, en, ending.message if ending is not None and ending.message else "", spots
 
 
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
 @pytest.mark.parametrize("name", sorted(GOLDEN))
-def test_every_golden_case_in_zh_has_no_english_sentence(name: str, monkeypatch) -> None:
-    zh, en, quoted = _zh_report(CORPUS / GOLDEN[name], monkeypatch)
+def test_every_golden_case_in_zh_has_no_english_sentence(name: str, fmt: str, monkeypatch) -> None:
+    zh, en, quoted, spots = _zh_report(CORPUS / GOLDEN[name], monkeypatch, fmt=fmt)
     assert leaks(en, quoted), "the leak test finds the English report's sentences"
     found = leaks(zh, quoted)
     assert not found, found
+    assert not spots, spots
 
 
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
 @pytest.mark.parametrize("with_job", [True, False], ids=["job-file", "framework-names"])
-def test_every_corpus_run_in_zh_has_no_english_sentence(with_job: bool, monkeypatch) -> None:
+def test_every_corpus_run_in_zh_has_no_english_sentence(
+    with_job: bool, fmt: str, monkeypatch
+) -> None:
     runs = sorted(p.parent for p in CORPUS.glob("*/label.json"))
     assert len(runs) > 40
     found = {}
     for folder in runs:
-        zh, _en, quoted = _zh_report(folder, monkeypatch, with_job)
+        zh, _en, quoted, spots = _zh_report(folder, monkeypatch, with_job, fmt)
         found.update({f"{folder.name}: {ln}": s for ln, s in leaks(zh, quoted).items()})
+        found.update({f"{folder.name}: {spot}": ["punctuation"] for spot in spots})
+    assert not found, found
+
+
+LIVEFIRE = ROOT / "tests" / "livefire" / "runs"
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
+def test_every_livefire_run_in_zh_has_no_english_sentence(fmt: str, monkeypatch) -> None:
+    # real TRL runs, read without a job file: the sizing notes, fallbacks made concrete and
+    # reader warnings the corpus does not show
+    from advisor.api import diagnose
+    from advisor.report import render
+
+    runs = sorted(p for p in LIVEFIRE.iterdir() if (p / "label.json").exists())
+    assert len(runs) > 5
+    monkeypatch.setenv("RL_ADVISOR_LANG", "zh")
+    found = {}
+    for folder in runs:
+        d = diagnose(folder)
+        out = render(d, fmt)
+        ending = d.run.ending if d.run is not None else None
+        quoted = ending.message if ending is not None and ending.message else ""
+        text = page_text(out) if fmt == "html" else out
+        found.update({f"{folder.name}: {ln}": s for ln, s in leaks(text, quoted).items()})
+        found.update({f"{folder.name}: {spot}": ["punctuation"] for spot in loose(out, fmt)})
     assert not found, found
 
 

@@ -335,3 +335,30 @@ def test_a_policy_thrown_off_and_back_cuts_the_rate_not_raises_it() -> None:
     assert (c.param, c.to) == ("learning_rate", pytest.approx(0.005))
     calm = plan("P1", job(learning_rate=1e-6), {"kl_ref_median": 1e-6})
     assert calm.patch.changes[0].to > 1e-6
+
+
+# ------------------------------------------------------------------------------ on-policy TRL
+@pytest.mark.parametrize(
+    ("facts", "switched"),
+    [
+        ({}, False),  # TRL's defaults: each batch used up within its step, the ratio is 1
+        ({"gradient_accumulation_steps": 4, "steps_per_generation": 2}, False),
+        ({"num_iterations": 2}, True),  # each batch trained on twice: the clip acts
+        ({"gradient_accumulation_steps": 2, "steps_per_generation": 4}, True),
+    ],
+)
+def test_clip_higher_in_trl_only_where_the_clip_acts(facts, switched) -> None:
+    """P4's switch to DAPO is Clip-Higher alone in TRL (its loss is DAPO's already): on an
+    on-policy run it changes nothing, so the fallback (more samples a prompt) goes."""
+    from advisor.dialect import Speaker
+
+    hp = job(algorithm="grpo", kl_loss_coef=0.0)
+    speaker = Speaker("trl", hp, {"loss_type": "dapo", **facts}, {})
+    res = remedy.plan([finding("P4")], hp, RULES, speaker=speaker)
+    (g,) = res.findings
+    settings = speaker.settings(res.patch.changes)
+    if switched:
+        assert g.action.kind == "primary" and settings["epsilon_high"] == 0.28
+    else:
+        assert g.action.kind == "fallback" and "num_generations" in settings
+        assert any("ratio is exactly 1" in n for n in res.patch.notes)
