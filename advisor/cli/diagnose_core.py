@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor import lazy
 from advisor.cli import Exit, FailOn, ReportFormat
 from advisor.reading import Reading
 from advisor.report import render
@@ -327,6 +328,8 @@ def execute(
         # the read starts before the API's import (pydantic, the rulebooks' models), which it
         # overlaps (advisor.reading); this module imports neither
         reading = Reading(metrics)
+        if format != ReportFormat.json and reading.reading():
+            lazy.jinja2  # noqa: B018  (the report templates' engine: alongside the read too)
         from advisor.api import diagnose_job, file_changes
 
         d, job = diagnose_job(
