@@ -205,6 +205,11 @@ def test_each_symptom_family_has_the_markdown_reports_content(run: Path) -> None
         assert d.patch.override_args in body
     for c in d.config_findings:
         assert c.id in body
+    # the Run section's keys it could not read and metrics it lacks, as the Markdown lists them
+    for key in d.unread_keys:
+        assert key in body
+    for metric, ids in d.lacking_metrics.items():
+        assert f"{metric} ({', '.join(ids)})" in body
 
 
 @settings(max_examples=60, deadline=None)
