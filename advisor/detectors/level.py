@@ -208,7 +208,11 @@ def _hinge(y: np.ndarray, cross: int, back: int = 16, after: int = 2) -> int:
     break h of the least-squares fit "a level, then a straight line from block h" to the block
     means from `back` blocks before the crossing to `after` past it. A gradual slide began well
     before it crossed, a sudden drop barely (dated within a block); no fraction of the way
-    suits both."""
+    suits both.
+
+    Every break's fit is solved at once in closed form (_hinge_fits); where its best break
+    does not stand clear of the others by far more than rounding can move a sum of squares,
+    each break is fitted by numpy's least squares (_hinge_lstsq), which decides."""
     lo, hi = max(0, cross - back), min(len(y), cross + after + 1)
     t = np.arange(lo, hi, dtype=float)
     v = y[lo:hi]
@@ -216,6 +220,43 @@ def _hinge(y: np.ndarray, cross: int, back: int = 16, after: int = 2) -> int:
     t, v = t[ok], v[ok]
     if len(v) < 4:
         return cross
+    breaks = np.arange(lo, min(cross + 1, int(t[-1])), dtype=float)  # h >= t[-1]: x all 0
+    if not len(breaks):
+        return cross
+    at = _hinge_fits(t, v, breaks)
+    if at is None:
+        at = _hinge_lstsq(t, v, lo, cross)
+    return min(at + 1, cross)  # block h is the last on the level: the move shows from h + 1
+
+
+def _hinge_fits(t: np.ndarray, v: np.ndarray, breaks: np.ndarray) -> int | None:
+    """The break with the least sum of squares (_hinge), each fit's coefficients in closed
+    form and its residuals summed directly; None unless every other break's sum exceeds the
+    least by a margin that no rounding of either method reaches (then numpy decides)."""
+    with np.errstate(all="ignore"):
+        x = np.maximum(0.0, t[None, :] - breaks[:, None])  # a row per break
+        xm = x.mean(axis=1, keepdims=True)
+        vm = v.mean()
+        dx = x - xm
+        b = (dx @ (v - vm)) / np.einsum("ij,ij->i", dx, dx)
+        a = vm - b * xm[:, 0]
+        r = v[None, :] - a[:, None] - b[:, None] * x
+        sse = np.einsum("ij,ij->i", r, r)
+        scale = float(np.dot(v, v))
+        spread = float(np.dot(v - vm, v - vm))
+    if not (np.isfinite(sse).all() and math.isfinite(scale)):
+        return None
+    k = int(np.argmin(sse))
+    least = float(sse[k])
+    margin = 1e-6 * least + 1e-9 * spread + 1e-12 * scale
+    others = np.delete(sse, k)
+    if len(others) and not bool((others - least > margin).all()):
+        return None
+    return int(breaks[k])
+
+
+def _hinge_lstsq(t: np.ndarray, v: np.ndarray, lo: int, cross: int) -> int:
+    """_hinge's break by numpy's least squares, one fit per break (ties: the earlier)."""
     best, at = math.inf, cross
     for h in range(lo, cross + 1):
         x = np.maximum(0.0, t - h)
@@ -227,7 +268,7 @@ def _hinge(y: np.ndarray, cross: int, back: int = 16, after: int = 2) -> int:
             sse = float(np.sum((v - design @ coef) ** 2))
         if sse < best * (1 - 1e-12):  # ties: the earlier break
             best, at = sse, h
-    return min(at + 1, cross)  # block h is the last on the level: the move shows from h + 1
+    return at
 
 
 @detector("shift", brief=True)
