@@ -597,14 +597,22 @@ def held(s: Series, p: Params) -> Evidence | None:
     if len(s) < 2 or s.end[-1] - s.start[0] + 1 < p.get("min_steps", 0):
         return None
     move = float(p.get("max_move", 0.02))
+    high = s.first_range[1]
+    high_too = bool(p.get("also_high")) and math.isfinite(high) and high > 0
+    # gate: the latest block, in the float64 arithmetic of the mask below (nan: no)
+    last = s.mean[-1]
+    off_last = abs(last / first - 1.0)
+    if high_too:
+        off_last = np.fmin(off_last, abs(last / high - 1.0))
+    if not off_last <= move:
+        return None
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = np.abs(s.mean / first - 1.0)
         # `also_high`: or back at the first block's highest point, the untrained level of a
         # metric that training lowers (entropy) when the first steps broke it and the block's
         # mean sits between the two
-        high = s.first_range[1]
         ref, what = first, "its first logged level"
-        if p.get("also_high") and math.isfinite(high) and high > 0:
+        if high_too:
             to_high = np.abs(s.mean / high - 1.0)
             if bool(to_high[-1] < rel[-1]):
                 ref, what = high, "the highest point of its first logged block"
