@@ -19,14 +19,24 @@ def median(x: Any) -> float:
     """np.median of a 1-D sequence, exactly (NaN if it holds a NaN or is empty), without numpy's
     masked-array check: that check imports numpy.ma, ~10 ms of every `rl-advisor` start."""
     a = np.asarray(x, dtype=float).ravel()
+    if a.size == 0 or np.isnan(a).any():
+        return math.nan
+    return _middle(a.copy())
+
+
+def _middle(a: np.ndarray) -> float:
+    """The median of `a`, a 1-D float array of no NaN that is the caller's own copy: it is
+    partitioned in place as np.partition partitions its copy (the same selection, so the
+    same element of two equal ones such as 0.0 and -0.0)."""
     n = a.size
-    if n == 0 or np.isnan(a).any():
+    if n == 0:
         return math.nan
     k = n // 2
     if n % 2:
-        return float(np.partition(a, k)[k])
-    part = np.partition(a, (k - 1, k))
-    return float((part[k - 1] + part[k]) / 2.0)  # as numpy: the mean of the middle two
+        a.partition(k)
+        return float(a[k])
+    a.partition((k - 1, k))
+    return float((a[k - 1] + a[k]) / 2.0)  # as numpy: the mean of the middle two
 
 
 def percentile(x: Any, q: float) -> float:
@@ -56,7 +66,7 @@ def distinct(x: Any) -> np.ndarray:
 def nanmedian(x: Any) -> float:
     """np.nanmedian of a 1-D sequence (NaN ignored; NaN when nothing is left), see `median`."""
     a = np.asarray(x, dtype=float).ravel()
-    return median(a[~np.isnan(a)])
+    return _middle(a[~np.isnan(a)])  # (a copy)
 
 
 @dataclass(frozen=True, slots=True)
