@@ -345,10 +345,14 @@ def _curves(d: Diagnosis) -> list[dict[str, Any]]:
     return out
 
 
+# cost entries that count whole steps of a window (advisor.cost): all of it, by construction
+_WHOLE_STEPS = frozenset({"after_collapse", "past_best", "past_plateau"})
+
+
 def _waste_what(e: dict[str, Any], unit: str) -> str:
     """A cost row's waste: its share and what; the steps after a collapse or past the best
     are said as such (their share of their own window is all of it by construction)."""
-    if e["unit"] == "steps" and e["share"] >= 1:
+    if e.get("kind") in _WHOLE_STEPS:
         after = e["what"].split(" steps ", 1)[-1]  # "came after the entropy collapse"
         return t("the " + unit + " that {after}", after=t(after))
     return f"{pct(e['share'])} {t(e['what'])}"
