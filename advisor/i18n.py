@@ -165,8 +165,8 @@ def localise_config(c: Any) -> Any:
 
 _FIELD = re.compile(r"\{(\w+)(\?)?\}")
 # fields that hold one word (a metric, a parameter, a rule's id or name, a kind, a step or
-# steps `a–b`, a log's line number, a value)
-_WORD_FIELDS = re.compile(r"(metric|param|id|name|kind|steps?|line|value)\d*")
+# steps `a–b`, a log's line number, a value, a command-line flag)
+_WORD_FIELDS = re.compile(r"(metric|param|id|name|kind|steps?|line|value|flag)\d*")
 
 
 def messages() -> Mapping[str, Any]:

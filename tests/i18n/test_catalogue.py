@@ -100,7 +100,7 @@ def test_every_message_has_both_languages_with_the_same_fields(mid: str) -> None
 def _sample(mid: str, english: str) -> dict[str, str]:
     """A value per field, none of them a message: one word where the field holds one, two
     where it may hold a phrase, empty where it may be empty."""
-    word = re.compile(r"(metric|param|id|name|kind|steps?|line|value)\d*")
+    word = re.compile(r"(metric|param|id|name|kind|steps?|line|value|flag)\d*")
     out = {}
     for i, (name, optional) in enumerate(re.findall(r"\{(\w+)(\??)\}", english)):
         tag = f"v{i}{mid.count('.')}"
@@ -217,6 +217,7 @@ def test_every_message_is_still_written_by_the_code() -> None:
     # a message whose English the code no longer writes is stale: each of its words (outside
     # its fields) is a word of some string literal of advisor's code
     words = set(re.findall(r"[A-Za-z][A-Za-z'-]{3,}", _code_literals()))
+    words |= {w.capitalize() for w in words}  # a clause the code begins a sentence with
     stale = {}
     for mid, said in {**MESSAGES["messages"], **{w: {"en": w} for w in MESSAGES["words"]}}.items():
         text = re.sub(r"\{\w+\??\}", " ", said["en"])
