@@ -99,9 +99,11 @@ def _convert(job: Path, output: Path | None) -> Path:
         raise InputError(f"{output}: the converted job must not overwrite {job}")
     text, notes = sdk_layout_text(job)
     write_all([("--output", dest, text.encode("utf-8"))])
+    from advisor.i18n import say
+
     for note in notes:
-        typer.echo(f"note: {note}", err=True)
-    typer.echo(f"wrote {output}: {job} in the platform SDK's layout", err=True)
+        typer.echo(say(f"note: {note}"), err=True)
+    typer.echo(say(f"wrote {output}: {job} in the platform SDK's layout"), err=True)
     # written through to a stream (/dev/null, stdout): nothing to read back, the job is
     # checked as given (the same values, in its own layout)
     return job if written_through(dest) else output
