@@ -326,11 +326,11 @@ def watch_job(
         )
         alerts.advisor = adv
         sidecar = _Sidecar(folder / "job.log", adv, on_finding=alerts, poll=poll, alerter=alerter)
-        said = say(
+        watching = say(
             f"rl-advisor: watching job {job_id} ({job.status}) on the platform (Ctrl-C to stop "
             "and report)"
         )
-        alerts.console.print(f"[dim]{escape(said)}[/]")
+        alerts.console.print(f"[dim]{escape(watching)}[/]")
         why = "the job ended"
         try:
             for seen, new in client.follow(job_id, poll):
@@ -341,8 +341,8 @@ def watch_job(
             why = "interrupted"
         sidecar.end()
     alerts.close()
-    said = say(f"rl-advisor: stopped watching ({why}: {job.status}) after {adv.steps} steps")
-    alerts.console.print(f"[dim]{escape(said)}[/]")
+    stopped = say(f"rl-advisor: stopped watching ({why}: {job.status}) after {adv.steps} steps")
+    alerts.console.print(f"[dim]{escape(stopped)}[/]")
     if adv.steps == 0:
         if lines == 0:
             raise platform.no_log_yet(job)

@@ -60,6 +60,11 @@ def _job(tmp: Path, text: bytes, name: str = "job.yaml") -> str:
     return str(tmp / name)
 
 
+def _judged(*extra: str) -> list[str]:
+    """diagnose of a corpus run with its job file, and `extra`."""
+    return ["diagnose", str(RUN), "--config", str(RUN / "job.yaml"), *extra]
+
+
 def _report_dir(tmp: Path) -> str:
     (tmp / "prev").mkdir()
     return str(tmp / "prev")
@@ -91,23 +96,19 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
         "Expecting value",
     ),
     "previous_missing": (
-        lambda d: ["diagnose", str(RUN), "--config", str(RUN / "job.yaml"), "--previous",
-                   str(d / "old.json")],  # fmt: skip
+        lambda d: _judged("--previous", str(d / "old.json")),
         "",
     ),
     "previous_dir": (
-        lambda d: ["diagnose", str(RUN), "--config", str(RUN / "job.yaml"), "--previous",
-                   _report_dir(d)],  # fmt: skip
+        lambda d: _judged("--previous", _report_dir(d)),
         "",
     ),
     "previous_not_json": (
-        lambda d: ["diagnose", str(RUN), "--config", str(RUN / "job.yaml"), "--previous",
-                   _job(d, b"{oops", "old.json")],  # fmt: skip
+        lambda d: _judged("--previous", _job(d, b"{oops", "old.json")),
         "Expecting property name enclosed in double quotes: line column (char)",
     ),
     "output_is_input": (
-        lambda d: ["diagnose", str(RUN), "--config", str(RUN / "job.yaml"), "--output",
-                   str(RUN / "train.log")],  # fmt: skip
+        lambda d: _judged("--output", str(RUN / "train.log")),
         "",
     ),
     "patched_without_config": (
@@ -186,7 +187,8 @@ def test_the_status_line_after_a_report(tmp_path, capsys, monkeypatch) -> None:
     zh, report = diagnose("zh")
     verdict = report.split("**结论：** ")[1].split("\n")[0]
     assert zh == (
-        f"rl-advisor: {verdict}报告已写入 OUT/Report.md；修改后的作业配置已写入 OUT/Patched.yaml。\n"
+        f"rl-advisor: {verdict}报告已写入 OUT/Report.md；"
+        "修改后的作业配置已写入 OUT/Patched.yaml。\n"
     )
     assert not leaks(zh)
 
@@ -196,10 +198,10 @@ def _watch(tmp: Path, lang: str) -> tuple[int, str]:
 
     env = {k: v for k, v in os.environ.items() if k != "RL_ADVISOR_LANG"}
     env.update(RL_ADVISOR_LANG=lang, COLUMNS="200")
+    args = ["--config", str(CRASH / "job.yaml"), "--idle", "2", "--poll", "0.2"]
+    args += ["--output", str(tmp / f"{lang}.md"), "--on-finding", "exit 3"]
     out = subprocess.run(
-        [sys.executable, "-m", "advisor", "watch", str(CRASH / "train.log"), "--config",
-         str(CRASH / "job.yaml"), "--idle", "2", "--poll", "0.2", "--output",
-         str(tmp / f"{lang}.md"), "--on-finding", "exit 3"],  # fmt: skip
+        [sys.executable, "-m", "advisor", "watch", str(CRASH / "train.log"), *args],
         capture_output=True,
         text=True,
         env=env,
@@ -257,4 +259,3 @@ def test_a_line_no_message_reads_stays_as_written(monkeypatch) -> None:
     assert leaks(error_line("x.log: something new went wrong"))  # so a test above can fail
     monkeypatch.setenv("RL_ADVISOR_LANG", "en")
     assert error_line("x.log: something") == "rl-advisor: error: x.log: something"
-
