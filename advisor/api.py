@@ -334,6 +334,14 @@ def diagnose_job(
     history = read_history(previous_paths(previous), _load_config_once)
     from advisor import engine  # imported alongside the read
 
+    if reading.reading():
+        # Imported alongside the read too, which the imports above no longer outlast: the
+        # job file's parser and what `assemble` imports (no work that could fail: a run
+        # that cannot be read is still said before anything about its job)
+        if config is not None:
+            lazy.yaml  # noqa: B018
+        from advisor import cost, outlook, remedy  # noqa: F401
+        from advisor.checkpoints import checkpoint_advice  # noqa: F401
     run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples)
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)

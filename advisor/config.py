@@ -370,12 +370,14 @@ def _joined_surrogates(obj: Any) -> Any:
 class JobFile:
     """A job file read and parsed once, handed on to what loads, diffs and patches it: `raw` as
     read (the diff's old side), `text` as parsed (a Python file's `job =` stripped) and the
-    parsed `document`, which is never changed (a patch is applied to a copy)."""
+    parsed `document`, which is never changed (a patch is applied to a copy). `yaml11`: its
+    YAML 1.1 texts (yaml11_texts) as the parse found them, None where it did not look."""
 
     path: Path
     raw: str
     text: str
     document: Any
+    yaml11: dict[str, tuple[str, int]] | None = None
 
 
 def read_document(path: Path) -> Any:
@@ -412,7 +414,11 @@ def read_job_file(path: Path) -> JobFile:
     source_text, text = text, _strip_assignment(text)
     _check_nesting(path, text)
     try:
-        doc = _yaml().load(text)
+        # YAML.load, in its two steps: the node tree's YAML 1.1 texts are read in between
+        yaml = _yaml()
+        root = yaml.compose(text)
+        yaml11 = _yaml11_nodes(root)  # (constructing rewrites a merge key's mapping node)
+        doc = None if root is None else yaml.constructor.construct_document(root)
     except lazy.yaml.error.MarkedYAMLError as err:
         if (pydoc := _python_job(source_text)) is not None:
             # client.run(...) written in Python, as the guide shows it
@@ -439,7 +445,7 @@ def read_job_file(path: Path) -> JobFile:
         raise InputError(f"{path}:1: empty file, expected a mapping of job config keys")
     if not isinstance(doc, Mapping):
         raise InputError(f"{path}:1: expected a mapping of job config keys, got a {_kind(doc)}")
-    return JobFile(path, source_text, text, doc)
+    return JobFile(path, source_text, text, doc, yaml11)
 
 
 def _not_a_file(path: Path) -> str:
@@ -1655,26 +1661,57 @@ def yaml11_texts(job_file: JobFile) -> dict[str, tuple[str, int]]:
     written, from the text the job file was read from."""
     if job_file.path.suffix.lower() == ".py":
         return {}
+    if job_file.yaml11 is not None:  # found while the file was parsed
+        return dict(job_file.yaml11)
     try:
         root = _yaml().compose(job_file.text)
     except Exception:  # read once already; a document composed differently is not judged
         return {}
     found: dict[str, tuple[str, int]] = {}
+    _visit_numbers(root, "", found)
+    return found
 
-    def visit(node: Any, path: str) -> None:
-        kind = type(node).__name__
-        if kind == "MappingNode":
-            for key, value in node.value:
-                visit(value, f"{path}.{key.value}" if path else str(key.value))
-        elif kind == "SequenceNode":
-            for i, value in enumerate(node.value):
-                visit(value, f"{path}[{i}]")
-        elif kind == "ScalarNode" and node.style is None and node.tag in _NUMBER_TAGS:
-            raw = str(node.value)
-            if not (_YAML11_FLOAT.fullmatch(raw) or _YAML11_INT.fullmatch(raw)):
-                found[path] = (raw, node.start_mark.line + 1)
 
-    visit(root, "")
+def _visit_numbers(
+    node: Any,
+    path: str,
+    found: dict[str, tuple[str, int]],
+    budget: list[int] | None = None,
+    depth: int = 0,
+) -> None:
+    """yaml11_texts' scalars under `node` into `found`. With `budget` ([nodes left]), a tree
+    whose aliases repeat it past _MAX_NODES nodes or _MAX_NESTING levels is not walked to the
+    end: _Exhausted (the file's own checks refuse such a document once it is constructed)."""
+    if budget is not None:
+        budget[0] -= 1
+        if budget[0] < 0 or depth > _MAX_NESTING:
+            raise _Exhausted
+    kind = type(node).__name__
+    if kind == "MappingNode":
+        for key, value in node.value:
+            where = f"{path}.{key.value}" if path else str(key.value)
+            _visit_numbers(value, where, found, budget, depth + 1)
+    elif kind == "SequenceNode":
+        for i, value in enumerate(node.value):
+            _visit_numbers(value, f"{path}[{i}]", found, budget, depth + 1)
+    elif kind == "ScalarNode" and node.style is None and node.tag in _NUMBER_TAGS:
+        raw = str(node.value)
+        if not (_YAML11_FLOAT.fullmatch(raw) or _YAML11_INT.fullmatch(raw)):
+            found[path] = (raw, node.start_mark.line + 1)
+
+
+class _Exhausted(Exception):
+    pass
+
+
+def _yaml11_nodes(root: Any) -> dict[str, tuple[str, int]] | None:
+    """yaml11_texts of a composed node tree, before it is constructed; None where the walk
+    stops short (see _visit_numbers) or fails: yaml11_texts then composes the text again."""
+    found: dict[str, tuple[str, int]] = {}
+    try:
+        _visit_numbers(root, "", found, [_MAX_NODES])
+    except Exception:
+        return None
     return found
 
 

@@ -74,6 +74,8 @@ class Steps:
 
     @classmethod
     def of(cls, steps: Any, seconds: Any = None) -> Steps:
+        from advisor.detectors.series import median  # np.median's, without numpy.ma
+
         np = lazy.numpy
         st = np.asarray(steps, dtype=np.int64)
         n = len(st)
@@ -83,7 +85,7 @@ class Steps:
             return cls(st, np.zeros(0), secs)
         gaps = np.diff(st).astype(float)
         positive = gaps[gaps > 0]
-        usual = float(np.median(positive)) if len(positive) else 1.0
+        usual = median(positive) if len(positive) else 1.0
         # the first log stands for the steps since the run's start (TRL's first log at step
         # 10 for 10), at most a usual gap: its weight does not depend on how the rest is
         # sampled (the online Advisor's thinned history gives the same)
@@ -96,9 +98,11 @@ class Steps:
 
     def step_seconds(self) -> Any:
         """Each logged step's seconds, gaps filled with the run's median step time."""
+        from advisor.detectors.series import median  # np.median's, without numpy.ma
+
         np = lazy.numpy
         known = self.seconds[np.isfinite(self.seconds)]
-        fill = float(np.median(known)) if len(known) else math.nan
+        fill = median(known) if len(known) else math.nan
         return np.where(np.isfinite(self.seconds), self.seconds, fill)
 
 

@@ -42,6 +42,10 @@ class Reading:
         except BaseException as err:  # handed to the caller's thread, raised there
             self._got.append(err)
 
+    def reading(self) -> bool:
+        """The read is still going on (on its thread): time the caller can use."""
+        return self._thread is not None and self._thread.is_alive()
+
     def run(self) -> Run:
         """The run; what load_run raised is raised here, as it was raised."""
         if self._thread is None:

@@ -34,6 +34,12 @@ def rulebook_dir() -> Path:
     return Path(str(files("advisor.rulebook")))
 
 
+def detectors_yaml() -> Path:
+    """The detectors' declared parameters (advisor/book/paramspec.py), which the symptom
+    rulebook's loader checks every leaf against."""
+    return rulebook_dir() / "detectors.yaml"
+
+
 class RulebookYAMLError(ValueError):
     """A shipped YAML file that does not parse; `where` is ":LINE" or "" and `what` the
     parser's complaint. (Callers need not import ruamel just to catch its error.)"""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 from advisor import schema
 from advisor.book.expressions import _parse, fmt
 from advisor.resources import load_validated, read_yaml_data, rulebook_dir
-from advisor.schema import STRICT, After, Plain
+from advisor.schema import STRICT, After, Plain, declared
 from advisor.types import ConfigFinding, Severity
 
 if TYPE_CHECKING:
@@ -41,7 +40,7 @@ def _expression(value: str | None) -> str | None:
     return value
 
 
-@dataclass(kw_only=True)
+@declared()
 class FieldSpec(_Strict):
     """One scalar field of the job model: type, valid range or choices, platform default."""
 
@@ -55,7 +54,7 @@ class FieldSpec(_Strict):
     meaning: str = ""
 
 
-@dataclass(kw_only=True)
+@declared()
 class HpAlias(_Strict):
     """Another framework's name for a platform hyperparameter (for C001's "did you mean")."""
 
@@ -66,7 +65,7 @@ class HpAlias(_Strict):
     source: str = ""
 
 
-@dataclass(kw_only=True)
+@declared()
 class ModelInfo(_Strict):
     kind: Literal["dense", "moe"]
     params_b: Annotated[float, Field(gt=0, description="total parameters, billions")]
@@ -75,19 +74,19 @@ class ModelInfo(_Strict):
     ] = None
 
 
-@dataclass(kw_only=True)
+@declared()
 class ScaleAdvice(_Strict):
     lr_max: float
     kl_max: float
 
 
-@dataclass(kw_only=True)
+@declared()
 class MtuSpec(_Strict):
     gpu_memory_gb: Annotated[float, Field(gt=0)]
     note: str = ""
 
 
-@dataclass(kw_only=True)
+@declared()
 class RequireCheck(_Strict):
     """Fires when `expr` is false."""
 
@@ -95,7 +94,7 @@ class RequireCheck(_Strict):
     expr: str
 
 
-@dataclass(kw_only=True)
+@declared()
 class RangeCheck(_Strict):
     """Fires when `param` lies outside [min, max] (either bound optional)."""
 
@@ -105,7 +104,7 @@ class RangeCheck(_Strict):
     max: float | None = None
 
 
-@dataclass(kw_only=True)
+@declared()
 class EnumCheck(_Strict):
     """Fires when `param` is not one of `values`."""
 
@@ -114,7 +113,7 @@ class EnumCheck(_Strict):
     values: list[Any]
 
 
-@dataclass(kw_only=True)
+@declared()
 class SumEqualsCheck(_Strict):
     """Fires when the numbers of mapping/list `param` do not sum to `total` (within tolerance)."""
 
@@ -124,7 +123,7 @@ class SumEqualsCheck(_Strict):
     tolerance: float = 1e-6
 
 
-@dataclass(kw_only=True)
+@declared()
 class RegexCheck(_Strict):
     """Fires when string `param` does not fully match `pattern`."""
 
@@ -133,7 +132,7 @@ class RegexCheck(_Strict):
     pattern: str
 
 
-@dataclass(kw_only=True)
+@declared()
 class CustomCheck(_Strict):
     """A registered Python function, for the few rules that need arithmetic (memory estimate)."""
 
@@ -142,7 +141,7 @@ class CustomCheck(_Strict):
     args: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-@dataclass(kw_only=True)
+@declared()
 class LoadCheck(_Strict):
     """Emitted by the config loader (unknown keys, types, ranges); documented here."""
 
@@ -155,7 +154,7 @@ Check = (
 )
 
 
-@dataclass(kw_only=True)
+@declared()
 class RepairMove(_Strict):
     """One way to restore a coupling: `param` takes the value of the expression `to`."""
 
@@ -182,7 +181,7 @@ class RepairMove(_Strict):
     ] = dataclasses.field(default_factory=list)
 
 
-@dataclass(kw_only=True)
+@declared()
 class CouplingRepair(_Strict):
     """How the remedy restores this coupling after its change broke it: the rule's `require`
     check is the relation, the first move that applies says which side moves and to what."""
@@ -194,7 +193,7 @@ class CouplingRepair(_Strict):
     moves: Annotated[list[RepairMove], Field(min_length=1)]
 
 
-@dataclass(kw_only=True)
+@declared()
 class ConfigRule(_Strict):
     """One static rule, with its ruff-shaped documentation."""
 
@@ -263,7 +262,7 @@ class ConfigRule(_Strict):
         )
 
 
-@dataclass(kw_only=True)
+@declared()
 class ConfigRulebook(_Strict):
     version: int
     hyper_parameters: dict[str, FieldSpec]
@@ -325,7 +324,7 @@ def _check_repair(rule: ConfigRule, known: set[str]) -> None:
         raise ValueError(f"{rule.id}: a repair moves hyperparameters only, not {unknown}")
 
 
-@dataclass(kw_only=True)
+@declared()
 class Profile(_Strict):
     description: str
     model: str
@@ -333,7 +332,7 @@ class Profile(_Strict):
     hyper_parameters: dict[str, Any]
 
 
-@dataclass(kw_only=True)
+@declared()
 class ProfileBook(_Strict):
     version: int
     profiles: dict[str, Profile]

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from advisor import schema
 from advisor.resources import load_validated, read_yaml_data, rulebook_dir
-from advisor.schema import STRICT, Plain
+from advisor.schema import STRICT, Plain, declared
 
 Framework = Literal["platform", "trl", "verl", "openrlhf"]
 FRAMEWORKS: tuple[str, ...] = ("platform", "trl", "verl", "openrlhf")
@@ -21,14 +21,14 @@ class _Strict(Plain):
     __pydantic_config__ = STRICT
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@declared(frozen=True)
 class Case(_Strict):
     when: dict[str, Any]
     key: str
     also: dict[str, Any] | None = None
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@declared(frozen=True)
 class Hold(_Strict):
     """A framework setting scaled with a change of the key by the same factor, so that a
     quantity the guide keeps apart stays what it was (TRL counts prompts per step through
@@ -38,7 +38,7 @@ class Hold(_Strict):
     keeps: str
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@declared(frozen=True)
 class Name(_Strict):
     """One guide hyperparameter in one framework."""
 
@@ -55,7 +55,7 @@ class Name(_Strict):
     holds: Hold | None = None
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@declared(frozen=True)
 class OnPolicy(_Strict):
     """Settings that act only on updates made off-policy: while each generation batch is used
     up within one optimizer step the importance ratio is exactly 1 and they change nothing."""
@@ -70,7 +70,7 @@ class OnPolicy(_Strict):
     assumed: str  # said after `why` when the run names none of `per_batch`
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@declared(frozen=True)
 class FrameworkInfo(_Strict):
     title: str
     file: str
@@ -80,7 +80,7 @@ class FrameworkInfo(_Strict):
     off_policy_only: OnPolicy | None = None
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@declared(frozen=True)
 class DialectBook(_Strict):
     version: int
     frameworks: dict[str, FrameworkInfo]

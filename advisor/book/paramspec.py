@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from advisor import schema
-from advisor.resources import read_rulebook_data, rulebook_dir
+from advisor.resources import detectors_yaml, read_rulebook_data
 from advisor.schema import STRICT, Plain
 from advisor.types import InputError, Scalar
 
@@ -134,7 +134,7 @@ class DetectorBook(_Strict):
 
 
 def spec_path() -> Path:
-    return rulebook_dir() / "detectors.yaml"
+    return detectors_yaml()
 
 
 @cache

@@ -9,21 +9,22 @@ against the detectors' declared ones (advisor/book/paramspec.py). The engine
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from advisor import schema
-from advisor.book.paramspec import DetectorBook, detector_book, spec_path
 from advisor.detectors import DETECTORS
-from advisor.schema import STRICT, Plain
+from advisor.resources import detectors_yaml
+from advisor.schema import STRICT, Plain, declared
 from advisor.types import InputError, Scalar, Severity
 
 if TYPE_CHECKING:
     from pydantic import Field
+
+    from advisor.book.paramspec import DetectorBook
 
 ALGORITHMS = ("gspo", "grpo", "dapo")
 # Facts about the job (from hp) or the run's end (`crashed`: it ended other than "completed").
@@ -46,7 +47,7 @@ class _M(Plain):
     _condition = ""
 
 
-@dataclass(kw_only=True)
+@declared()
 class PerAlgorithm(_M):
     """A threshold that depends on the algorithm (GSPO clips ~100x more tokens than GRPO;
     typical KL coefficients: GRPO ~0.04, GSPO ~0.001, DAPO 0 — knowledge.md §3)."""
@@ -61,7 +62,7 @@ class PerAlgorithm(_M):
         return self.default if value is None else value
 
 
-@dataclass(kw_only=True)
+@declared()
 class Leaf(_M):
     """One detector on one metric (a list of metrics means: any of them)."""
 
@@ -116,13 +117,13 @@ class Leaf(_M):
         return [self.metric] if isinstance(self.metric, str) else list(self.metric)
 
 
-@dataclass(kw_only=True)
+@declared()
 class AllOf(_M):
     all: list[Node]
     reason: Annotated[str, Field(description=_REASON)] = ""
 
 
-@dataclass(kw_only=True)
+@declared()
 class AnyOf(_M):
     any: list[Node]
     reason: Annotated[str, Field(description=_REASON)] = ""
@@ -137,13 +138,13 @@ class AnyOf(_M):
     ] = False
 
 
-@dataclass(kw_only=True)
+@declared()
 class NotOf(_M):
     not_: Annotated[Node, Field(alias="not")]
     reason: Annotated[str, Field(description=_REASON)] = ""
 
 
-@dataclass(kw_only=True)
+@declared()
 class Use(_M):
     """A named condition of the rulebook's `conditions`, used in a rule's tree; on a condition
     that is one leaf, `params` and `keep` set some of its parameters for this use."""
@@ -157,7 +158,7 @@ class Use(_M):
 Node = Leaf | AllOf | AnyOf | NotOf | Use
 
 
-@dataclass(kw_only=True)
+@declared()
 class Condition(_M):
     """A condition named once and used by name in the rules (`- use: low_reward`)."""
 
@@ -165,7 +166,7 @@ class Condition(_M):
     when: Node
 
 
-@dataclass(kw_only=True)
+@declared()
 class SizeBy(_M):
     """One measure of how far the run is off, read from what the run showed (a fact of
     `advisor.runfacts`): `ratio` gives the factor (fact / target) ** power; `kl_controller`
@@ -183,7 +184,7 @@ class SizeBy(_M):
     why: Annotated[str, Field(min_length=1, description="why this measure sizes the step")]
 
 
-@dataclass(kw_only=True)
+@declared()
 class SizeSpec(_M):
     """The step sized to the fault: the first measure of `by` the run has gives the factor,
     held inside `bounds` ([mild, strongest]). While the same move has not cured (the run
@@ -212,7 +213,7 @@ class SizeSpec(_M):
     source: Annotated[str, Field(min_length=1, description="where the sizing comes from")]
 
 
-@dataclass(kw_only=True)
+@declared()
 class ChangeSpec(_M):
     param: str
     op: Literal["multiply", "add", "set"]
@@ -233,14 +234,14 @@ class ChangeSpec(_M):
     ] = None
 
 
-@dataclass(kw_only=True)
+@declared()
 class ActionSpec(_M):
     advice: Annotated[str, Field(min_length=1)]
     changes: list[ChangeSpec] = field(default_factory=list)
     safety: Literal["safe", "unsafe", "display_only"] = "unsafe"
 
 
-@dataclass(kw_only=True)
+@declared()
 class FirstWhen(_M):
     """An action that goes before the rule's primary when a fact of the run (advisor.runfacts)
     names the cause: a sampling temperature so low that every group's answers are alike."""
@@ -252,7 +253,7 @@ class FirstWhen(_M):
     action: ActionSpec
 
 
-@dataclass(kw_only=True)
+@declared()
 class Urgent(_M):
     """A finding whose evidence reaches a level that makes it the first thing to fix: its
     priority is raised while the first evidence's `level` statistic is at least `at_least`."""
@@ -262,7 +263,7 @@ class Urgent(_M):
     why: Annotated[str, Field(min_length=1, description="why it goes first at that level")]
 
 
-@dataclass(kw_only=True)
+@declared()
 class CaseChange(_M):
     """One declared change to a case's healthy base run, from step `start` on."""
 
@@ -287,7 +288,7 @@ class CaseChange(_M):
     ] = 1
 
 
-@dataclass(kw_only=True)
+@declared()
 class RuleCase(_M):
     """A firing or non-firing case beside its rule: a small healthy base run (400 steps,
     eval_steps 20, reward rising to a plateau, KL levelling off, entropy easing) plus the
@@ -306,7 +307,7 @@ class RuleCase(_M):
     within: Annotated[int, Field(ge=0, description="onset tolerance, steps")] = 40
 
 
-@dataclass(kw_only=True)
+@declared()
 class SymptomRule(_M):
     """One run-time symptom: its documentation (ruff's sections), conditions and actions."""
 
@@ -395,7 +396,7 @@ class SymptomRule(_M):
     ] = field(default_factory=list)
 
 
-@dataclass(kw_only=True)
+@declared()
 class Settings(_M):
     default_eval_steps: Annotated[
         int, Field(ge=1, description="eval_steps when unknown, no length")
@@ -481,7 +482,7 @@ class Settings(_M):
     ] = "val_reward"
 
 
-@dataclass(kw_only=True)
+@declared()
 class SymptomRulebook(_M):
     version: int
     false_alarm_budget: Annotated[str, Field(min_length=1)]
@@ -607,7 +608,9 @@ def leaves(node: Node | None) -> Iterable[Leaf]:
 def _load_cached(path: str, mtime: float) -> SymptomRulebook:
     from advisor.resources import load_validated
 
-    return load_validated(Path(path), parse_symptom_rules, __name__, also=(spec_path(),))
+    # the detectors' declared parameters check every leaf (check_rulebook): their file keys
+    # the cache too; book/paramspec.py (its classes: ~2 ms a start) is imported to check only
+    return load_validated(Path(path), parse_symptom_rules, __name__, also=(detectors_yaml(),))
 
 
 def load_symptom_rules(path: Path | None = None) -> SymptomRulebook:
@@ -646,6 +649,8 @@ def check_rulebook(book: SymptomRulebook, path: Path, spec: DetectorBook | None 
 
     Raises InputError naming the file, the rule, the leaf and (for an unknown key) the closest
     declared one."""
+    from advisor.book.paramspec import detector_book
+
     spec = spec or detector_book()
     for rule in book.rules:
         for where, leaf in walk(rule.when):
@@ -674,6 +679,8 @@ def leaf_problem(leaf: Leaf, spec: DetectorBook) -> str | None:
             if key in spec.companions:
                 return f"{part}.{key}: a companion metric is the leaf's own `{key}:`, not a param"
             if key not in allowed:
+                import difflib
+
                 close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 return (

@@ -22,10 +22,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor import lazy
 from advisor.cli import Exit, FailOn, ReportFormat
 from advisor.reading import Reading
 from advisor.report import render
-from advisor.report.markdown import verdict
 from advisor.resources import destination, write_all, written_through
 from advisor.types import (
     JOB_FILE,
@@ -328,6 +328,8 @@ def execute(
         # the read starts before the API's import (pydantic, the rulebooks' models), which it
         # overlaps (advisor.reading); this module imports neither
         reading = Reading(metrics)
+        if format != ReportFormat.json and reading.reading():
+            lazy.jinja2  # noqa: B018  (the report templates' engine: alongside the read too)
         from advisor.api import diagnose_job, file_changes
 
         d, job = diagnose_job(
@@ -370,11 +372,12 @@ def execute(
         if source is not config:
             said[-1] += f" (from {source})"
     if said:
+        from advisor.i18n import localise_diagnosis, say, t
+        from advisor.report.markdown import verdict  # (a report on stdout says none)
+
         # one line for the person at the terminal; stdout stays the report's (or empty); said
         # in the user's language (the verdict as the report says it, the rest from
         # rulebook/i18n/messages.yaml)
-        from advisor.i18n import localise_diagnosis, say, t
-
         line = "; ".join(said)
         line = say(f"{line[:1].upper()}{line[1:]}.")
         echo(f"rl-advisor: {verdict(localise_diagnosis(d))}{t(' ')}{line}\n", err=True)

@@ -22,7 +22,17 @@ from advisor.detectors.common import (
     _steps,
 )
 from advisor.detectors.registry import SHARES, Column, Params, detector, screen
-from advisor.detectors.series import COUNT, HI, LO, MEAN, NONFINITE, Baseline, Series, nanmedian
+from advisor.detectors.series import (
+    COUNT,
+    HI,
+    LO,
+    MEAN,
+    NONFINITE,
+    Baseline,
+    Series,
+    median,
+    nanmedian,
+)
 from advisor.types import Evidence
 
 
@@ -715,7 +725,7 @@ def stopped(s: Series, p: Params) -> Evidence | None:
     gone = s.run_end - last
     if gone <= 0 or int(s.count.sum() + s.nonfinite.sum()) < int(p.get("min_points", 3)):
         return None
-    block = float(np.median(s.end - s.start + 1))
+    block = median(s.end - s.start + 1)
     span = s.run_end - int(s.start[0]) + 1
     if gone < float(p.get("min_blocks", 2)) * block or gone < float(p.get("min_frac", 0.1)) * span:
         return None

@@ -45,6 +45,7 @@ from advisor.detectors.series import (
     Series,
     _span_sd_last,
     median,
+    median_rows,
     nanmedian,
     robust_scale,
     span_sd,
@@ -556,7 +557,7 @@ def swing(s: Series, p: Params) -> Evidence | None:
         results.append(st_j)
     st = results[0]
     i = n - w + int(st["onset"])
-    steps = float(np.median(s.end[i:] - s.start[i:] + 1)) * st["period"]
+    steps = median(s.end[i:] - s.start[i:] + 1) * st["period"]
     need = float(p.get("min_ratio", 5.0))
     return _evidence(
         s,
@@ -657,10 +658,10 @@ def _swing_may(rows: np.ndarray, ends: np.ndarray, w: int, p: Params) -> np.ndar
             & (cnt >= int(p.get("min_points", 3))).all(axis=1)
             & np.isfinite(sd).all(axis=1)
         )
-        noise = np.maximum(np.median(sd / np.sqrt(cnt), axis=1), 1e-12)
+        noise = np.maximum(median_rows(sd / np.sqrt(cnt)), 1e-12)
         need = np.maximum(
             np.maximum(float(p.get("min_ratio", 5.0)) * noise, float(p.get("min_abs", 0.0))),
-            float(p.get("min_rel", 0.2)) * np.abs(np.median(y, axis=1)),
+            float(p.get("min_rel", 0.2)) * np.abs(median_rows(y)),
         )
         tc = np.arange(w, dtype=float) - (w - 1) / 2.0
         yc = y - y.mean(axis=1, keepdims=True)

@@ -27,7 +27,15 @@ from advisor.detectors.common import (
     _window_scale,
 )
 from advisor.detectors.registry import Column, Params, detector, screen
-from advisor.detectors.series import _MAD_TO_SIGMA, COUNT, MEAN, SD, Series, nanmedian
+from advisor.detectors.series import (
+    _MAD_TO_SIGMA,
+    COUNT,
+    MEAN,
+    SD,
+    Series,
+    median,
+    nanmedian,
+)
 from advisor.types import Evidence
 
 
@@ -357,11 +365,11 @@ def _block_noise(s: Series) -> float:
     sd = s.raw[:, SD]
     ok = (s.count >= 3) & np.isfinite(sd)
     if ok.sum() >= 2:
-        return float(np.median(sd[ok]))
+        return median(sd[ok])
     y = s.mean[np.isfinite(s.mean)]
     if len(y) < 3:
         return math.nan
-    return float(np.median(np.abs(np.diff(y)))) * _MAD_TO_SIGMA / math.sqrt(2.0)
+    return median(np.abs(np.diff(y))) * _MAD_TO_SIGMA / math.sqrt(2.0)
 
 
 @detector("collapse")

@@ -46,6 +46,13 @@ def percentile(x: Any, q: float) -> float:
     return above - diff * (1 - g) if g >= 0.5 else below + diff * g
 
 
+def distinct(x: Any) -> np.ndarray:
+    """np.unique of a 1-D integer array (its values sorted, each once), without numpy's
+    masked-array check: see `median`."""
+    a = np.sort(np.asarray(x).ravel())
+    return a[np.r_[True, a[1:] != a[:-1]]] if a.size else a
+
+
 def nanmedian(x: Any) -> float:
     """np.nanmedian of a 1-D sequence (NaN ignored; NaN when nothing is left), see `median`."""
     a = np.asarray(x, dtype=float).ravel()
@@ -278,6 +285,17 @@ def wander_of(rows: np.ndarray) -> tuple[float | None, float | None]:
     spans = span_sd(rows)
     spans = spans[np.isfinite(spans)]
     return scale, (float(median(spans)) if len(spans) >= WANDER_BLOCKS // 2 else None)
+
+
+def median_rows(a: np.ndarray) -> np.ndarray:
+    """np.median(a, axis=1) of a 2-D float array, exactly (NaN in a row that holds one), see
+    `median`: the same partition (NaN last) and the same mean of the middle two."""
+    n = a.shape[1]
+    k = n // 2
+    part = np.partition(a, ([k] if n % 2 else [k - 1, k]) + [-1], axis=1)
+    mid = part[:, k] if n % 2 else (part[:, k - 1] + part[:, k]) / 2.0
+    last = part[:, -1]
+    return np.where(np.isnan(last), last, mid)
 
 
 def _median_rows(a: np.ndarray) -> np.ndarray:

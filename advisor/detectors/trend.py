@@ -27,7 +27,16 @@ from advisor.detectors.common import (
     _window_scale,
 )
 from advisor.detectors.registry import Column, Params, detector, screen
-from advisor.detectors.series import END, MEAN, START, Series, _pairs, median, nanmedian
+from advisor.detectors.series import (
+    END,
+    MEAN,
+    START,
+    Series,
+    _pairs,
+    distinct,
+    median,
+    nanmedian,
+)
 from advisor.types import Evidence
 
 
@@ -242,7 +251,7 @@ def _plateau_screen(c: Column, p: Params) -> np.ndarray:
     until_rise, max_p = bool(p.get("until_rise")), float(p.get("max_p", 0.05))
     max_effect = float(p.get("max_effect", 3.0))
     asked = ~quiet & (logged == width) & (width >= 2) & (index >= c.ask)
-    for wv in np.unique(width[asked]).tolist():
+    for wv in distinct(width[asked]).tolist():
         at = np.flatnonzero(asked & (width == wv))
         _, dy, slope = _window_slopes(rows, at, wv)
         with np.errstate(invalid="ignore", over="ignore"):
@@ -452,9 +461,9 @@ def growth(s: Series, p: Params) -> Evidence | None:
             return False, math.nan
         ly = np.log(y)
         third = max(1, w // 4)
-        a = float(np.median(ly[:third]))
-        mid = float(np.median(ly[w // 2 - third // 2 : w // 2 - third // 2 + third]))
-        b = float(np.median(ly[-third:]))
+        a = median(ly[:third])
+        mid = median(ly[w // 2 - third // 2 : w // 2 - third // 2 + third])
+        b = median(ly[-third:])
         g1, g2 = mid - a, b - mid
         total = b - a
         ok = total >= math.log(ratio_need) and g1 > 0 and g2 >= late * g1

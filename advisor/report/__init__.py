@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from advisor.i18n import localise_diagnosis
-from advisor.report.markdown import render_markdown
 from advisor.types import Diagnosis, InputError, without_surrogates
 
 
@@ -40,6 +39,9 @@ def _localised(diagnosis: Diagnosis) -> Diagnosis:
 
 
 def _markdown(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
+    # the Markdown renderer (its charts, templates and escaping: ~2 ms) is no json report's
+    from advisor.report.markdown import render_markdown
+
     return render_markdown(_localised(diagnosis), out_dir, stem)
 
 

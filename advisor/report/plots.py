@@ -88,7 +88,9 @@ def chart(d: Diagnosis, f: Finding, e: Evidence) -> str:
     logged = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
     bad = logged & ~ok
     if bad.any():
-        body.append(ax.crosses(np.unique(px[bad].astype(int)), ONSET))
+        from advisor.detectors.series import distinct  # np.unique's, without numpy.ma
+
+        body.append(ax.crosses(distinct(px[bad].astype(int)), ONSET))
         legend.append((_cross(7, -3, ONSET), "NaN/inf"))
     title = f"{f.id} {f.name}: {e.metric}"
     return "\n".join(
@@ -233,6 +235,8 @@ class _Axes:
 def _decimated(x: Any, y: Any) -> Any:
     """Indices to keep of points in step order: per whole pixel column its first, lowest,
     highest and last point."""
+    from advisor.detectors.series import distinct  # np.unique's, without numpy.ma
+
     np = lazy.numpy
     col = x.astype(np.int64)
     starts = np.concatenate(([0], np.flatnonzero(np.diff(col)) + 1))
@@ -240,7 +244,7 @@ def _decimated(x: Any, y: Any) -> Any:
     # sorted by column, then by height: each column's first entry is its extreme
     top = np.lexsort((y, col))[starts]
     low = np.lexsort((-y, col))[starts]
-    return np.unique(np.concatenate((starts, ends, top, low)))
+    return distinct(np.concatenate((starts, ends, top, low)))
 
 
 def _tick(line: tuple[object, ...], at: tuple[object, object], anchor: str, label: str) -> str:

@@ -32,12 +32,17 @@ def test_diagnose_with_a_patched_config_reads_and_parses_the_job_once(
     text = job.read_text(encoding="utf-8")
     parses, reads = [], []
 
-    real_load = YAML.load
+    real_load, real_compose = YAML.load, YAML.compose
 
     def counted_load(self: YAML, stream: Any) -> Any:
         if stream == text:
             parses.append(1)
         return real_load(self, stream)
+
+    def counted_compose(self: YAML, stream: Any) -> Any:  # a parse too (to a node tree)
+        if stream == text:
+            parses.append(1)
+        return real_compose(self, stream)
 
     real_open = Path.open
 
@@ -47,6 +52,7 @@ def test_diagnose_with_a_patched_config_reads_and_parses_the_job_once(
         return real_open(self, *args, **kwargs)
 
     monkeypatch.setattr(YAML, "load", counted_load)
+    monkeypatch.setattr(YAML, "compose", counted_compose)
     monkeypatch.setattr(Path, "open", counted_open)
     out, patched = tmp_path / "report.json", tmp_path / "patched.yaml"
     argv = [str(RUN / "metrics.jsonl"), "--config", str(job), "--format", "json"]
@@ -88,3 +94,38 @@ def test_the_loaded_job_patches_as_a_fresh_read_does(path: Path, lr: float, kl: 
 
 def test_a_job_without_a_file_has_no_job_file() -> None:
     assert load_config(None).file is None
+
+
+_PAIRS = list(zip("abcdefg", "bcdefgh", strict=True))  # each alias list nine of the one before
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a merge key: constructing the document rewrites its mapping node
+        "base: &b\n  learning_rate: 2e-6\ntraining:\n  hyper_parameters:\n    <<: *b\n"
+        "    kl_loss_coef: 1e-3\n",
+        # aliases repeated past what the walk of the parse follows (the file is refused)
+        "a: &a [1e-6, 2e-6, 3e-6]\n"
+        + "".join(f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in _PAIRS)
+        + "training:\n  hyper_parameters:\n    learning_rate: 1e-6\n",
+        "training:\n  hyper_parameters:\n    learning_rate: 0e0\n    n_epochs: 1_0\n",
+    ],
+)
+def test_the_yaml11_texts_found_in_the_parse_equal_a_fresh_composes(
+    text: str, tmp_path: Path
+) -> None:
+    """config.yaml11_texts from the one parse of the file: what composing it afresh finds."""
+    from advisor.config import _visit_numbers, yaml11_texts
+    from advisor.types import InputError
+
+    job = tmp_path / "job.yaml"
+    job.write_text(text, encoding="utf-8")
+    try:
+        job_file = read_job_file(job)
+    except InputError as err:
+        assert "aliases expand" in str(err)
+        return
+    fresh: dict[str, tuple[str, int]] = {}
+    _visit_numbers(YAML(typ="rt", pure=True).compose(text), "", fresh)
+    assert job_file.yaml11 == fresh and yaml11_texts(job_file) == fresh

@@ -68,3 +68,31 @@ def test_median_and_percentile_equal_numpys_exactly(xs: list[float], q: float) -
 
 def _bits(v: float) -> float | str:
     return "nan" if math.isnan(v) else v
+
+
+_cell = st.one_of(
+    _values, st.just(math.nan), st.just(math.inf), st.just(-math.inf), st.floats(-1e308, 1e308)
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 5).flatmap(lambda w: st.lists(st.lists(_cell, min_size=w, max_size=w),
+                                                    min_size=1, max_size=6)))  # fmt: skip
+def test_row_medians_equal_numpys_exactly(rows: list[list[float]]) -> None:
+    """median_rows is np.median(axis=1) bit for bit (NaN and infinities included), without
+    numpy's import of numpy.ma."""
+    from advisor.detectors.series import median_rows
+
+    a = np.asarray(rows)
+    with np.errstate(all="ignore"):
+        ours, ref = median_rows(a), np.median(a, axis=1)
+    assert ours.dtype == ref.dtype and np.array_equal(ours, ref, equal_nan=True), (ours, ref)
+
+
+@given(st.lists(st.integers(-5, 40), max_size=50))
+def test_distinct_is_numpys_unique(xs: list[int]) -> None:
+    from advisor.detectors.series import distinct
+
+    a = np.asarray(xs, dtype=np.int64)
+    ours, ref = distinct(a), np.unique(a)
+    assert ours.dtype == ref.dtype and np.array_equal(ours, ref)

@@ -6,11 +6,11 @@ JSON / JSONL / CSV records with `epoch` and no step field, a notebook table head
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
 
+from epoch_logs import collapse_log
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -113,21 +113,9 @@ def test_every_record_maps_to_the_epoch_it_printed(gaps: list[int]) -> None:
     assert run.epochs == {i + 1: e for i, e in enumerate(epochs)}
 
 
-def _collapse_log(path: Path) -> None:
-    rows = []
-    for i in range(1, 121):  # entropy 0.9 -> the floor from record 50 on; 40 records an epoch
-        ent = 0.9 if i < 50 else max(0.004, 0.9 * math.exp(-(i - 50) / 5))
-        rows.append(
-            f"{{'loss': 0.01, 'grad_norm': 0.5, 'reward': {0.3 + 0.002 * i:.3f}, "
-            f"'reward_std': 0.3, 'entropy': {ent:.4f}, 'completions/mean_length': 200.0, "
-            f"'epoch': {i / 40}}}"
-        )
-    path.write_text("\n".join(rows) + "\n")
-
-
 def test_diagnose_says_onsets_in_epochs_through_the_entry_point(tmp_path: Path) -> None:
     p = tmp_path / "train.log"
-    _collapse_log(p)
+    collapse_log(p)
     cmd = [sys.executable, "-m", "advisor", "diagnose", str(p), "--fail-on", "never"]
     out = subprocess.run([*cmd, "--format", "json"], capture_output=True, text=True, check=True)
     d = json.loads(out.stdout)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from epoch_logs import collapse_log
 from report_helpers import HP, Judgement, finding, make_rules, make_run
 
 from advisor.api import assemble
@@ -128,21 +128,9 @@ def test_summaries_count_records() -> None:
     )
 
 
-def _collapse_log(path: Path) -> None:
-    rows = []
-    for i in range(1, 121):  # entropy 0.9 -> the floor from record 50 on; 40 records an epoch
-        ent = 0.9 if i < 50 else max(0.004, 0.9 * math.exp(-(i - 50) / 5))
-        rows.append(
-            f"{{'loss': 0.01, 'grad_norm': 0.5, 'reward': {0.3 + 0.002 * i:.3f}, "
-            f"'reward_std': 0.3, 'entropy': {ent:.4f}, 'completions/mean_length': 200.0, "
-            f"'epoch': {i / 40}}}"
-        )
-    path.write_text("\n".join(rows) + "\n")
-
-
 def test_cost_and_verdict_in_epochs_through_the_entry_point(tmp_path: Path) -> None:
     p = tmp_path / "train.log"
-    _collapse_log(p)
+    collapse_log(p)
     cmd = [sys.executable, "-m", "advisor", "diagnose", str(p), "--fail-on", "never"]
     d = json.loads(
         subprocess.run([*cmd, "--format", "json"], capture_output=True, text=True,
