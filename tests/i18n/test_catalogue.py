@@ -231,3 +231,11 @@ def test_a_stale_message_is_found() -> None:
     words = set(re.findall(r"[A-Za-z][A-Za-z'-]{3,}", _code_literals()))
     made_up = "{metric} drifted sideways over steps {steps} by an unusual amount."
     assert set(re.findall(r"[A-Za-z][A-Za-z'-]{3,}", made_up)) - words
+
+
+def test_a_literal_value_stays_as_typed(monkeypatch) -> None:
+    # `error` is a word the catalogue says (错误), but a severity the user typed stays typed
+    monkeypatch.setenv("RL_ADVISOR_LANG", "zh")
+    said = i18n.say("--alert-severity error: expected info, warning or error")
+    assert said == "--alert-severity error：应为 info、warning 或 error"
+    assert i18n.say("error") == "错误"

@@ -37,6 +37,7 @@ def leaks(text: str, quoted: str = "") -> list[str]:
     """The English words in a row of `text`, but those a library or the OS wrote (`quoted`)."""
     said = set(re.findall(r"[A-Za-z]{2,}", quoted))
     bare = re.sub(r"'[^'\n]*'", " ", CODE.sub(" ", text))  # a format's own words: 'key: value'
+    bare = re.sub(r"--[\w-]+(?: \w+)?", " ", bare)  # a flag and its value: --alert email
     found = WORDS.findall(IDENT.sub(" ", bare))
     return [w for w in found if not set(re.findall(r"[A-Za-z]{2,}", w)) <= said]
 
@@ -122,6 +123,20 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "unknown_rule": (lambda d: ["rules", "P99"], ""),
     "unknown_demo": (lambda d: ["demo", "nosuch"], "demo nosuch"),  # the call as typed
     "set_bad": (lambda d: ["diagnose", str(RUN), "--set", "learning_rate"], ""),
+    "gpus": (lambda d: _judged("--gpus", "0"), ""),
+    "rules_config": (
+        lambda d: _judged("--rules-config", _job(d, b"[rules.P99]\nenabled = false\n", "r.toml")),
+        "",
+    ),
+    "rules_config_severity": (
+        lambda d: _judged("--rules-config", _job(d, b'[rules.P1]\nseverity = "erorr"\n', "r.toml")),
+        "error warning info",  # the values a severity takes
+    ),
+    "alert_no_recipient": (lambda d: ["watch", _log(d, b""), "--alert", "email"], ""),
+    "alert_severity": (
+        lambda d: ["watch", _log(d, b""), "--alert", "slack", "--alert-severity", "loud"],
+        "",
+    ),
 }
 
 
