@@ -141,7 +141,10 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
 
 
 def _call(capsys, monkeypatch, args: list[str], env: str | None) -> tuple[int, str, str]:
-    monkeypatch.delenv("RL_ADVISOR_LANG", raising=False)
+    # main() sets these from --lang and --rules-config: set here first, so undone after
+    for name in ("RL_ADVISOR_LANG", "RL_ADVISOR_RULES_CONFIG"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     if env is not None:
         monkeypatch.setenv("RL_ADVISOR_LANG", env)
     code = main(args)
