@@ -122,7 +122,7 @@ def _markdown(
     job: Path, loaded: LoadedConfig, diag: Diagnosis, show_config: bool, n_rules: int
 ) -> str:
 
-    from advisor.i18n import localise_config
+    from advisor.i18n import localise_config, say
 
     findings = [_view(localise_config(f), fmt) for f in diag.config_findings]
     by_sev = {s: [f for f in findings if f["severity"] == s] for s in ("error", "warning", "info")}
@@ -140,7 +140,7 @@ def _markdown(
         findings=findings,
         by_severity=by_sev,
         counts={s: len(v) for s, v in by_sev.items()},
-        assumptions=diag.assumptions,
+        assumptions=[say(a) for a in diag.assumptions],
         merged=merged,
         training_samples=loaded.training_samples,
     )

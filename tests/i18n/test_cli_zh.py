@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from test_zh_report import CODE, IDENT
+from test_zh_report import leaks as report_leaks
 
 from advisor.cli import main
 
@@ -277,3 +278,12 @@ def test_a_line_no_message_reads_stays_as_written(monkeypatch) -> None:
     assert leaks(error_line("x.log: something new went wrong"))  # so a test above can fail
     monkeypatch.setenv("RL_ADVISOR_LANG", "en")
     assert error_line("x.log: something") == "rl-advisor: error: x.log: something"
+
+
+def test_validate_says_its_summary_and_assumptions_in_zh(capsys, monkeypatch) -> None:
+    # the job's training file is not beside it: the assumption that says so, in zh too
+    args = ["validate", str(RUN / "job.yaml")]
+    _, en, _ = _call(capsys, monkeypatch, args, None)
+    _, zh, _ = _call(capsys, monkeypatch, args, "zh")
+    assert "not found locally" in en and report_leaks(en)
+    assert "本地找不到训练文件" in zh and not report_leaks(zh), report_leaks(zh)
