@@ -12,8 +12,8 @@ shared machine the load drifts; a ratio within one round is steadier). Figures a
 Peak memory is the process's maximum resident set (ru_maxrss), floor and command alike.
 
 Rows (target in brackets):
-  2,000 x 150 verl JSONL      diagnose --config job.yaml --format json           [<= 1.4x]
-  2,000 x 150 with findings   diagnose --config job.yaml -o report.md (+ charts)  [<= 1.8x]
+  2,000 x 150 verl JSONL      diagnose --config job.yaml --format json           [<= 1.3x]
+  2,000 x 150 with findings   diagnose --config job.yaml -o report.md (+ charts)  [<= 1.5x]
   200,000 x 30                diagnose --config job.yaml --format json           [<= 3x]
   200,000 x 150 (1.1 GB)      peak memory of the json call                       [<= 1.5x]
   1,000,000 x 150 (5.7 GB)    completes, peak memory                             [<= 16 GB]
@@ -296,17 +296,17 @@ def rows_2k(tmp: Path, job: Path, d: list[str], rounds: int) -> None:
                 "--format json": (
                     healthy,
                     [*d, str(healthy), "-c", str(job), "--format", "json"],
-                    "<= 1.4",
+                    "<= 1.3",
                 ),
                 "--format json, with findings": (
                     sick,
                     [*d, str(sick), "-c", str(job), "--format", "json"],
-                    "<= 1.4",
+                    "<= 1.3",
                 ),
                 "-o report.md, with findings and their charts": (
                     sick,
                     [*d, str(sick), "-c", str(job), "-o", str(out / "r.md")],
-                    "<= 1.8",
+                    "<= 1.5",
                 ),
             },
             rounds,
