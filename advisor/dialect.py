@@ -316,7 +316,15 @@ class Speaker:
         if entry is None:
             return []
         if entry.values:
-            wanted = entry.values.get(str(change.to), {})
+            values = next(
+                (
+                    c.values
+                    for c in entry.value_cases
+                    if all(self.facts.get(k, _Unknown) == v for k, v in c.when.items())
+                ),
+                entry.values,
+            )
+            wanted = values.get(str(change.to), entry.values.get(str(change.to), {}))
             said = [self._setting(k, v) for k, v in wanted.items()]
             # what the run is known to do already stays; a value only assumed from the
             # framework's defaults is written (another release's default may differ)

@@ -23,9 +23,11 @@ same fields (`words`: the single words and clauses it picks between; `phrases`: 
 said wherever they stand). `say(sentence)` finds the message the English sentence is, reads its
 values back and fills them into the translation; a value that is itself a message (a clause
 the code composed apart) is said in the language too, anything else (numbers, names, a log's
-own words) stays as written. A report is said in the language when it is rendered
-(`localise_diagnosis`): the code that composes the sentences stays in English and the JSON
-keeps them as written.
+own words) stays as written, and so does any value of a `{literal...}` field (a setting as the
+user typed it, which may happen to be a word the catalogue says: `error`). A report is said in
+the language when it is rendered (`localise_diagnosis`): the code that composes the sentences
+stays in English and the JSON keeps them as written. The CLI's own lines (a status line, the
+one line of an unusable input) are said where they are printed (advisor.cli.error_line).
 JSON keys, finding ids, parameter and metric names, numbers stay as they are.
 """
 
@@ -165,8 +167,8 @@ def localise_config(c: Any) -> Any:
 
 _FIELD = re.compile(r"\{(\w+)(\?)?\}")
 # fields that hold one word (a metric, a parameter, a rule's id or name, a kind, a step or
-# steps `a–b`, a log's line number, a value)
-_WORD_FIELDS = re.compile(r"(metric|param|id|name|kind|steps?|line|value)\d*")
+# steps `a–b`, a log's line number, a value, a command-line flag)
+_WORD_FIELDS = re.compile(r"(metric|param|id|name|kind|steps?|line|value|flag)\d*")
 
 
 def messages() -> Mapping[str, Any]:
@@ -256,7 +258,10 @@ def _say(text: str, code: str, depth: int, spoken: Mapping[str, str]) -> str:
         for pat, zh in _patterns(code):
             m = pat.fullmatch(flat)
             if m is not None:
-                values = {k: _say(v, code, depth + 1, spoken) for k, v in m.groupdict().items()}
+                values = {
+                    k: v if k.startswith("literal") else _say(v, code, depth + 1, spoken)
+                    for k, v in m.groupdict().items()
+                }
                 said = tidy(_fill(zh, values))
                 break
     return text if said is None else lead + said + trail

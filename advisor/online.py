@@ -406,7 +406,11 @@ class Advisor:
             if hit is None:
                 continue
             canon, rank = hit
-            special = key in names.ZERO_MEANS_MISSING or key == names.ROLL_TRUNCATION_COUNT
+            special = (
+                key in names.ZERO_MEANS_MISSING
+                or key in names.SCALED
+                or key == names.ROLL_TRUNCATION_COUNT
+            )
             if special or (canon == "val_reward" and rank >= 0):
                 plan = _SLOW  # validation averages and rate conversions: canonicalize itself
                 break

@@ -28,6 +28,9 @@ def _keys(framework: str) -> set[str]:
             out |= set(case.also or {})
         for settings in entry.values.values():
             out |= set(settings)
+        for vc in entry.value_cases:
+            for settings in vc.values.values():
+                out |= set(settings)
     return out
 
 
@@ -59,7 +62,10 @@ def test_trl_names_exist_in_the_installed_grpoconfig() -> None:
 def _keys_of(entry: Any) -> set[str]:
     out = {entry.key} if entry.key else set()
     out |= {c.key for c in entry.cases} | set(entry.also)
-    for settings in entry.values.values():
+    for settings in [
+        *entry.values.values(),
+        *(v for c in entry.value_cases for v in c.values.values()),
+    ]:
         out |= set(settings)
     return out
 
@@ -144,3 +150,17 @@ def test_framework_of_a_config_file() -> None:
     assert framework_of_document({"actor_rollout_ref": {}, "data": {}}) == "verl"
     assert framework_of_document({"num_generations": 4, "output_dir": "o"}) == "trl"
     assert framework_of_document({"training": {"hyper_parameters": {}}}) is None
+
+
+def test_a_verl_run_with_a_critic_keeps_its_estimator_when_dapo_is_advised() -> None:
+    """DAPO for a PPO run (GAE advantages) is Clip-Higher alone: no switch to GRPO's estimator,
+    no dynamic sampling of groups a PPO run does not sample."""
+    from advisor.dialect import Speaker
+    from advisor.types import Change
+
+    change = Change(param="algorithm", from_="gspo", to="dapo", op="set")
+    ppo = Speaker("verl", {}, {"adv_estimator": "gae"}, {}).settings([change])
+    assert ppo == {"actor_rollout_ref.actor.clip_ratio_high": 0.28}
+    grpo = Speaker("verl", {}, {"adv_estimator": "grpo"}, {}).settings([change])
+    assert grpo["algorithm.filter_groups.enable"] is True  # a GRPO run: the whole switch
+    assert grpo["actor_rollout_ref.actor.clip_ratio_high"] == 0.28

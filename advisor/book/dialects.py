@@ -29,6 +29,15 @@ class Case(_Strict):
 
 
 @declared(frozen=True)
+class ValueCase(_Strict):
+    """A choice's settings for runs that show `when` (a verl run with a critic keeps its
+    estimator: of DAPO only Clip-Higher applies to it)."""
+
+    when: dict[str, Any]
+    values: dict[str, dict[str, Any]]
+
+
+@declared(frozen=True)
 class Hold(_Strict):
     """A framework setting scaled with a change of the key by the same factor, so that a
     quantity the guide keeps apart stays what it was (TRL counts prompts per step through
@@ -49,6 +58,7 @@ class Name(_Strict):
     divide_by: str | None = None
     scale: bool = False
     values: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    value_cases: list[ValueCase] = dataclasses.field(default_factory=list)
     none: str | None = None
     note: str | None = None
     since_absent: str | None = None  # the key is gone from newer releases: why, if so

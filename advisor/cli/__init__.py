@@ -99,8 +99,17 @@ def fail(message: str) -> None:
     """Print one line on stderr and exit 2 (unusable input)."""
     typer = lazy.typer
 
-    typer.echo(f"rl-advisor: error: {message}", err=True)
+    typer.echo(error_line(message), err=True)
     raise typer.Exit(Exit.UNUSABLE)
+
+
+def error_line(message: str) -> str:
+    """The one line of an unusable input or call, in the user's language: the message is
+    composed in English and said from rulebook/i18n/messages.yaml (advisor.i18n.say); one the
+    catalogue lacks stays as written."""
+    from advisor.i18n import say, t
+
+    return t("rl-advisor: error: {message}", message=say(message))
 
 
 _COMMANDS = ("diagnose", "validate", "watch", "rules", "harness", "diff", "demo")
@@ -147,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = _take_lang(args)
     except ValueError as err:
-        sys.stderr.write(f"rl-advisor: error: {err}\n")
+        sys.stderr.write(error_line(str(err)) + "\n")
         return Exit.UNUSABLE
     if args[:1] == ["diagnose"]:
         # The collector stays off while the command's modules are imported, as it does for
@@ -205,7 +214,7 @@ def _guarded(call: Any) -> int:
     try:
         return int(call())
     except InputError as err:
-        echo(f"rl-advisor: error: {err}\n", err=True)
+        echo(error_line(str(err)) + "\n", err=True)
         return Exit.UNUSABLE
     except KeyboardInterrupt:
         return 130
@@ -223,7 +232,7 @@ def _framework(args: list[str]) -> int:
         # Without standalone mode click returns a command's exit code instead of exiting.
         rv = _app()(args=args, standalone_mode=False)
     except InputError as err:
-        typer.echo(f"rl-advisor: error: {err}", err=True)
+        typer.echo(error_line(str(err)), err=True)
         return Exit.UNUSABLE
     except typer.Exit as ex:
         return int(ex.exit_code or 0)
@@ -238,7 +247,8 @@ def _framework(args: list[str]) -> int:
             format_message = getattr(err, "format_message", None)
             message = str(format_message()) if callable(format_message) else str(err)
             if message:  # no_args_is_help has printed the help already
-                typer.echo(f"rl-advisor: error: {message}", err=True)
+                # click's own words stay English (its messages are not in the catalogue)
+                typer.echo(error_line(message), err=True)
             return Exit.UNUSABLE
         if isinstance(err, abort):
             return 130

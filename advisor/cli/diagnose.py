@@ -181,7 +181,9 @@ def diagnose_job(
     if not job.finished:
         said = f"job {job_id} is {job.status}: judged on its log so far ({len(lines)} lines)"
     if said:
-        echo(f"rl-advisor: {said}\n", err=True)
+        from advisor.i18n import say
+
+        echo(f"rl-advisor: {say(said)}\n", err=True)
     if job.status == platform.FAILED and fail_on != FailOn.never:
         code = max(code, Exit.FINDINGS)
     return code

@@ -372,10 +372,15 @@ def execute(
         if source is not config:
             said[-1] += f" (from {source})"
     if said:
+        from advisor.i18n import localise_diagnosis, say, t
         from advisor.report.markdown import verdict  # (a report on stdout says none)
 
-        # one line for the person at the terminal; stdout stays the report's (or empty)
-        echo(f"rl-advisor: {verdict(d)} {'; '.join(said).capitalize()}.\n", err=True)
+        # one line for the person at the terminal; stdout stays the report's (or empty); said
+        # in the user's language (the verdict as the report says it, the rest from
+        # rulebook/i18n/messages.yaml)
+        line = "; ".join(said)
+        line = say(f"{line[:1].upper()}{line[1:]}.")
+        echo(f"rl-advisor: {verdict(localise_diagnosis(d))}{t(' ')}{line}\n", err=True)
     return int(exit_code(d, fail_on))
 
 

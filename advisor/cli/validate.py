@@ -99,9 +99,11 @@ def _convert(job: Path, output: Path | None) -> Path:
         raise InputError(f"{output}: the converted job must not overwrite {job}")
     text, notes = sdk_layout_text(job)
     write_all([("--output", dest, text.encode("utf-8"))])
+    from advisor.i18n import say
+
     for note in notes:
-        typer.echo(f"note: {note}", err=True)
-    typer.echo(f"wrote {output}: {job} in the platform SDK's layout", err=True)
+        typer.echo(say(f"note: {note}"), err=True)
+    typer.echo(say(f"wrote {output}: {job} in the platform SDK's layout"), err=True)
     # written through to a stream (/dev/null, stdout): nothing to read back, the job is
     # checked as given (the same values, in its own layout)
     return job if written_through(dest) else output
@@ -120,7 +122,7 @@ def _markdown(
     job: Path, loaded: LoadedConfig, diag: Diagnosis, show_config: bool, n_rules: int
 ) -> str:
 
-    from advisor.i18n import localise_config
+    from advisor.i18n import localise_config, say
 
     findings = [_view(localise_config(f), fmt) for f in diag.config_findings]
     by_sev = {s: [f for f in findings if f["severity"] == s] for s in ("error", "warning", "info")}
@@ -138,7 +140,7 @@ def _markdown(
         findings=findings,
         by_severity=by_sev,
         counts={s: len(v) for s, v in by_sev.items()},
-        assumptions=diag.assumptions,
+        assumptions=[say(a) for a in diag.assumptions],
         merged=merged,
         training_samples=loaded.training_samples,
     )

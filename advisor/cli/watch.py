@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
 
 from advisor.cli import FailOn, OutputFormat, app
 from advisor.cli.diagnose import _check_outputs, exit_code, staged_report, write_all
+from advisor.i18n import say, t
 from advisor.ingest import is_regular, load_run
 from advisor.integrations.follow import Sidecar, resolve_log
 from advisor.online import Advisor
@@ -57,7 +59,7 @@ class Alerts:
         self.alerter = alerter  # advisor.alerts.Alerter: Slack, Discord, a webhook, email
         self.advisor = advisor  # whose dialect the alerts' change is said in
         if alerter is not None and alerter._say is None:
-            alerter._say = lambda line: self.console.print(f"[red]{escape(line)}[/]")
+            alerter._say = lambda line: self.console.print(f"[red]{escape(say(line))}[/]")
 
     def __call__(self, finding: Finding) -> None:
         self.show(finding)
@@ -75,9 +77,10 @@ class Alerts:
                 self.alerter.check(self.advisor, every=0)
             self.alerter.close()
         except KeyboardInterrupt:  # a second Ctrl-C: the report, without waiting for alerts
-            self.console.print("[dim]rl-advisor: alerts not waited for[/]")
+            self.console.print(f"[dim]{say('rl-advisor: alerts not waited for')}[/]")
 
     def show(self, f: Finding) -> None:
+        # composed in English, said in the user's language (advisor.i18n)
         sev = f.severity.value
         where = f"step {f.onset_step}" if f.onset_step is not None else "end of run"
         seen = (
@@ -85,15 +88,17 @@ class Alerts:
             if f.detected_step not in (None, f.onset_step)
             else ""
         )
+        label = t(sev).upper()  # padded to 7 columns (a Chinese character takes two)
         self.console.print(
-            f"[{_STYLE.get(sev, 'bold')}]{sev.upper():7}[/] {escape(f.id)} "
-            f"[bold]{escape(f.name)}[/] from {where}{seen}"
+            f"[{_STYLE.get(sev, 'bold')}]{label}{' ' * (7 - cell_len(label))}[/] {escape(f.id)} "
+            f"[bold]{escape(f.name)}[/] {escape(say(f'from {where}{seen}'))}"
         )
         for e in f.evidence[:2]:
-            self.console.print(Padding(escape(e.summary), (0, 0, 0, 8)))  # wraps indented
+            self.console.print(Padding(escape(say(e.summary)), (0, 0, 0, 8)))  # wraps indented
         if f.action is not None:
-            safety = _SAFETY.get(f.action.safety, "")
-            self.console.print(Padding(f"-> {escape(f.action.advice)}{safety}", (0, 0, 0, 8)))
+            safety = t(_SAFETY.get(f.action.safety, ""))
+            advice = escape(say(f.action.advice))
+            self.console.print(Padding(f"-> {advice}{safety}", (0, 0, 0, 8)))
 
     def run_command(self, f: Finding) -> None:
         """CMD gets the finding's JSON on stdin; its failure is reported, never fatal."""
@@ -131,9 +136,8 @@ class Alerts:
 
     def _failed(self, f: Finding, why: str) -> None:
         self.failures += 1
-        self.console.print(
-            f"[red]rl-advisor: --on-finding command failed for {escape(f.id)}: {escape(why)}[/]"
-        )
+        said = say(f"rl-advisor: --on-finding command failed for {f.id}: {why}")
+        self.console.print(f"[red]{escape(said)}[/]")
 
 
 @app.command("watch")
@@ -243,12 +247,12 @@ def watch(
     adv = Advisor.from_config(config, **kwargs) if config is not None else Advisor(**kwargs)
     alerts = Alerts(on_finding, on_finding_timeout, alerter=alerter, advisor=adv)
     sidecar = _Sidecar(path, adv, on_finding=alerts, poll=poll, idle=idle, alerter=alerter)
-    alerts.console.print(
-        f"[dim]rl-advisor: watching {escape(str(path))} (Ctrl-C to stop and report)[/]"
-    )
+    said = say(f"rl-advisor: watching {path} (Ctrl-C to stop and report)")
+    alerts.console.print(f"[dim]{escape(said)}[/]")
     why = sidecar.run()
     alerts.close()
-    alerts.console.print(f"[dim]rl-advisor: stopped watching ({why}) after {adv.steps} steps[/]")
+    said = say(f"rl-advisor: stopped watching ({why}) after {adv.steps} steps")
+    alerts.console.print(f"[dim]{escape(said)}[/]")
     if adv.steps == 0 and not path.exists():  # nothing was ever there to judge
         raise InputError(
             f"{path}: the log never appeared (watched until {why}); expected a training log "
@@ -277,7 +281,7 @@ def _report(d: Any, output: Path | None, dests: dict[str, Path], format: OutputF
     )
     if output is not None:
         write_all([*items, ("--output", dests["--output"], text.encode("utf-8"))])
-        typer.echo(f"rl-advisor: report written to {output}", err=True)
+        typer.echo(f"rl-advisor: {say(f'report written to {output}')}", err=True)
     else:
         typer.echo(text, nl=False)
 
@@ -322,10 +326,11 @@ def watch_job(
         )
         alerts.advisor = adv
         sidecar = _Sidecar(folder / "job.log", adv, on_finding=alerts, poll=poll, alerter=alerter)
-        alerts.console.print(
-            f"[dim]rl-advisor: watching job {escape(job_id)} ({escape(job.status)}) on the "
-            "platform (Ctrl-C to stop and report)[/]"
+        watching = say(
+            f"rl-advisor: watching job {job_id} ({job.status}) on the platform (Ctrl-C to stop "
+            "and report)"
         )
+        alerts.console.print(f"[dim]{escape(watching)}[/]")
         why = "the job ended"
         try:
             for seen, new in client.follow(job_id, poll):
@@ -336,10 +341,8 @@ def watch_job(
             why = "interrupted"
         sidecar.end()
     alerts.close()
-    alerts.console.print(
-        f"[dim]rl-advisor: stopped watching ({why}: {escape(job.status)}) after {adv.steps} "
-        "steps[/]"
-    )
+    stopped = say(f"rl-advisor: stopped watching ({why}: {job.status}) after {adv.steps} steps")
+    alerts.console.print(f"[dim]{escape(stopped)}[/]")
     if adv.steps == 0:
         if lines == 0:
             raise platform.no_log_yet(job)
@@ -350,7 +353,7 @@ def watch_job(
     _report(d, output, dests, format)
     said = platform.status_line(job)
     if said:
-        typer.echo(f"rl-advisor: {said}", err=True)
+        typer.echo(f"rl-advisor: {say(said)}", err=True)
     code = int(exit_code(d, fail_on))
     if job.status == platform.FAILED and fail_on != FailOn.never:
         code = max(code, 1)

@@ -218,6 +218,8 @@ def _canonical_exprs(cols: list[str], skip: set[str]) -> dict[str, pl.Expr]:
             e = pl.col(raw)
             if raw in names.ZERO_MEANS_MISSING:
                 e = pl.when(e == 0).then(None).otherwise(e)
+            if raw in names.SCALED:
+                e = e * names.SCALED[raw]
             exprs.append(e)
         if canon == "truncation_rate" and {names.ROLL_TRUNCATION_COUNT, names.ROLL_BATCH_SIZE} <= (
             present

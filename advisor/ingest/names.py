@@ -106,6 +106,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "lr": (
         "actor/lr",
+        "actor/lr(1e-4)",  # early verl prints the rate in units of 1e-4 (see SCALED)
         "learning_rate",
         "lr",
         "train/lr",
@@ -176,6 +177,10 @@ KL_IN_REWARD: frozenset[str] = frozenset(
 
 # Keys whose exact 0 means "not measured" (ROLL logs entropy 0 when it skipped it).
 ZERO_MEANS_MISSING: frozenset[str] = frozenset({"critic/entropy/mean"})
+
+# Keys printed in a unit of their own: the value times the factor is the canonical metric
+# (early verl logs `actor/lr(1e-4):0.010` for a learning rate of 1e-6).
+SCALED: dict[str, float] = {"actor/lr(1e-4)": 1e-4}
 
 # ROLL logs truncation as a count; the rate is count / batch size.
 ROLL_TRUNCATION_COUNT = "token/total_response_length/clip"
@@ -330,6 +335,8 @@ def canonicalize(metrics: Mapping[str, float | None]) -> dict[str, float | None]
             continue
         if key in ZERO_MEANS_MISSING and value == 0:
             value = None
+        if key in SCALED and value is not None:
+            value = value * SCALED[key]
         if key == ROLL_TRUNCATION_COUNT:
             value = _roll_rate(value, metrics.get(ROLL_BATCH_SIZE))
         old = best.get(canon)

@@ -345,6 +345,19 @@ def _curves(d: Diagnosis) -> list[dict[str, Any]]:
     return out
 
 
+# cost entries that count whole steps of a window (advisor.cost): all of it, by construction
+_WHOLE_STEPS = frozenset({"after_collapse", "past_best", "past_plateau"})
+
+
+def _waste_what(e: dict[str, Any], unit: str) -> str:
+    """A cost row's waste: its share and what; the steps after a collapse or past the best
+    are said as such (their share of their own window is all of it by construction)."""
+    if e.get("kind") in _WHOLE_STEPS:
+        after = e["what"].split(" steps ", 1)[-1]  # "came after the entropy collapse"
+        return t("the " + unit + " that {after}", after=t(after))
+    return f"{pct(e['share'])} {t(e['what'])}"
+
+
 def _cost_view(d: Diagnosis) -> dict[str, Any] | None:
     """The cost table's rows (advisor.cost) as text."""
     cost = d.cost
@@ -357,7 +370,7 @@ def _cost_view(d: Diagnosis) -> dict[str, Any] | None:
         lo, hi = e["window"]
         rows.append(
             {
-                "what": f"{pct(e['share'])} {t(e['what'])}",
+                "what": _waste_what(e, "records" if ax.on else "steps"),
                 "finding": e["finding"] or "-",
                 "steps": ax.span(lo, hi) or f"{lo}-{hi}",
                 "wasted": fmt(e["steps"]),

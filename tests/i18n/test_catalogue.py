@@ -100,7 +100,7 @@ def test_every_message_has_both_languages_with_the_same_fields(mid: str) -> None
 def _sample(mid: str, english: str) -> dict[str, str]:
     """A value per field, none of them a message: one word where the field holds one, two
     where it may hold a phrase, empty where it may be empty."""
-    word = re.compile(r"(metric|param|id|name|kind|steps?|line|value)\d*")
+    word = re.compile(r"(metric|param|id|name|kind|steps?|line|value|flag)\d*")
     out = {}
     for i, (name, optional) in enumerate(re.findall(r"\{(\w+)(\??)\}", english)):
         tag = f"v{i}{mid.count('.')}"
@@ -217,6 +217,7 @@ def test_every_message_is_still_written_by_the_code() -> None:
     # a message whose English the code no longer writes is stale: each of its words (outside
     # its fields) is a word of some string literal of advisor's code
     words = set(re.findall(r"[A-Za-z][A-Za-z'-]{3,}", _code_literals()))
+    words |= {w.capitalize() for w in words}  # a clause the code begins a sentence with
     stale = {}
     for mid, said in {**MESSAGES["messages"], **{w: {"en": w} for w in MESSAGES["words"]}}.items():
         text = re.sub(r"\{\w+\??\}", " ", said["en"])
@@ -230,3 +231,11 @@ def test_a_stale_message_is_found() -> None:
     words = set(re.findall(r"[A-Za-z][A-Za-z'-]{3,}", _code_literals()))
     made_up = "{metric} drifted sideways over steps {steps} by an unusual amount."
     assert set(re.findall(r"[A-Za-z][A-Za-z'-]{3,}", made_up)) - words
+
+
+def test_a_literal_value_stays_as_typed(monkeypatch) -> None:
+    # `error` is a word the catalogue says (错误), but a severity the user typed stays typed
+    monkeypatch.setenv("RL_ADVISOR_LANG", "zh")
+    said = i18n.say("--alert-severity error: expected info, warning or error")
+    assert said == "--alert-severity error：应为 info、warning 或 error"
+    assert i18n.say("error") == "错误"

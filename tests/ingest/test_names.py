@@ -95,6 +95,7 @@ _KEYS = [
     "entropy", "actor/kl_loss", "kl", "val-core/a/reward/mean@1", "val-core/a/reward/mean@4",
     "val-core/b/acc/mean@1", "val/test_score/c", "eval_reward", "response_length/clip_ratio",
     "completions/clipped_ratio", "critic/entropy/mean", "perf/other", "train/reward",
+    "actor/lr(1e-4)",
     "train/completion_length", "response_length/mean", "reward_mean",
 ]  # fmt: skip
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from advisor.ingest import load_run
 
 _RAY = "\x1b[36m(main_task pid=54569)\x1b[0m "
@@ -64,3 +66,13 @@ def test_a_config_dump_outlives_other_writers_lines(tmp_path: Path) -> None:
     hints = load_run(p).config_hints
     assert hints["learning_rate"] == 1e-06 and hints["adv_estimator"] == "gae"
     assert hints["n_epochs"] == 15 and hints["eval_steps"] == 10
+
+
+def test_the_rate_in_units_of_1e4_is_read_as_the_learning_rate(tmp_path: Path) -> None:
+    """The same baselines print `actor/lr(1e-4):0.010` for a learning rate of 1e-6."""
+    p = tmp_path / "train.log"
+    p.write_text("".join(_step(s).replace(" - timing", " - actor/lr(1e-4):0.010 - timing")
+                         for s in range(0, 30)))  # fmt: skip
+    run = load_run(p)
+    assert run.frame["lr"].to_list() == pytest.approx([1e-6] * 30, rel=1e-12)
+    assert "actor/lr(1e-4)" in run.frame.columns  # the printed key stays, as every key does
