@@ -281,9 +281,13 @@ class Speaker:
         entry = self.entry(param)
         return entry is not None and entry.key is not None
 
+    def _shows(self, when: Mapping[str, Any]) -> bool:
+        """The run shows every fact of a `when` (a case's, a value case's)."""
+        return all(self.facts.get(k, _Unknown) == v for k, v in when.items())
+
     def _case(self, entry: Name) -> tuple[str | None, dict[str, Any]]:
         for case in entry.cases:
-            if all(self.facts.get(k, _Unknown) == v for k, v in case.when.items()):
+            if self._shows(case.when):
                 return case.key, dict(case.also if case.also is not None else entry.also)
         return entry.key, dict(entry.also)
 
@@ -316,14 +320,8 @@ class Speaker:
         if entry is None:
             return []
         if entry.values:
-            values = next(
-                (
-                    c.values
-                    for c in entry.value_cases
-                    if all(self.facts.get(k, _Unknown) == v for k, v in c.when.items())
-                ),
-                entry.values,
-            )
+            cases = (c.values for c in entry.value_cases if self._shows(c.when))
+            values = next(cases, entry.values)
             wanted = values.get(str(change.to), entry.values.get(str(change.to), {}))
             said = [self._setting(k, v) for k, v in wanted.items()]
             # what the run is known to do already stays; a value only assumed from the

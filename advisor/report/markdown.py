@@ -16,7 +16,16 @@ from typing import Any
 from advisor.i18n import localise_config, localise_finding, rule_text, t
 from advisor.report.plots import draw
 from advisor.report.templating import render
-from advisor.report.values import Axis, change_text, duration, fmt, money, pct, waste_said
+from advisor.report.values import (
+    Axis,
+    change_text,
+    duration,
+    fmt,
+    money,
+    pct,
+    steps_after,
+    waste_said,
+)
 from advisor.types import Change, Diagnosis, Finding
 
 TICKS = "▁▂▃▄▅▆▇█"
@@ -353,8 +362,7 @@ def _waste_what(e: dict[str, Any], unit: str) -> str:
     """A cost row's waste: its share and what; the steps after a collapse or past the best
     are said as such (their share of their own window is all of it by construction)."""
     if e.get("kind") in _WHOLE_STEPS:
-        after = e["what"].split(" steps ", 1)[-1]  # "came after the entropy collapse"
-        return t("the " + unit + " that {after}", after=t(after))
+        return t("the " + unit + " that {after}", after=t(steps_after(e)))
     return f"{pct(e['share'])} {t(e['what'])}"
 
 

@@ -93,6 +93,12 @@ def money(value: float, currency: str) -> str:
     return f"{value:,.2f} {currency}"
 
 
+def steps_after(entry: dict[str, Any]) -> str:
+    """What a cost entry's whole steps came after ("came after the entropy collapse"), from
+    its `what` ("of the steps came after the entropy collapse")."""
+    return str(entry["what"]).split(" steps ", 1)[-1]
+
+
 def waste_said(cost: dict[str, Any] | None, ax: Axis | None = None) -> str:
     """The cost of a run's largest waste as the verdict's sentence (advisor.cost), or "". On a
     log that counts epochs (`ax`) the window is said in epochs and the count in records."""
@@ -111,7 +117,7 @@ def waste_said(cost: dict[str, Any] | None, ax: Axis | None = None) -> str:
         where = t("steps {lo}-{hi}", lo=lo, hi=hi) if lo != hi else t("step {lo}", lo=lo)
     unit = "records" if epochs is not None else "steps"
     if e["unit"] == "steps" and e["share"] >= 1:  # whole steps: after a collapse, past the best
-        after = e["what"].split(" steps ", 1)[-1]  # "came after the divergence"
+        after = steps_after(e)
         text = t("Waste: the {n} " + unit + " that {after} ({where})", n=fmt(e["steps"]),
                  after=t(after), where=where)
     else:
