@@ -8,6 +8,7 @@ rules, the advice and the patch all read the same layered values and their origi
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import difflib
@@ -16,14 +17,14 @@ import math
 import os
 import tempfile
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
 from advisor import lazy
 from advisor._version import __version__
-from advisor.config import JobFile, LoadedConfig, load_config, write_patched
+from advisor.config import JobFile, LoadedConfig, load_config, read_job_file, write_patched
 from advisor.dialect import Speaker, framework_assumed, framework_of_run
 from advisor.i18n import t
 from advisor.ingest.frame import has_epoch, trl_without_kl
@@ -113,15 +114,16 @@ def resolve_job(
     config: Path | str | None = None,
     sets: Sequence[str] = (),
     training_samples: int | None = None,
+    job_file: JobFile | None = None,
 ) -> Job:
-    """The job of `run` (see Job), loaded once."""
+    """The job of `run` (see Job), loaded once; `job_file`: `config` already read and parsed."""
     advice: dict[str, Any] = {}
     if "kl_loss_coef" not in run.config_hints and trl_without_kl(run.frame.columns):
         advice["kl_loss_coef"] = 0.0  # the advice starts from TRL's beta 0; the judgement not
     framework = framework_of_run(run.format, run.frame.columns, run.config_hints)
     assumed = framework_assumed(framework, run.config_hints)
     hints = {**run.config_hints, **advice}
-    loaded = _load_config_once(config, sets, hints, training_samples, assumed)
+    loaded = _load_config_once(config, sets, hints, training_samples, assumed, job_file)
     judged_hp: dict[str, Any] = dict(loaded.hyper_parameters)
     judged_origin = dict(loaded.origin)
     said = run_algorithm(run.config_hints, judged_origin)
@@ -155,10 +157,11 @@ def _load_config_once(
     hints: Mapping[str, Any] | None = None,
     training_samples: int | None = None,
     defaults: Mapping[str, Any] | None = None,
+    job_file: JobFile | None = None,
 ) -> LoadedConfig:
     """`load_config`, remembered within a batch (see _BATCH); each caller gets its own copy."""
     if _BATCH["id"] is None:
-        return load_config(config, sets, hints, training_samples, defaults)
+        return load_config(config, sets, hints, training_samples, defaults, job_file)
     key = (
         str(config) if config is not None else None,
         tuple(sets),
@@ -324,26 +327,35 @@ def diagnose_job(
     previous: Previous = None,
     training_samples: int | None = None,
     ignore: Sequence[str] = (),
+    alongside: Callable[[], object] | None = None,
 ) -> tuple[Diagnosis, Job]:
     """`diagnose_reading`, with the Job it resolved: its job file is read and parsed once
-    (`loaded.file`), for the diff and for the patched copy the command writes."""
+    (`loaded.file`), for the diff and for the patched copy the command writes. `alongside`:
+    the caller's own work that needs no run (the report's templates), done while it reads."""
     silenced = _silenced(ignore)
-    from advisor.history import read_history  # the run history: after the read started
+    from advisor.history import read_history
 
     # unreadable: refused before any work; a batch loads each job file once
     history = read_history(previous_paths(previous), _load_config_once)
-    from advisor import engine  # imported alongside the read
+    # Everything the judgement and the advice import, imported before the read starts
+    # (advisor.reading); then the job file is parsed while the run is read.
+    from advisor import cost, engine, outlook, remedy  # noqa: F401
+    from advisor.checkpoints import checkpoint_advice  # noqa: F401
 
-    if reading.reading():
-        # Imported alongside the read too, which the imports above no longer outlast: the
-        # job file's parser and what `assemble` imports (no work that could fail: a run
-        # that cannot be read is still said before anything about its job)
-        if config is not None:
-            lazy.yaml  # noqa: B018
-        from advisor import cost, outlook, remedy  # noqa: F401
-        from advisor.checkpoints import checkpoint_advice  # noqa: F401
+    if config is not None:
+        lazy.yaml  # noqa: B018
+    early: JobFile | None = None
+    in_batch = _BATCH["id"] is not None  # (its job files are loaded once: nothing to overlap)
+    if reading.start(alongside=(config is not None and not in_batch) or alongside is not None):
+        if config is not None and not in_batch:
+            # A file that cannot be read is said after the run (read_job_file again, below):
+            # a run that cannot be read is said before anything about its job.
+            with contextlib.suppress(InputError):
+                early = read_job_file(Path(config))
+        if alongside is not None:
+            alongside()
     run = _with_run_file(reading.metrics, reading.run())
-    job = resolve_job(run, config, sets, training_samples)
+    job = resolve_job(run, config, sets, training_samples, early)
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
     judgement = engine.judge_run(run, job.judged_hp, rules=_rules(), origin=job.judged_origin)
     diagnosis = assemble(

@@ -1438,11 +1438,13 @@ def load_config(
     hints: Mapping[str, object] | None = None,
     training_samples: int | None = None,
     defaults: Mapping[str, Scalar] | None = None,
+    job_file: JobFile | None = None,
 ) -> LoadedConfig:
     """Load a job config (any of the three shapes), layer defaults < run hints < file < --set.
 
     `defaults`: values that replace the platform's defaults (the run's framework's own, e.g.
-    TRL's algorithm); their origin stays "default", as assumptions.
+    TRL's algorithm); their origin stays "default", as assumptions. `job_file`: the file at
+    `path` already read and parsed (read_job_file), not read again.
     Raises InputError only when the file or a --set is unusable; everything else is a finding.
     """
 
@@ -1453,9 +1455,11 @@ def load_config(
     walker = _Walker(str(source or "<none>"), lines, "none")
     framework: str | None = None
     facts: dict[str, Any] = {}
-    job_file: JobFile | None = None
-    if source is not None:
-        job_file = read_job_file(source)
+    if source is None:
+        job_file = None
+    else:
+        if job_file is None or job_file.path != source:
+            job_file = read_job_file(source)
         doc = job_file.document
         framework, facts = _framework_file(doc)
         if framework is not None:

@@ -1,17 +1,20 @@
-"""A run read on a second thread while this one imports what judges it.
+"""A run read on a second thread while this one parses the job file and readies the report.
 
-polars' reader (Rust) releases the GIL, so in a fresh process the read runs alongside the
-imports a diagnosis needs next anyway instead of before them: `rl-advisor diagnose` starts it
-before it imports the API (the job's schema, the rulebooks from their cache) and the
-engine (numpy, ~45 ms); `api.diagnose` before the engine. polars itself is imported on the
-caller's thread first: its import holds the GIL, and the read can only start once it is done.
+polars' reader (Rust) releases the GIL, so the read can run alongside Python work that does
+not need the run. Which work matters: every module a diagnosis needs is imported *before* the
+read starts, on a process with no other thread. Importing while another thread of the process
+runs makes each page the interpreter gives back (its frame stack grows and shrinks through
+16 KB chunks, each mapped and unmapped) a TLB flush on every CPU that thread ran on, a costly
+interrupt on a virtual machine: overlapping the imports with the read costs more than it saves.
+What overlaps the read is the job file's parse and the report's templates (`api.diagnose_job`,
+the command's `alongside`). polars itself is imported on the caller's thread, before the read:
+its import holds the GIL, and the read can only start once it is done.
 
 This module imports only what reading imports (advisor.ingest, advisor.types: no pydantic).
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -21,20 +24,25 @@ from advisor.types import Run
 
 
 class Reading:
-    """`ingest.load_run(metrics)`, started on a second thread when something is left to
-    import (a fresh process), else read when `run()` asks (a batch worker: nothing to
-    overlap)."""
+    """`ingest.load_run(metrics)`: on a second thread from `start(alongside=True)` on, else
+    read when `run()` asks (nothing to overlap)."""
 
     def __init__(self, metrics: Path) -> None:
         self.metrics = metrics
         self._got: list[Any] = []  # the Run, or what load_run raised
         self._thread: threading.Thread | None = None
-        if "advisor.engine" in sys.modules:
-            return
-        lazy.polars  # noqa: B018  (imported here, see above)
-        # a daemon: on an interrupt (it reaches this thread) the process does not wait for it
-        self._thread = threading.Thread(target=self._read, name="rl-advisor-read", daemon=True)
-        self._thread.start()
+
+    def start(self, alongside: bool) -> bool:
+        """Start the read on its thread when the caller has work to do `alongside` it (and it
+        has not started); whether it is going on now."""
+        if alongside and self._thread is None:
+            lazy.polars  # noqa: B018  (imported here, see above)
+            # a daemon: on an interrupt (it reaches this thread) the process does not wait for it
+            self._thread = threading.Thread(
+                target=self._read, name="rl-advisor-read", daemon=True
+            )
+            self._thread.start()
+        return self.reading()
 
     def _read(self) -> None:
         try:

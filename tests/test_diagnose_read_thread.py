@@ -1,6 +1,6 @@
-"""A diagnosis in a fresh process reads the run on a second thread (advisor.reading) while it
-imports the engine (api.diagnose), or the API and the engine (the command): the same diagnosis,
-the same errors, as the plain read of a process that has the engine already (this one)."""
+"""A diagnosis with a job file reads the run on a second thread (advisor.reading) while it parses
+the job file, once everything it imports is imported: the same diagnosis, the same errors (the
+run's before the job file's), as the plain read of a diagnosis without a job file."""
 
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ import advisor.ingest
 real = advisor.ingest.load_run
 readers = []
 def load_run(path):
-    readers.append([threading.current_thread().name, "advisor.api" in sys.modules,
-                    "pydantic" in sys.modules])
+    readers.append([threading.current_thread().name, "advisor.engine" in sys.modules,
+                    "advisor.remedy" in sys.modules, "ruamel.yaml" in sys.modules])
     return real(path)
 advisor.ingest.load_run = load_run
 from advisor.cli import main
@@ -84,12 +84,13 @@ def test_a_fresh_process_reads_on_a_second_thread_and_diagnoses_the_same() -> No
     assert here["findings"]  # a run with something to find: the comparison is not empty
 
 
-def test_the_command_starts_the_read_before_it_imports_the_api() -> None:
+def test_the_command_starts_the_read_once_it_has_imported_what_it_needs() -> None:
     from advisor.report import render
 
     fresh = _fresh(RUN, code=FRESH_COMMAND)
     assert fresh["code"] == 0
-    assert fresh["readers"] == [["rl-advisor-read", False, False]]
+    # the engine, the remedy and the job file's parser were imported before the read started
+    assert fresh["readers"] == [["rl-advisor-read", True, True, True]]
     here = render(advisor.api.diagnose(RUN, RUN.parent / "job.yaml"), "json")
     assert fresh["report"] == here
 
@@ -101,6 +102,49 @@ def test_an_unusable_file_raises_the_same_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError) as here:
         advisor.api.diagnose(bad, tmp_path / "job.yaml")
     assert _fresh(bad)["got"] == {"raised": "InputError", "message": str(here.value)}
+
+
+def test_the_run_is_said_before_its_job_file(tmp_path: Path) -> None:
+    bad = tmp_path / "metrics.jsonl"
+    bad.write_bytes(b"\x1f\x8b\x08\x00compressed")
+    (tmp_path / "job.yaml").write_text("training: [unclosed\n")
+    with pytest.raises(InputError) as here:
+        advisor.api.diagnose(bad)  # no job file: read on this thread
+    fresh = _fresh(bad)
+    assert fresh["readers"] == ["rl-advisor-read"]
+    assert fresh["got"] == {"raised": "InputError", "message": str(here.value)}
+
+
+def test_a_job_file_that_cannot_be_parsed_is_said_as_without_the_thread(tmp_path: Path) -> None:
+    (tmp_path / "metrics.jsonl").write_bytes(RUN.read_bytes())
+    job = tmp_path / "job.yaml"
+    job.write_text("training:\n  hyper_parameters: [unclosed\n")
+    from advisor.config import read_job_file
+
+    with pytest.raises(InputError) as here:
+        read_job_file(job)  # what the judgement raises when it loads the job
+    fresh = _fresh(tmp_path / "metrics.jsonl")
+    assert fresh["readers"] == ["rl-advisor-read"]
+    assert fresh["got"] == {"raised": "InputError", "message": str(here.value)}
+
+
+def test_a_diagnosis_without_a_job_file_reads_on_its_own_thread() -> None:
+    import threading
+
+    import advisor.ingest
+
+    real, readers = advisor.ingest.load_run, []
+
+    def load_run(path: Path):  # type: ignore[no-untyped-def]
+        readers.append(threading.current_thread().name)
+        return real(path)
+
+    advisor.ingest.load_run = load_run
+    try:
+        assert advisor.api.diagnose(RUN).findings
+    finally:
+        advisor.ingest.load_run = real
+    assert readers == [threading.current_thread().name]
 
 
 def test_any_other_error_of_the_reader_reaches_the_caller() -> None:

@@ -17,12 +17,11 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor import lazy
 from advisor.cli import Exit, FailOn, ReportFormat
 from advisor.reading import Reading
 from advisor.report import render
@@ -325,15 +324,16 @@ def execute(
         out_dir = dests.get("--plots-dir") or (dests["--output"].parent if beside else None)
     stem = output.stem if output is not None else "report"
     with _without_cyclic_gc():
-        # the read starts before the API's import (pydantic, the rulebooks' models), which it
-        # overlaps (advisor.reading); this module imports neither
-        reading = Reading(metrics)
-        if format != ReportFormat.json and reading.reading():
-            lazy.jinja2  # noqa: B018  (the report templates' engine: alongside the read too)
         from advisor.api import diagnose_job, file_changes
 
         d, job = diagnose_job(
-            reading, config, sets or (), previous, training_samples, ignore=ignore or ()
+            Reading(metrics),
+            config,
+            sets or (),
+            previous,
+            training_samples,
+            ignore=ignore or (),
+            alongside=_templates(format),
         )
         if names:
             d = _renamed(d, names)
@@ -382,6 +382,23 @@ def execute(
         line = say(f"{line[:1].upper()}{line[1:]}.")
         echo(f"rl-advisor: {verdict(localise_diagnosis(d))}{t(' ')}{line}\n", err=True)
     return int(exit_code(d, fail_on))
+
+
+def _templates(format: ReportFormat) -> Callable[[], object] | None:
+    """The report's template made ready while the run is read (advisor.reading): its renderer
+    imported and its environment made now, before the read starts; the template loaded (from
+    jinja2's bytecode cache) alongside the read."""
+    if format == ReportFormat.json:
+        return None
+    if format == ReportFormat.markdown:
+        from advisor.report import markdown, templating  # noqa: F401
+
+        env, name = templating.environment(), "report.md.j2"
+    else:
+        from advisor.report import html
+
+        env, name = html.environment(), "report.html.j2"
+    return lambda: env.get_template(name)
 
 
 def _renamed(d: Diagnosis, names: dict[str, str]) -> Diagnosis:
