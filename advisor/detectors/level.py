@@ -641,6 +641,21 @@ def held(s: Series, p: Params) -> Evidence | None:
     )
 
 
+@screen("held", baseless=True)
+def _held_screen(c: Column, p: Params) -> np.ndarray:
+    # held's gate: the latest block within `max_move` of the first level (or of the first
+    # block's highest point, `also_high`), in the detector's float64 arithmetic
+    first, high = float(c.first[0]), float(c.first[2])
+    if not (math.isfinite(first) and first >= float(p.get("min_level", 0.0)) and first > 0):
+        return np.zeros(len(c.rows), dtype=bool)
+    x = c.rows[:, MEAN]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        off = np.abs(x / first - 1.0)
+        if bool(p.get("also_high")) and math.isfinite(high) and high > 0:
+            off = np.fmin(off, np.abs(x / high - 1.0))
+        return off <= float(p.get("max_move", 0.02))
+
+
 @detector("wasted")
 def wasted(s: Series, p: Params) -> Evidence | None:
     """A share metric (zero_std_frac: groups whose samples all scored alike; grad_zero: steps
