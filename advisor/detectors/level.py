@@ -24,10 +24,12 @@ from advisor.detectors.common import (
 from advisor.detectors.registry import SHARES, Column, Params, detector, screen
 from advisor.detectors.series import (
     COUNT,
+    END,
     HI,
     LO,
     MEAN,
     NONFINITE,
+    START,
     Baseline,
     Series,
     median,
@@ -648,12 +650,23 @@ def _held_screen(c: Column, p: Params) -> np.ndarray:
     first, high = float(c.first[0]), float(c.first[2])
     if not (math.isfinite(first) and first >= float(p.get("min_level", 0.0)) and first > 0):
         return np.zeros(len(c.rows), dtype=bool)
-    x = c.rows[:, MEAN]
+    rows = c.rows
+    x = rows[:, MEAN]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         off = np.abs(x / first - 1.0)
         if bool(p.get("also_high")) and math.isfinite(high) and high > 0:
             off = np.fmin(off, np.abs(x / high - 1.0))
-        return off <= float(p.get("max_move", 0.02))
+        near = off <= float(p.get("max_move", 0.02))
+    # then its persistence: k of the last m blocks of the window near (the detector's mask
+    # is this one, with its first block's cleared where it is the run's first), over a window
+    # of 2 blocks or more spanning `min_steps`
+    k, m = _k_m(p)
+    i = np.arange(len(rows))
+    lo = np.maximum(0, i - c.window + 1)  # each row's window starts there
+    count = np.r_[0, np.cumsum(near)]
+    held_k = count[i + 1] - count[np.maximum(lo, i - m + 1)] >= np.minimum(k, i - lo + 1)
+    long = (i - lo >= 1) & ~(rows[:, END] - rows[lo, START] + 1 < p.get("min_steps", 0))
+    return near & held_k & long
 
 
 @detector("wasted")
