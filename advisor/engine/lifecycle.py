@@ -31,6 +31,7 @@ class _Lifecycle(_RuleEvaluation):
     _evaluations: int  # full evaluations (past the warm-up)
     _closed: bool
     _ended_clearing: set[int]  # findings that cleared only at the last blocks
+    _blocker: SymptomRule | None  # the rule that kept _unjudged_until's last block judged
     # per finding (by id): the evidence it keeps that was made without its summary, by slot
     _pending: dict[
         int, tuple[Finding, dict[tuple[str, str], tuple[Evidence, Any, Series, np.ndarray, Any]]]
@@ -44,6 +45,7 @@ class _Lifecycle(_RuleEvaluation):
         self._closed = False
         self._ended_clearing = set()
         self._pending = {}
+        self._blocker = None
 
     def _evaluate(self, end: int, full: bool) -> list[Finding]:
         if full:
@@ -54,14 +56,16 @@ class _Lifecycle(_RuleEvaluation):
         facts = (full, *self._pred.values())
         screening = self._ahead is not None and bool(self._columns)
         new: list[Finding] = []
+        act = self._active
         for rule in self._rules:
             if rule.when is None or (rule.warmup and not full):
                 continue
-            if rule.id not in self._active and any(x in self._active for x in rule.suppressed_by):
-                continue  # a more severe active symptom explains this one
-            active = rule.id in self._active
-            if screening and not active and self._masked(rule, facts):
-                continue  # surely NO by its screens, as at its last evaluation
+            active = rule.id in act
+            if not active:
+                if rule.suppressed_by and any(x in act for x in rule.suppressed_by):
+                    continue  # a more severe active symptom explains this one
+                if screening and self._masked(rule, facts):
+                    continue  # surely NO by its screens, as at its last evaluation
             verdict = self._verdict(rule, active, facts, cache, leaf_cache)
             if verdict is None:
                 continue  # the same as at its last evaluation, which changed nothing
@@ -97,9 +101,18 @@ class _Lifecycle(_RuleEvaluation):
         if ah is None or not self._warm_done or self._active:
             return k
         facts = (True, *self._pred.values())
-        judged = [(r, self._rule_mask(r)) for r in self._rules if r.when is not None]
-        if not all(self._unchanged(r, m, k, facts) for r, m in judged):
-            return k  # (first at this block alone: the arrays below are made less often)
+        # (first at this block alone: the arrays below are made less often), the rule that
+        # was not unchanged last time first: it mostly is not again
+        blocker = self._blocker
+        if blocker is not None and not self._unchanged(blocker, self._rule_mask(blocker), k,
+                                                       facts):  # fmt: skip
+            return k
+        rules = [r for r in self._rules if r.when is not None]
+        for r in rules:
+            if r is not blocker and not self._unchanged(r, self._rule_mask(r), k, facts):
+                self._blocker = r
+                return k
+        judged = [(r, self._rule_mask(r)) for r in rules]
         state = (ah.stamp, self._epoch, self._judged, len(self._notes))
         if ah.unjudged is None or ah.unjudged[0] != state:
             ok = _bits(self._foldable())
@@ -119,9 +132,12 @@ class _Lifecycle(_RuleEvaluation):
         """An inactive rule whose evaluation at the block being closed would change nothing,
         known from its leaves' screens and which of their metrics were logged (_unchanged),
         and that hands no later rule an ABSENT: it is not evaluated."""
-        assert self._ahead is not None
-        mask = self._rule_mask(rule)
-        at = self._ahead.at
+        ah = self._ahead
+        assert ah is not None
+        mask = self._rule_masks.get(rule.id)
+        if mask is None or mask.stamp != ah.stamp or mask.epoch != self._epoch:
+            mask = self._rule_mask(rule)
+        at = ah.at
         return not mask.hands >> at & 1 and self._unchanged(rule, mask, at, facts)
 
     def _unchanged(self, rule: SymptomRule, mask: _RuleMask, at: int, facts: tuple[Any, ...]
@@ -129,7 +145,7 @@ class _Lifecycle(_RuleEvaluation):
         """At block `at`, the inactive rule surely says NO and its latest evaluation (with
         these facts) changed nothing, or it surely is ABSENT and its metrics are already said
         missing; and the notes its leaves can add were said."""
-        if not all(k in self._notes for k in mask.notes):
+        if mask.notes and not all(k in self._notes for k in mask.notes):
             return False
         if mask.no >> at & 1:
             quiet = self._quiets.get(rule.id)
