@@ -1,4 +1,4 @@
-"""The screens of no_rise, peak_below, steady, plateau and drop_from_peak against their
+"""The screens of no_rise, peak_below, steady, plateau, drop_from_peak and held against their
 detectors, window by window: on random columns of block records (rising, falling, flat,
 noisy, with NaN blocks and blocks of no finite value), wherever a screen says False the
 detector returns None on the Series the engine would hand it at that row (its window, the
@@ -152,3 +152,55 @@ def test_peak3s_is_the_engines_running_best() -> None:
         for r in range(new, n):
             want = _running(rows[new:], r + 1 - new, peak, peak3, last3)[2]
             assert got[r] == (-math.inf if want is None else want)
+
+
+HELD = [
+    {"max_move": 0.02, "min_level": 0.01, "min_steps": 100, "k": 8, "m": 8, "also_high": True},
+    {"max_move": 0.05, "min_steps": 30, "k": 3, "m": 4},
+    {"max_move": 0.01, "k": 1, "m": 1},
+]
+
+
+@pytest.mark.parametrize("case", range(len(HELD)))
+def test_held_screen_false_only_where_held_returns_none(case: int) -> None:
+    """held's screen (its latest block near the start, k of the last m near, a window of 2
+    blocks or more spanning min_steps) against the detector, row by row, with the run's first
+    block inside the window (the reference itself) or before it."""
+    p = HELD[case]
+    fn, screen = d.REGISTRY["held"].fn, d.REGISTRY["held"].screen
+    assert screen is not None
+    rng = np.random.default_rng(50 + case)
+    quiet = fired = 0
+    for trial in range(150):
+        n = int(rng.integers(3, 60))
+        rows = _rows(rng, n, str(rng.choice(["flat", "flat", "rise", "fall", "tiny"])))
+        new = int(rng.integers(0, min(n - 1, WINDOW) + 1))
+        offset = int(rng.choice([0, 0, 40]))
+        if offset or not np.isfinite(rows[0, d.MEAN]):  # the first block: before the window
+            level = 0.3 * float(rng.choice([1.0, 1.01, 1.1]))
+            first = (level, level - 0.01, level + float(rng.choice([0.0, 0.01])))
+        else:
+            first = (float(rows[0, d.MEAN]), float(rows[0, d.LO]), float(rows[0, d.HI]))
+        col = d.Column(rows, WINDOW, None, None, new, new, False, offset, first=first)
+        verdict = screen(col, p)
+        for r in range(new, n):
+            s = d.Series(
+                metric="entropy",
+                raw=rows[max(0, r + 1 - WINDOW) : r + 1],
+                baseline=None,
+                peak=None,
+                peak_step=None,
+                peak3=None,
+                peak3_step=None,
+                trough=None,
+                trough_step=None,
+                blocks_total=offset + r + 1,
+                first=first[0],
+                first_range=(first[1], first[2]),
+            )
+            got = fn(s, p)
+            if not verdict[r]:
+                assert got is None, f"held {p}: screened out at row {r} where it fires"
+                quiet += 1
+            fired += got is not None
+    assert quiet > 50 and fired > 5, f"held {p}: {quiet} rows screened out, {fired} fired"
