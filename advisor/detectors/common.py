@@ -121,12 +121,13 @@ def _onset_index(mask: np.ndarray, gap: int = 1) -> int:
 
     Walks back over satisfying blocks, tolerating `gap` non-satisfying blocks in a row (noise).
     """
-    i = len(mask) - 1
+    flags = mask.tolist()  # Python bools: indexed one by one below
+    i = len(flags) - 1
     j = i
     misses = 0
     while j - 1 >= 0:
         j -= 1
-        if mask[j]:
+        if flags[j]:
             i, misses = j, 0
         else:
             misses += 1

@@ -385,7 +385,10 @@ def _extreme(s: Series, i: int, base: float, level: float, up: bool) -> str:
     window = s.mean[i:]
     if not np.isfinite(window).any():
         return ""
-    j = int(np.nanargmax(window) if up else np.nanargmin(window))
+    # np.nanargmax / np.nanargmin as numpy computes them (nan replaced by -inf / inf), without
+    # their wrappers' cost
+    j = int(np.argmax(np.where(np.isnan(window), -np.inf, window)) if up
+            else np.argmin(np.where(np.isnan(window), np.inf, window)))  # fmt: skip
     x = float(window[j])
     if not abs(x - base) > 2 * abs(level - base):
         return ""

@@ -183,7 +183,8 @@ class _RuleEvaluation(_BlockFolding):
                     if rule.unless_note:
                         notes[f"unless:{rule.id}"] = f"{rule.id} {rule.name}: {rule.unless_note}"
                     continue
-                rules.append(rule.model_copy(update={"when": self._resolve(rule.when)}))
+                when = self._resolve(rule.when)
+                rules.append(rule if when is rule.when else rule.model_copy(update={"when": when}))
             if len(_COMPILED) >= 32:
                 _COMPILED.clear()
             got = _COMPILED[key] = (self.rules, rules, notes)
@@ -191,9 +192,15 @@ class _RuleEvaluation(_BlockFolding):
         return list(got[1])
 
     def _resolve(self, node: Node | None) -> Node | None:
+        """The node with its leaves' per-algorithm thresholds picked: the node itself where
+        none is under it (the rulebook is read-only, and so are the compiled rules)."""
         if node is None:
             return None
         if isinstance(node, Leaf):
+            if not any(isinstance(v, PerAlgorithm) for v in (*node.params.values(),
+                                                             *node.keep.values())):  # fmt: skip
+                return node
+
             def pick(d: dict[str, Scalar | PerAlgorithm]) -> dict[str, Scalar | PerAlgorithm]:
                 return {
                     k: (v.pick(self.algorithm) if isinstance(v, PerAlgorithm) else v)
@@ -204,11 +211,16 @@ class _RuleEvaluation(_BlockFolding):
         # copies, not new validated models: the rulebook was validated when it was loaded, and
         # validating here would build these classes' validators (~10 ms) in every process
         if isinstance(node, AllOf):
-            return node.model_copy(update={"all": [self._resolve(n) for n in node.all]})
+            kids = [self._resolve(n) for n in node.all]
+            same = all(a is b for a, b in zip(kids, node.all, strict=True))
+            return node if same else node.model_copy(update={"all": kids})
         if isinstance(node, AnyOf):
-            return node.model_copy(update={"any": [self._resolve(n) for n in node.any]})
+            kids = [self._resolve(n) for n in node.any]
+            same = all(a is b for a, b in zip(kids, node.any, strict=True))
+            return node if same else node.model_copy(update={"any": kids})
         if isinstance(node, NotOf):
-            return node.model_copy(update={"not_": self._resolve(node.not_)})
+            inner = self._resolve(node.not_)
+            return node if inner is node.not_ else node.model_copy(update={"not_": inner})
         raise TypeError(f"a `use` of {node.use!r} left in a loaded rulebook")
 
     def _verdict(
