@@ -41,7 +41,8 @@ class _Reached(NamedTuple):
 
 class _Quiet(NamedTuple):
     """A rule's latest evaluation that changed nothing (inactive, neither absent nor fired):
-    the job's facts then and the leaves it reached. While each leaf would give the same
+    the job's facts then and the leaves it reached (but those before the kid that made an
+    `all` say NO, which decide nothing: _deciding). While each leaf would give the same
     result, so does the rule, and it is not evaluated again."""
 
     facts: tuple[Any, ...]
@@ -79,9 +80,14 @@ def _tree(node: Node) -> _Eval:
         def all_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
             ev: list[Evidence] = []
             absent = False
+            reached = cx.reached
+            start = len(reached)
             for kid in kids:
+                at = len(reached)
                 state, e = kid(cx, active)
                 if state == NO:
+                    if at > start:  # the NO is this kid's whatever the kids before it say
+                        reached[start:at] = _deciding(reached[start:at])
                     return NO, []
                 absent |= state == ABSENT
                 ev += e
@@ -112,6 +118,14 @@ def _tree(node: Node) -> _Eval:
         return (NO, []) if state == FIRE else (FIRE, [])
 
     return not_of
+
+
+def _deciding(reached: list[_Reached]) -> list[_Reached]:
+    """Of the leaves an `all` reached before the kid that says NO, those a quiet evaluation
+    (_Quiet) still checks: an `all` that says NO says it while that kid does, so the others
+    need not give the same results for the rule's verdict to stand; but an ABSENT result is
+    kept (shared with a later rule, it says no metric missing there: _hands_absent)."""
+    return [r for r in reached if r.result[0] == ABSENT]
 
 
 def _leaf_eval(leaf: Leaf) -> _Eval:
