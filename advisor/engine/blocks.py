@@ -27,7 +27,16 @@ from advisor.detectors import (
     span_sd,
 )
 from advisor.engine.plans import _layout
-from advisor.engine.records import _add_wander, _Ahead, _new_acc, _record, _Track
+from advisor.engine.records import (
+    ACC_BAD,
+    ACC_N,
+    _add_wander,
+    _Ahead,
+    _new_acc,
+    _record,
+    _slide,
+    _Track,
+)
 
 
 class _BlockFolding:
@@ -71,9 +80,10 @@ class _BlockFolding:
     def _init_blocks(self) -> None:
         st = self._st
         metrics, self._at_peak, wanders = _layout(self._rules)
+        stores = {m: np.empty((2 * st.window_blocks, RECORD_WIDTH)) for m in metrics}
         self._tracks = {
-            m: _Track(buf=np.empty((st.window_blocks, RECORD_WIDTH)), wanders=m in wanders)
-            for m in metrics
+            m: _Track(buf=store[: st.window_blocks], store=store, wanders=m in wanders)
+            for m, store in stores.items()
         }
         self._first = self._last = None
         self._block, self._block_first = -1, None
@@ -135,9 +145,11 @@ class _BlockFolding:
         for t in self._tracks.values():
             row: Sequence[float] | None = t.ready  # the record push_columns made at once
             if row is None:
-                row = _record(t.acc, start, end)
-                if row is None:
-                    continue  # not logged in this block
+                acc = t.acc
+                if acc[ACC_N] == 0 and acc[ACC_BAD] == 0:
+                    continue  # not logged in this block (_record's None)
+                row = _record(acc, start, end)
+                assert row is not None
                 t.acc = _new_acc()
             else:
                 t.ready = None
@@ -146,9 +158,8 @@ class _BlockFolding:
             if t.nb < len(t.buf):
                 t.buf[t.nb] = row
                 t.nb += 1
-            else:  # bounded: drop the oldest block (a 32-row shift, cheaper than a deque->array)
-                t.buf[:-1] = t.buf[1:]
-                t.buf[-1] = row
+            else:  # bounded: drop the oldest block
+                _slide(t, row)
             t.total += 1
             t.version += 1
             if t.wanders and t.total % WANDER_BLOCKS == 0:

@@ -246,6 +246,10 @@ class _Track:
     """One metric's state: the open block's accumulators + bounded block history."""
 
     buf: np.ndarray  # the last `window_blocks` block records, oldest first (rows of span_sd)
+    # buf is a view of `store` (twice its rows) from row `off`: a full window moves on by a
+    # row per block, and is copied to the front only once the store's end is reached
+    store: np.ndarray | None = None
+    off: int = 0
     acc: list[float] = field(default_factory=lambda: _new_acc())
     nb: int = 0  # rows of buf in use
     ready: list[float] | None = None  # the next block's record, made by push_columns
@@ -270,6 +274,19 @@ class _Track:
     # the wander chunks push_columns computed at once, by the block count that closes each
     wander_ready: dict[int, tuple[float | None, float | None]] = field(default_factory=dict)
     wanders: bool = False  # a `reads_wander` detector judges it: the chunks are kept
+
+
+def _slide(t: _Track, row: Any) -> None:
+    """A full window's oldest record dropped and `row` appended (buf moved on in its store)."""
+    store, width = t.store, len(t.buf)
+    assert store is not None
+    off = t.off + 1
+    if off + width > len(store):
+        store[: width - 1] = t.buf[1:]
+        off = 0
+    t.off = off
+    t.buf = store[off : off + width]
+    t.buf[-1] = row
 
 
 @dataclass(slots=True)

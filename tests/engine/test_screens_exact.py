@@ -171,7 +171,7 @@ def test_held_screen_false_only_where_held_returns_none(case: int) -> None:
     assert screen is not None
     rng = np.random.default_rng(50 + case)
     quiet = fired = 0
-    for trial in range(150):
+    for _ in range(150):
         n = int(rng.integers(3, 60))
         rows = _rows(rng, n, str(rng.choice(["flat", "flat", "rise", "fall", "tiny"])))
         new = int(rng.integers(0, min(n - 1, WINDOW) + 1))
