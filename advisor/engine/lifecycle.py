@@ -32,6 +32,9 @@ class _Lifecycle(_RuleEvaluation):
     _closed: bool
     _ended_clearing: set[int]  # findings that cleared only at the last blocks
     _blocker: SymptomRule | None  # the rule that kept _unjudged_until's last block judged
+    # per rule _masked skipped: (the call, the baselines count, the facts, the first block
+    # from the one it was skipped at on where it may be evaluated)
+    _wake: dict[str, tuple[int, int, tuple[Any, ...], int]]
     # per finding (by id): the evidence it keeps that was made without its summary, by slot
     _pending: dict[
         int, tuple[Finding, dict[tuple[str, str], tuple[Evidence, Any, Series, np.ndarray, Any]]]
@@ -46,6 +49,7 @@ class _Lifecycle(_RuleEvaluation):
         self._ended_clearing = set()
         self._pending = {}
         self._blocker = None
+        self._wake = {}
 
     def _evaluate(self, end: int, full: bool) -> list[Finding]:
         if full:
@@ -134,11 +138,30 @@ class _Lifecycle(_RuleEvaluation):
         and that hands no later rule an ABSENT: it is not evaluated."""
         ah = self._ahead
         assert ah is not None
+        at = ah.at
+        # the block it may be evaluated at next (_wake), while the call, the baselines and
+        # the facts are those it was found for: nothing else changes what the masks say of a
+        # rule that is not evaluated (the notes said stay said)
+        wake = self._wake.get(rule.id)
+        if wake is not None and at < wake[3] and wake[0] == ah.stamp and wake[1] == self._epoch \
+                and wake[2] == facts:  # fmt: skip
+            return True
         mask = self._rule_masks.get(rule.id)
         if mask is None or mask.stamp != ah.stamp or mask.epoch != self._epoch:
             mask = self._rule_mask(rule)
-        at = ah.at
-        return not mask.hands >> at & 1 and self._unchanged(rule, mask, at, facts)
+        if mask.notes and not all(k in self._notes for k in mask.notes):
+            return False
+        # _unchanged at every block of the call: where it surely says NO and its latest
+        # evaluation changed nothing, or it is surely ABSENT with its metrics said missing
+        quiet, said = self._quiets.get(rule.id), self._absent.get(rule.id)
+        skip = mask.no if quiet is not None and quiet.facts == facts else 0
+        if said is not None and mask.metrics <= said:
+            skip |= mask.absent & ~mask.no
+        skip &= ~mask.hands
+        left = ~skip >> at  # bit i: evaluated at block at + i (there are no blocks past n)
+        until = at + (left & -left).bit_length() - 1
+        self._wake[rule.id] = (ah.stamp, self._epoch, facts, until)
+        return until > at
 
     def _unchanged(self, rule: SymptomRule, mask: _RuleMask, at: int, facts: tuple[Any, ...]
                    ) -> bool:  # fmt: skip
