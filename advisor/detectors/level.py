@@ -322,12 +322,13 @@ def shift(s: Series, p: Params) -> Evidence | None:
     # A gradual move crosses the thresholds well after it began: walk back over the blocks
     # already a fifth of the way from the warm-up level to the current one (the level the
     # evidence stands on: the last k blocks, or the strong ones alone).
-    now = float(nanmedian(s.mean[-min(k if persist else len(run), len(s)) :]))
     if p.get("onset") == "hinge":
         i = _hinge(s.mean, i)
     else:
+        now = float(nanmedian(s.mean[-min(k if persist else len(run), len(s)) :]))
         part = b.median + float(p.get("onset_frac", 0.2)) * (now - b.median)
-        while i > 0 and np.isfinite(s.mean[i - 1]) and sign * (s.mean[i - 1] - part) >= 0:
+        x = s.mean.tolist()  # (Python floats: the same arithmetic, indexed one by one)
+        while i > 0 and math.isfinite(x[i - 1]) and sign * (x[i - 1] - part) >= 0:
             i -= 1
     level = float(nanmedian(s.mean[i:]))
     zz = float(nanmedian(z[i:]))
