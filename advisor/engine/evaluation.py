@@ -76,8 +76,19 @@ def _tree(node: Node) -> _Eval:
         return _leaf_eval(node)
     if isinstance(node, AllOf):
         kids = [_tree(n) for n in node.all]
+        # a kid past the first surely NO without a detector run (_probe) says the all's NO:
+        # the kids before it are not judged where that changes nothing (_unjudged_ok)
+        probes = [(i, _probe(n), _said_nothing(node.all[:i])) for i, n in enumerate(node.all) if i]
+        metrics = [[x.metrics for x in _leaves(n)] for n in node.all]
 
         def all_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
+            for i, probe, quiet in probes:
+                if quiet and probe(cx, active) == NO:
+                    if cx.judge._unjudged_ok(metrics[:i]):
+                        state, _ = kids[i](cx, active)
+                        if state == NO:
+                            return NO, []
+                    break
             ev: list[Evidence] = []
             absent = False
             reached = cx.reached
@@ -118,6 +129,77 @@ def _tree(node: Node) -> _Eval:
         return (NO, []) if state == FIRE else (FIRE, [])
 
     return not_of
+
+
+_Probe = Callable[[_Context, bool], int | None]
+
+
+def _probe(node: Node) -> _Probe:
+    """What a node says at this block where that is known without running a detector and
+    without a side effect (a leaf's result shared at this block, its memo, its screen), else
+    None."""
+    if isinstance(node, Leaf):
+        name = _leaf_key(node)
+        while_active, has_keep = node.while_active, bool(node.keep)
+
+        def leaf(cx: _Context, active: bool) -> int | None:
+            if while_active and not active:
+                return ABSENT
+            judge = cx.judge
+            plan = judge._plans.get(name)
+            if plan is None:
+                return None
+            keep = active and has_keep
+            key = plan.key_keep if keep else plan.key
+            got = cx.leaves.get((*key, "brief") if cx.brief and plan.brief else key)
+            if got is not None:
+                return got[0]
+            pred = judge._pred
+            if (node.only_if and not all(pred[p] for p in node.only_if)) or (
+                node.skip_if and any(pred[p] for p in node.skip_if)
+            ):
+                return ABSENT
+            memo = plan.memo_keep if keep else plan.memo
+            if memo is not None and memo[0] == judge._inputs(plan):
+                return int(memo[1])
+            if not keep and plan.screen is not None and judge._columns and judge._quiet(plan):
+                return NO
+            return None
+
+        return leaf
+    if isinstance(node, AllOf):
+        kids = [_probe(n) for n in node.all]
+
+        def all_of(cx: _Context, active: bool) -> int | None:
+            return NO if any(kid(cx, active) == NO for kid in kids) else None
+
+        return all_of
+    if isinstance(node, AnyOf):
+        alts, hold = [_probe(n) for n in node.any], node.hold
+
+        def any_of(cx: _Context, active: bool) -> int | None:
+            if active and hold:
+                return None
+            states = [alt(cx, active) for alt in alts]
+            if FIRE in states or None in states:
+                return None
+            return NO if NO in states else ABSENT
+
+        return any_of
+    assert isinstance(node, NotOf)
+    inner = _probe(node.not_)
+
+    def not_of(cx: _Context, active: bool) -> int | None:
+        state = inner(cx, active)
+        return None if state is None else NO if state == FIRE else FIRE
+
+    return not_of
+
+
+def _said_nothing(nodes: list[Node]) -> bool:
+    """No leaf under the nodes says a note when the job's facts skip it (a note said first
+    at another evaluation would come in another order)."""
+    return not any(x.skip_if and x.skip_note for n in nodes for x in _leaves(n))
 
 
 def _deciding(reached: list[_Reached]) -> list[_Reached]:
@@ -575,6 +657,19 @@ class _RuleEvaluation(_BlockFolding):
             missing.update(plan.leaf.metrics)
             return ABSENT, []
         return NO, []
+
+    def _unjudged_ok(self, metrics: list[list[tuple[str, ...]]]) -> bool:
+        """Whether kids of an `all` (the metrics of each of their leaves) may go unjudged at
+        a block where the all says NO by a later kid: none of their leaves can be ABSENT for
+        want of its metrics (a metric of each logged), which the rule or a later one taking
+        the result would say missing otherwise. Their evidence is dropped, the leaves are
+        pure, and the rule's verdict is the NO kid's whatever they give (_deciding)."""
+        tracks = self._tracks
+        for kid in metrics:
+            for names in kid:
+                if not any(n in tracks and tracks[n].nb for n in names):
+                    return False
+        return True
 
     def _logged(self, name: str, cache: dict[str, Series | None]) -> bool:
         return name in self._tracks and self._series(name, cache) is not None
