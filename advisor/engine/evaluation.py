@@ -78,8 +78,12 @@ def _tree(node: Node) -> _Eval:
         kids = [_tree(n) for n in node.all]
         # a kid past the first surely NO without a detector run (_probe) says the all's NO:
         # the kids before it are not judged where that changes nothing (_unjudged_ok)
-        probes = [(i, _probe(n), _said_nothing(node.all[:i])) for i, n in enumerate(node.all) if i]
-        metrics = [[x.metrics for x in _leaves(n)] for n in node.all]
+        under = [list(_leaves(n)) for n in node.all]
+        metrics = [[x.metrics for x in kid] for kid in under]
+        # (a leaf under the kids before it says a note when the job's facts skip it: such
+        # a note said first at another evaluation would come in another order)
+        noted = [any(x.skip_if and x.skip_note for x in kid) for kid in under]
+        probes = [(i, _probe(n), not any(noted[:i])) for i, n in enumerate(node.all) if i]
 
         def all_of(cx: _Context, active: bool) -> tuple[int, list[Evidence]]:
             for i, probe, quiet in probes:
@@ -194,12 +198,6 @@ def _probe(node: Node) -> _Probe:
         return None if state is None else NO if state == FIRE else FIRE
 
     return not_of
-
-
-def _said_nothing(nodes: list[Node]) -> bool:
-    """No leaf under the nodes says a note when the job's facts skip it (a note said first
-    at another evaluation would come in another order)."""
-    return not any(x.skip_if and x.skip_note for n in nodes for x in _leaves(n))
 
 
 def _deciding(reached: list[_Reached]) -> list[_Reached]:
@@ -458,11 +456,11 @@ class _RuleEvaluation(_BlockFolding):
         screen: never quiet); and where one of them was logged (else the leaf is ABSENT)."""
         ah = self._ahead
         assert ah is not None
-        stamp = (ah.stamp, self._epoch)
         kept = plan.quiet_blocks
+        if kept is not None and kept[0][0] == ah.stamp and kept[0][1] == self._epoch:
+            return kept[2]
+        stamp = (ah.stamp, self._epoch)
         if kept is not None and kept[0][0] == ah.stamp:
-            if kept[0][1] == self._epoch:
-                return kept[2]
             if plan.baseless:  # its screen reads no baseline: nothing it read changed
                 plan.quiet_blocks = (stamp, kept[1], kept[2])
                 return kept[2]
