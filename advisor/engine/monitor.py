@@ -257,20 +257,18 @@ class Monitor(_Lifecycle):
         self._calls += 1
         self._ahead = _Ahead(last_j, at_rows, ends_at, self._calls)
         numbers, firsts_at, lasts_at = blocks[starts].tolist(), firsts.tolist(), lasts.tolist()
+        ready = [(self._tracks[name], *made[name]) for name in accs]
         j = 0
         while True:  # open block j, then close it (all but the last)
             self._block, self._block_first = numbers[j], firsts_at[j]
-            for name, acc in accs.items():
-                t = self._tracks[name]
-                if j == last_j:
-                    t.acc = [x[j].item() for x in acc]
-                else:
-                    records, at_block = made[name]
-                    r = at_block[j]
-                    t.ready = records[r].tolist() if r >= 0 else None
             self._last = lasts_at[j]
             if j == last_j:
+                for name, acc in accs.items():
+                    self._tracks[name].acc = [x[j].item() for x in acc]
                 break
+            for t, records, at_block in ready:
+                r = at_block[j]
+                t.ready = records[r].tolist() if r >= 0 else None
             self._ahead.at = j
             stop = self._unjudged_until(j)
             if stop - j >= 2:  # blocks at which no rule is evaluated: folded at once
