@@ -21,8 +21,9 @@ the cached rulebooks; a diagnosis once its read started) and `report` (the onlin
 
 `import advisor` and the online Advisor's import import none of them; `rl-advisor validate`
 imports jinja2 alone.
-A diagnosis imports everything it needs before its read starts, then parses the job file while
-the run is read on a second thread (`advisor.reading` says why not alongside the imports).
+`rl-advisor diagnose` reads the run on a second thread while it imports the API and the engine
+(`advisor.reading`): imported at the top of the command, they would be imported before the read
+instead of alongside it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""A diagnosis with a job file reads the run on a second thread (advisor.reading) while it parses
-the job file, once everything it imports is imported: the same diagnosis, the same errors (the
-run's before the job file's), as the plain read of a diagnosis without a job file."""
+"""A diagnosis reads the run on a second thread (advisor.reading): the command while it imports
+the API and the engine, `api.diagnose` while it parses the job file; the same diagnosis, the same
+errors (the run's before the job file's), as the plain read of a diagnosis without a job file."""
 
 from __future__ import annotations
 
@@ -84,13 +84,13 @@ def test_a_fresh_process_reads_on_a_second_thread_and_diagnoses_the_same() -> No
     assert here["findings"]  # a run with something to find: the comparison is not empty
 
 
-def test_the_command_starts_the_read_once_it_has_imported_what_it_needs() -> None:
+def test_the_command_starts_the_read_before_it_imports_the_engine() -> None:
     from advisor.report import render
 
     fresh = _fresh(RUN, code=FRESH_COMMAND)
     assert fresh["code"] == 0
-    # the engine, the remedy and the job file's parser were imported before the read started
-    assert fresh["readers"] == [["rl-advisor-read", True, True, True]]
+    # neither the engine, nor the remedy, nor the job file's parser imported when it started
+    assert fresh["readers"] == [["rl-advisor-read", False, False, False]]
     here = render(advisor.api.diagnose(RUN, RUN.parent / "job.yaml"), "json")
     assert fresh["report"] == here
 

@@ -324,10 +324,14 @@ def execute(
         out_dir = dests.get("--plots-dir") or (dests["--output"].parent if beside else None)
     stem = output.stem if output is not None else "report"
     with _without_cyclic_gc():
+        # the read starts before the API's import (the rulebooks' models, the engine), the
+        # report's renderer and the job file's parse, which it overlaps (advisor.reading)
+        reading = Reading(metrics)
+        reading.start(alongside=True)
         from advisor.api import diagnose_job, file_changes
 
         d, job = diagnose_job(
-            Reading(metrics),
+            reading,
             config,
             sets or (),
             previous,
