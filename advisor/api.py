@@ -337,8 +337,8 @@ def diagnose_job(
 
     # unreadable: refused before any work; a batch loads each job file once
     history = read_history(previous_paths(previous), _load_config_once)
-    # Everything the judgement and the advice import, imported before the read starts
-    # (advisor.reading); then the job file is parsed while the run is read.
+    # Everything the judgement and the advice import, imported before a read that starts
+    # here (advisor.reading); then the job file is parsed while the run is read.
     from advisor import cost, engine, outlook, remedy  # noqa: F401
     from advisor.checkpoints import checkpoint_advice  # noqa: F401
 

@@ -172,6 +172,8 @@ _EXTRAS: dict[str, Literal["float", "int"]] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FcModel:
+    """A function's code package on the platform (its `fcmodel`)."""
+
     classpath: str | None = None
     zipdir: str | None = None
     filepath: str | None = None
@@ -184,6 +186,8 @@ class FcModel:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Function:
+    """One of the job's functions: a rollout, reward or group reward function."""
+
     type: Literal["rollout", "reward", "group_reward"] | None = None
     name: str | None = None
     timeout: int | None = None
@@ -196,6 +200,8 @@ class Function:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Dataset:
+    """One of the job's datasets: training, validation or testing data."""
+
     type: Literal["training", "validation", "testing"] | None = None
     data_source_type: str | None = None
     file_name: str | None = None
@@ -206,6 +212,8 @@ class Dataset:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Resources:
+    """What the job runs on: its charge type and compute spec."""
+
     charge_type: str | None = None
     mtu_spec_code: str | None = None
     mtu_capacity: int | None = None

@@ -21,9 +21,9 @@ the cached rulebooks; a diagnosis once its read started) and `report` (the onlin
 
 `import advisor` and the online Advisor's import import none of them; `rl-advisor validate`
 imports jinja2 alone.
-A diagnosis in a fresh process reads the run on a second thread while it imports the API and
-the engine (`advisor.reading`): imported at the top of the command (or of `api`), they would be
-imported before the read instead of alongside it.
+`rl-advisor diagnose` reads the run on a second thread while it imports the API and the engine
+(`advisor.reading`): imported at the top of the command, they would be imported before the read
+instead of alongside it.
 """
 
 from __future__ import annotations

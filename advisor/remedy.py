@@ -647,6 +647,8 @@ def _say(advice: str, changes: Sequence[Change], speaker: Speaker | None = None)
 
 @dataclass
 class RemedyResult:
+    """The remedy's plan: the patch, the next steps in words and the findings it ranked."""
+
     patch: Patch
     next_steps: list[str]
     findings: list[Finding]  # ranked, each with its resolved action (and fallback) filled in

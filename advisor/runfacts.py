@@ -14,6 +14,7 @@ import math
 import re
 from typing import Any
 
+from advisor import lazy
 from advisor.types import Run
 
 _REWARD_FUNC = re.compile(r"^(?:train/)?rewards/(.+)/(mean|std)$")
@@ -101,15 +102,17 @@ _THROWN, _BACK = 0.5, 0.05
 
 
 def _finite_points(run: Run, name: str) -> list[tuple[int, float]]:
-    col = _column(run, name)
-    if col is None or "step" not in run.frame.columns:
+    """(step, value) of each row where both are logged and the value is a finite number."""
+    frame = run.frame
+    if name not in frame.columns or "step" not in frame.columns:
         return []
-    steps = run.frame.get_column("step").to_list()
-    return [
-        (int(s), float(v))
-        for s, v in zip(steps, col, strict=True)
-        if s is not None and isinstance(v, int | float) and math.isfinite(v)
-    ]
+    col = frame.get_column(name)
+    if not (col.dtype.is_float() or col.dtype.is_integer()):
+        return []  # (a Decimal column's values are no float)
+    values = col.cast(lazy.polars.Float64)
+    keep = frame.get_column("step").is_not_null() & values.is_finite()  # (null: dropped)
+    steps = frame.get_column("step").filter(keep).to_list()
+    return list(zip(steps, values.filter(keep).to_list(), strict=True))
 
 
 def motion_facts(run: Run) -> dict[str, Any]:

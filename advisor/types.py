@@ -312,6 +312,9 @@ class Change(_Data):
 
 @dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class Action(_Data):
+    """What to do about a finding: the settings to change (`changes`) and the advice in words;
+    `kind` says whether it is the rule's primary action, its fallback or advice alone."""
+
     kind: Literal["primary", "fallback", "advice"] = "primary"
     advice: str
     changes: list[Change] = field(default_factory=list)
@@ -463,6 +466,9 @@ class Run:
 
 @dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class Patch(_Data):
+    """The one change the report proposes, from the finding it answers, with the patched set of
+    hyperparameters it makes."""
+
     from_finding: str | None = None
     kind: Literal["primary", "fallback", "none"] = "none"
     changes: list[Change] = field(default_factory=list)

@@ -195,7 +195,7 @@ def breakdown(path: Path) -> None:
     """Where the end-to-end time goes, stage by stage, in a fresh process, in the order
     `rl-advisor diagnose` meets them (the start-up of Python itself is not in it). The stages
     run one after the other here; the command reads the run (polars) on a second thread while
-    it imports numpy and the engine (api._read_while_importing)."""
+    it imports the engine and parses the job file (advisor.reading)."""
     print("  breakdown (one fresh process):")
     subprocess.run([sys.executable, "-c", BREAKDOWN, str(path)], check=False, env=_env())
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from advisor.cli import FailOn, ReportFormat, main
-from advisor.cli.diagnose_core import parse_argv
+from advisor.cli.argv import parse_argv
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "sample_metrics" / "corpus" / "p1-stall-verl-console-s0001"
@@ -63,13 +63,13 @@ def test_anything_else_goes_to_the_framework(argv: list[str]) -> None:
 
 def _both(argv: list[str], tmp: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
     """main(argv) with and without the framework: the same code, stdout, stderr and files."""
-    import advisor.cli.diagnose_core as core
+    import advisor.cli.argv as plain
 
     seen = []
-    for name, parse in (("fast", core.parse_argv), ("framework", lambda _argv: None)):
+    for name, parse in (("fast", plain.parse_argv), ("framework", lambda _argv: None)):
         out = tmp / name
         out.mkdir()
-        monkeypatch.setattr(core, "parse_argv", parse)
+        monkeypatch.setattr(plain, "parse_argv", parse)
         cwd = Path.cwd()
         os.chdir(out)
         try:

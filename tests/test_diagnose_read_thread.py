@@ -1,6 +1,6 @@
-"""A diagnosis with a job file reads the run on a second thread (advisor.reading) while it parses
-the job file, once everything it imports is imported: the same diagnosis, the same errors (the
-run's before the job file's), as the plain read of a diagnosis without a job file."""
+"""A diagnosis reads the run on a second thread (advisor.reading): the command while it imports
+the API and the engine, `api.diagnose` while it parses the job file; the same diagnosis, the same
+errors (the run's before the job file's), as the plain read of a diagnosis without a job file."""
 
 from __future__ import annotations
 
@@ -84,13 +84,13 @@ def test_a_fresh_process_reads_on_a_second_thread_and_diagnoses_the_same() -> No
     assert here["findings"]  # a run with something to find: the comparison is not empty
 
 
-def test_the_command_starts_the_read_once_it_has_imported_what_it_needs() -> None:
+def test_the_command_starts_the_read_before_it_imports_the_engine() -> None:
     from advisor.report import render
 
     fresh = _fresh(RUN, code=FRESH_COMMAND)
     assert fresh["code"] == 0
-    # the engine, the remedy and the job file's parser were imported before the read started
-    assert fresh["readers"] == [["rl-advisor-read", True, True, True]]
+    # neither the engine, nor the remedy, nor the job file's parser imported when it started
+    assert fresh["readers"] == [["rl-advisor-read", False, False, False]]
     here = render(advisor.api.diagnose(RUN, RUN.parent / "job.yaml"), "json")
     assert fresh["report"] == here
 
@@ -167,3 +167,40 @@ def test_the_command_says_an_unusable_input_in_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr == f"rl-advisor: error: {empty}:1: empty file; expected training metrics\n"
     assert proc.stdout == ""
+
+
+# A fresh command process: the reader's polars pool, with and without the user's own setting.
+FRESH_POOL = """
+import contextlib, io, sys
+from advisor.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    main(["diagnose", sys.argv[1], "--format", "json", "--fail-on", "never"], fresh=True)
+import polars
+print(polars.thread_pool_size())
+"""
+
+
+@pytest.mark.parametrize(("setting", "pool"), [(None, "1"), ("2", "2")])
+def test_a_small_file_is_read_by_one_polars_thread(setting: str | None, pool: str) -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *sys.path]))
+    env.pop("POLARS_MAX_THREADS", None)
+    if setting is not None:
+        env["POLARS_MAX_THREADS"] = setting  # the user's own: kept
+    proc = subprocess.run(
+        [sys.executable, "-c", FRESH_POOL, str(RUN)],
+        capture_output=True, text=True, env=env, check=True, timeout=120,
+    )  # fmt: skip
+    assert proc.stdout.split() == [pool]
+
+
+def test_small_read_is_a_regular_file_up_to_its_size(tmp_path: Path) -> None:
+    from advisor.reading import SMALL_READ, small_read
+
+    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
+    small.write_text("{}\n")
+    with large.open("wb") as fh:
+        fh.truncate(SMALL_READ + 1)  # sparse: no disk used
+    assert small_read(small)
+    assert not small_read(large)
+    assert not small_read(tmp_path)  # a run folder: its files are read as they are found
+    assert not small_read(tmp_path / "missing.jsonl")

@@ -143,7 +143,9 @@ def _click_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception],
     return tuple(usage), tuple(abort)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, fresh: bool = False) -> int:
+    """The command line's exit code. `fresh`: the process imports nothing before this call (the
+    `rl-advisor` command), so settings that must precede polars' import can still be made."""
     # pydantic looks for plugins in every installed distribution's entry points the first time
     # it builds a validator (~30 ms here, more in a training environment); this process is
     # ours and uses none. A user's own setting is kept.
@@ -165,14 +167,32 @@ def main(argv: list[str] | None = None) -> int:
         was_on = gc.isenabled()
         gc.disable()
         try:
-            from advisor.cli.diagnose_core import execute, parse_argv
+            from advisor.cli import argv as plain
+
+            parsed = plain.parse_argv(args[1:])
+            reading = None
+            if parsed is not None:
+                # The run's read starts first, on its own thread (advisor.reading): everything
+                # below is imported while it reads.
+                from advisor.reading import Reading, small_read
+
+                if fresh and small_read(parsed["metrics"]):
+                    # one reader thread: see advisor.reading (a user's own setting is kept)
+                    os.environ.setdefault("POLARS_MAX_THREADS", "1")
+                reading = Reading(parsed["metrics"])
+                reading.start(alongside=True)
+            # numpy imported here, at the command's first level: deep in the call stack its
+            # import (a function called ~1,000 times at one depth) crosses the interpreter's
+            # 16 KB frame-stack chunk boundary again and again, each time a page mapped and
+            # unmapped (~1,200 of each: with the read's threads running, each unmapping a TLB
+            # flush on their CPUs)
+            lazy.numpy  # noqa: B018
+            from advisor.cli.diagnose_core import execute
         finally:
             if was_on:
                 gc.enable()
-
-        parsed = parse_argv(args[1:])
         if parsed is not None:
-            return _guarded(lambda: execute(**parsed))
+            return _guarded(lambda: execute(**parsed, reading=reading))
     return _framework(args)
 
 
@@ -264,7 +284,7 @@ def run() -> NoReturn:
     ~0.1 s, longer than judging a run; every file this tool writes is closed by then and it
     registers no exit handler of its own, so the process ends as soon as its output is out.
     """
-    code = main()
+    code = main(fresh=True)
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -1,13 +1,5 @@
-"""`rl-advisor diagnose` without the CLI framework: the command's work, and a parser for the
-plain calls.
-
-The framework (typer over click) costs ~50 ms a start, a quarter of the reading floor of a
-2,000-step run, and gives a one-command call nothing it needs: `parse_argv` reads the command's
-usual spellings itself (`--opt VALUE`, `--opt=VALUE`, `-c VALUE`, `-cVALUE`) and answers None
-for anything else (`--help`, an unknown or repeated option, a value that is not one of the
-choices, a missing argument ...), which the caller hands to the framework: every help text and
-usage error stays the framework's own.
-"""
+"""`rl-advisor diagnose` without the CLI framework: the command's work (its plain calls are
+parsed by advisor.cli.argv)."""
 
 from __future__ import annotations
 
@@ -20,9 +12,10 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from advisor.cli import Exit, FailOn, ReportFormat
+from advisor.cli.argv import DEFAULTS, parse_argv  # noqa: F401  (re-exported)
 from advisor.reading import Reading
 from advisor.report import render
 from advisor.resources import destination, write_all, written_through
@@ -45,113 +38,6 @@ def job_beside(metrics: Path) -> Path | None:
     """The callback's job file in the run's folder (`metrics` itself or the file's folder)."""
     path = (metrics if metrics.is_dir() else metrics.parent) / JOB_FILE
     return path if path.is_file() else None
-
-# option -> (parameter, kind): "path", "str", "int", "list", "flag" or an enum class
-_OPTIONS: dict[str, tuple[str, Any]] = {
-    "--config": ("config", "path"),
-    "-c": ("config", "path"),
-    "--set": ("sets", "list"),
-    "--format": ("format", ReportFormat),
-    "-f": ("format", ReportFormat),
-    "--output": ("output", "path"),
-    "-o": ("output", "path"),
-    "--patched-config": ("patched_config", "path"),
-    "--previous": ("previous", "paths"),
-    "--fail-on": ("fail_on", FailOn),
-    "--training-samples": ("training_samples", "int"),
-    "--ignore": ("ignore", "list"),
-    "--plots-dir": ("plots_dir", "path"),
-    "--no-plots": ("no_plots", "flag"),
-    "--gpus": ("gpus", "int"),
-    "--gpu-hour-price": ("gpu_hour_price", "float"),
-    "--currency": ("currency", "str"),
-}
-DEFAULTS: dict[str, Any] = {
-    "config": None,
-    "sets": None,
-    "format": ReportFormat.markdown,
-    "output": None,
-    "patched_config": None,
-    "previous": None,
-    "fail_on": FailOn.error,
-    "training_samples": None,
-    "ignore": None,
-    "plots_dir": None,
-    "no_plots": False,
-    "gpus": None,
-    "gpu_hour_price": None,
-    "currency": None,
-}
-
-
-def parse_argv(argv: Sequence[str]) -> dict[str, Any] | None:
-    """The keyword arguments of `execute` for `diagnose ARGV...`, or None when the call is not
-    a plain one (the framework then parses it, and says what is wrong with it)."""
-    out: dict[str, Any] = dict(DEFAULTS)
-    seen: set[str] = set()
-    metrics: str | None = None
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        if not arg.startswith("-"):
-            if metrics is not None:
-                return None  # an extra argument: the framework's error
-            metrics = arg
-            continue
-        name, eq, attached = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
-        spec = _OPTIONS.get(name)
-        if spec is None:
-            return None  # --help, --, -, an unknown option
-        param, kind = spec
-        if kind == "flag":
-            if eq or attached or param in seen:
-                return None
-            seen.add(param)
-            out[param] = True
-            continue
-        if eq or attached:
-            value = attached
-        elif i < len(argv):
-            value = argv[i]
-            i += 1
-        else:
-            return None  # the option's value is missing
-        if value == "" or value.startswith("-"):
-            return None  # the framework decides what such a value means
-        if kind == "list":
-            out[param] = [*(out[param] or []), value]
-            continue
-        if kind == "paths":
-            out[param] = [*(out[param] or []), Path(value)]
-            continue
-        if param in seen:
-            return None
-        seen.add(param)
-        if kind == "path":
-            out[param] = Path(value)
-        elif kind == "int":
-            try:
-                out[param] = int(value)
-            except ValueError:
-                return None
-        elif kind == "float":
-            try:
-                out[param] = float(value)
-            except ValueError:
-                return None
-        elif kind == "str":
-            out[param] = value
-        else:
-            try:
-                out[param] = kind(value)
-            except ValueError:
-                return None
-    if metrics is None:
-        return None
-    out["metrics"] = Path(metrics)
-    return out
-
 
 def exit_code(d: Diagnosis, fail_on: FailOn) -> int:
     """0 nothing at or above --fail-on, 1 something is (run findings and config findings alike;
@@ -303,11 +189,13 @@ def execute(
     gpus: int | None = None,
     gpu_hour_price: float | None = None,
     currency: str | None = None,
+    reading: Reading | None = None,
 ) -> int:
     """Diagnose, write the report (and the charts, and the patched job), return the exit code.
 
     `names`: paths the report names otherwise (a platform job's log and settings, fetched into a
-    private folder, are named by the job)."""
+    private folder, are named by the job). `reading`: the read of `metrics`, started by the
+    caller (advisor.reading)."""
     if training_samples is not None and training_samples < 1:
         raise InputError(f"--training-samples: expected a positive integer, got {training_samples}")
     # The file a patch is written from: --config, else the job file the TRL callback left
@@ -324,10 +212,15 @@ def execute(
         out_dir = dests.get("--plots-dir") or (dests["--output"].parent if beside else None)
     stem = output.stem if output is not None else "report"
     with _without_cyclic_gc():
+        if reading is None:
+            # the read starts before the API's import (the rulebooks' models, the engine), the
+            # report's renderer and the job file's parse, which it overlaps (advisor.reading)
+            reading = Reading(metrics)
+            reading.start(alongside=True)
         from advisor.api import diagnose_job, file_changes
 
         d, job = diagnose_job(
-            Reading(metrics),
+            reading,
             config,
             sets or (),
             previous,

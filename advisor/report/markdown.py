@@ -41,12 +41,18 @@ def sparkline(values: Sequence[float | None], width: int = 40) -> str:
     blocks: list[float | str | None] = []
     for i in range(width):
         chunk = values[i * n // width : (i + 1) * n // width]
-        if any(v is not None and not math.isfinite(v) for v in chunk):
-            blocks.append("x")
+        try:
+            total = sum(chunk)
+        except TypeError:  # a step without a value (None) in the block
+            if any(v is not None and not math.isfinite(v) for v in chunk):
+                blocks.append("x")
+                continue
+            finite = [v for v in chunk if v is not None]
+            mean = sum(finite) / len(finite) if finite else None
+            blocks.append("x" if mean is not None and not math.isfinite(mean) else mean)
             continue
-        finite = [v for v in chunk if v is not None]
-        mean = sum(finite) / len(finite) if finite else None
-        blocks.append("x" if mean is not None and not math.isfinite(mean) else mean)  # overflow
+        # a non-finite value makes the sum non-finite, and so does an overflow: both are `×`
+        blocks.append(total / len(chunk) if math.isfinite(total) else "x")
     nums = [b for b in blocks if isinstance(b, float)]
     lo, hi = (min(nums), max(nums)) if nums else (0.0, 0.0)
     half_span = hi / 2 - lo / 2  # halves: hi - lo can overflow for values near the float limit

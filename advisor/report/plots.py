@@ -196,8 +196,7 @@ class _Axes:
             if len(run) > 2 * self.w:
                 keep = _decimated(x, y)
                 x, y = x[keep], y[keep]
-            pairs = zip(x.tolist(), y.tolist(), strict=True)
-            coords = " ".join(f"{a:.1f},{b:.1f}" for a, b in pairs)
+            coords = " ".join(map("{:.1f},{:.1f}".format, x.tolist(), y.tolist()))
             out.append(
                 f'<polyline points="{coords}" fill="none" stroke="{CURVE}" stroke-width="1" '
                 'stroke-linejoin="round"/>'

@@ -124,6 +124,20 @@ def test_sparkline(values, expected) -> None:
     assert sparkline(values) == expected
 
 
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [  # 3 blocks of 2 steps: the middle one
+        ([0.0, 0.0, math.inf, 1.0, 1.0, 1.0], "▁×█"),  # a non-finite value
+        ([0.0, 0.0, None, -math.inf, 1.0, 1.0], "▁×█"),  # beside a step without one
+        ([0.0, 0.0, 1.7e308, 1.7e308, 1.0, 1.0], "▁×█"),  # a mean that overflows
+        ([0.0, 0.0, None, None, 1.0, 1.0], "▁ █"),  # no value at all
+        ([0.0, 0.0, None, 0.5, 1.0, 1.0], "▁▅█"),  # the mean of the values it has
+    ],
+)
+def test_sparkline_blocks(values, expected) -> None:
+    assert sparkline(values, width=3) == expected
+
+
 def test_sparkline_width_is_bounded() -> None:
     assert len(sparkline(list(range(5000)), width=40)) == 40
 
