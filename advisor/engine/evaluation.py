@@ -656,7 +656,7 @@ class _RuleEvaluation(_BlockFolding):
             return ABSENT, []
         return NO, []
 
-    def _unjudged_ok(self, metrics: list[list[tuple[str, ...]]]) -> bool:
+    def _unjudged_ok(self, metrics: list[list[list[str]]]) -> bool:
         """Whether kids of an `all` (the metrics of each of their leaves) may go unjudged at
         a block where the all says NO by a later kid: none of their leaves can be ABSENT for
         want of its metrics (a metric of each logged), which the rule or a later one taking
