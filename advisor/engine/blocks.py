@@ -198,11 +198,12 @@ class _BlockFolding:
                 )
             if self._warm_done and end - first + 1 > self.warmup_steps:
                 self.warmup_steps = end - first + 1
-        for name, t in self._tracks.items():
-            if self._warm_done and t.baseline is None and len(t.warm) >= 3 - in_warmup:
-                t.baseline = self._baseline(t, end, name)
-                t.version += 1
-                self._epoch += 1
+        if self._warm_done:
+            for name, t in self._tracks.items():
+                if t.baseline is None and len(t.warm) >= 3 - in_warmup:
+                    t.baseline = self._baseline(t, end, name)
+                    t.version += 1
+                    self._epoch += 1
         return end, self._warm_done and not in_warmup and trends
 
     def _keep_at_peak(self, new_peak3: set[int]) -> None:

@@ -219,8 +219,9 @@ class _BlockFold:
         n = self.n_blocks
         b = np.flatnonzero(bad)
         first_bad = np.full(n, -1, dtype=np.int64)
-        blocks, first = np.unique(self.block[b], return_index=True)
-        first_bad[blocks] = self.steps[b[first]]
+        if len(b):
+            blocks, first = np.unique(self.block[b], return_index=True)
+            first_bad[blocks] = self.steps[b[first]]
         out: list[np.ndarray] = [first_bad] * (ACC_SXT + 1)
         out[ACC_SUM], out[ACC_SXX], out[ACC_ST], out[ACC_STT], out[ACC_SXT] = sums
         out[ACC_N] = np.bincount(row, minlength=n)
