@@ -56,7 +56,10 @@ How a run is judged (knowledge.md §4 "How to judge"):
   finding's refresh takes its evidence without the summary (a `brief` detector's), and the
   evidence it keeps is made whole when push_columns returns. On both paths a leaf whose tracks
   did not change keeps its last result, and a rule whose latest evaluation changed nothing is
-  not evaluated again while the leaves it reached give the same results. Findings, notes and
+  not evaluated again while the leaves it reached give the same results (of an `all` that
+  said NO, those of the kid that said it); an `all` whose later kid is surely NO by a result
+  known without running a detector (shared at the block, kept, screened out) says NO without
+  judging the kids before it (tests/engine/test_all_shortcuts.py). Findings, notes and
   missing metrics are identical either way (tests/engine/test_same_judgement.py replays every
   fixture both ways, audits every detector call a screen skipped and every rule evaluation
   the masks skipped, and compares the fold's state).
