@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import difflib
 import json
 import math
 import os
@@ -439,6 +438,8 @@ def with_file_diff(diagnosis: Diagnosis, config: Path | str | JobFile | None) ->
 
 def _file_diff(source: Path | JobFile, changes: Mapping[str, Any]) -> str:
     """The patch as the unified diff of the user's own job file (its layout and comments)."""
+    import difflib  # (only a patch is diffed)
+
     path = source.path if isinstance(source, JobFile) else source
     with tempfile.TemporaryDirectory() as tmp:
         dest = Path(tmp) / path.name
