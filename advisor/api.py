@@ -11,11 +11,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import difflib
 import json
 import math
 import os
-import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -24,7 +22,13 @@ from typing import Any, cast
 
 from advisor import lazy
 from advisor._version import __version__
-from advisor.config import JobFile, LoadedConfig, load_config, read_job_file, write_patched
+from advisor.config import (
+    JobFile,
+    LoadedConfig,
+    load_config,
+    patched_text,
+    read_job_file,
+)
 from advisor.dialect import Speaker, framework_assumed, framework_of_run
 from advisor.i18n import t
 from advisor.ingest.frame import has_epoch, trl_without_kl
@@ -439,11 +443,10 @@ def with_file_diff(diagnosis: Diagnosis, config: Path | str | JobFile | None) ->
 
 def _file_diff(source: Path | JobFile, changes: Mapping[str, Any]) -> str:
     """The patch as the unified diff of the user's own job file (its layout and comments)."""
+    import difflib  # (only a patch is diffed)
+
     path = source.path if isinstance(source, JobFile) else source
-    with tempfile.TemporaryDirectory() as tmp:
-        dest = Path(tmp) / path.name
-        write_patched(source, changes, dest)
-        new = dest.read_text(encoding="utf-8").splitlines()
+    new = patched_text(source, changes).splitlines()  # (as write_patched would write it)
     raw = source.raw if isinstance(source, JobFile) else path.read_text(encoding="utf-8")
     old = raw.splitlines()
     lines = difflib.unified_diff(old, new, path.name, f"{path.name} (patched)", n=2)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import difflib
 import io
 import json
 import math
@@ -664,6 +663,13 @@ def _hp_names() -> list[str]:
 # The load pass.
 
 
+def _close(word: str, candidates: list[str], cutoff: float = 0.6) -> list[str]:
+    """The candidate nearest to `word` (difflib's, imported only when a name is unknown)."""
+    import difflib
+
+    return difflib.get_close_matches(word, candidates, n=1, cutoff=cutoff)
+
+
 class _Pass:
     """Walks one document, collecting findings and the cleaned canonical values."""
 
@@ -704,7 +710,7 @@ class _Pass:
         self.unknown_keys += 1
         if self.unknown_keys > _SAID_UNKNOWN:
             return
-        near = difflib.get_close_matches(key, list(candidates), n=1, cutoff=0.6)
+        near = _close(key, list(candidates), cutoff=0.6)
         alias = self.book.hp_aliases.get(key.lower())
         if alias and alias.param in candidates:  # another framework's name: lr, beta, rollout_n
             near = [alias.param]
@@ -759,7 +765,7 @@ class _Pass:
             invalid("C002", f"must be {bad}", spec.default)
             return None
         if spec.type == "choice" and value not in spec.choices:
-            near = difflib.get_close_matches(str(value).lower(), map(str, spec.choices), n=1)
+            near = _close(str(value).lower(), list(map(str, spec.choices)))
             hint = f"; did you mean {near[0]}?" if near else ""
             allowed = ", ".join(map(str, spec.choices))
             what = f"must be {allowed}" if len(spec.choices) == 1 else f"is not one of {allowed}"
@@ -1404,9 +1410,7 @@ def _set_target(key: str) -> tuple[str, str]:
         return "function", key
     known = [*book.hyper_parameters, *book.resources, *_EXTRAS, "model", *said]
     known += [k for fw in ("trl", "verl") for k in framework_key_params(fw)]
-    near = difflib.get_close_matches(key, known, n=1) or difflib.get_close_matches(
-        parts[-1], known, n=1
-    )
+    near = _close(key, known) or _close(parts[-1], known)
     hint = f"; did you mean {near[0]}?" if near else ""
     raise InputError(f"--set {key}: unknown key{hint}")
 

@@ -15,7 +15,6 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from importlib.resources import files
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -26,10 +25,13 @@ T = TypeVar("T")
 
 
 def rulebook_dir() -> Path:
-    """The repo's `rulebook/` in a checkout, the packaged copy when installed."""
-    repo = Path(__file__).resolve().parent.parent / "rulebook"
-    if (repo / "__init__.py").exists():
-        return repo
+    """The repo's `rulebook/` in a checkout, the packaged copy when installed (beside this
+    module in an installed wheel; else where importlib finds the package)."""
+    here = Path(__file__).resolve().parent
+    for folder in (here.parent / "rulebook", here / "rulebook"):
+        if (folder / "__init__.py").exists():
+            return folder
+    from importlib.resources import files
 
     return Path(str(files("advisor.rulebook")))
 

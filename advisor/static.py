@@ -11,7 +11,6 @@ judges on a value it invented.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -318,6 +317,8 @@ def compare_profile(loaded: LoadedConfig, name: str) -> list[ConfigFinding]:
     """Info findings where the effective config differs from a named starting point."""
     book = profiles().profiles
     if name not in book:
+        import difflib  # (only an unknown name is matched)
+
         near = difflib.get_close_matches(name, list(book), n=1)
         hint = f"; did you mean {near[0]}?" if near else ""
 

@@ -20,7 +20,6 @@ valid name. Read only when a diagnosis loads its rules, and only the small TOML 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -61,6 +60,8 @@ TABLES = ("rules", "alerts")  # the tables a user config file holds
 
 
 def _near(word: str, choices: Iterable[str]) -> str:
+    import difflib  # (only an unknown name is matched)
+
     near = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean {near[0]}?)" if near else ""
 

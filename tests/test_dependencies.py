@@ -76,7 +76,8 @@ def test_a_diagnosis_imports_no_pool_and_no_yaml_parser_it_does_not_use(with_job
     # ruamel reads a job file (and a rulebook not yet cached: the first run below caches them);
     # numpy.ma (~6 ms) only by numpy's own median and unique, which the detectors do without;
     # the Markdown renderer (charts, templates) is no json report's; the detectors' parameter
-    # schema checks a rulebook not yet cached
+    # schema checks a rulebook not yet cached; difflib diffs a patched job file (this run's
+    # finding patches it) and matches unknown names
     run = "sample_metrics/corpus/p3-step-verl-jsonl-s0003"
     job = f", '--config', '{run}/job.yaml'" if with_job else ""
     code = (
@@ -87,7 +88,7 @@ def test_a_diagnosis_imports_no_pool_and_no_yaml_parser_it_does_not_use(with_job
         "                 '--format', 'json', '--fail-on', 'never'])\n"
         "assert code == 0, code\n"
         "unused = ('multiprocessing', 'concurrent.futures.process', 'ruamel.yaml', 'numpy.ma',\n"
-        "          'advisor.report.markdown', 'advisor.book.paramspec')\n"
+        "          'advisor.report.markdown', 'advisor.book.paramspec', 'difflib')\n"
         "print(sorted(m for m in unused if m in sys.modules))\n"
     )
     for _ in range(2):
@@ -95,6 +96,7 @@ def test_a_diagnosis_imports_no_pool_and_no_yaml_parser_it_does_not_use(with_job
         assert out.returncode == 0, out.stderr[-2000:]
     cached = not os.environ.get("RL_ADVISOR_NO_CACHE")
     expected = [*(["advisor.book.paramspec"] if not cached else []),
+                *(["difflib"] if with_job else []),
                 *(["ruamel.yaml"] if with_job or not cached else [])]  # fmt: skip
     assert out.stdout.strip() == str(expected)
 

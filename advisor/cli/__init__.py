@@ -284,7 +284,10 @@ def run() -> NoReturn:
     ~0.1 s, longer than judging a run; every file this tool writes is closed by then and it
     registers no exit handler of its own, so the process ends as soon as its output is out.
     """
-    code = main(fresh=True)
+    try:
+        code = main(fresh=True)
+    except KeyboardInterrupt:  # while the command's modules were imported: said as in _guarded
+        code = 130
     try:
         sys.stdout.flush()
         sys.stderr.flush()

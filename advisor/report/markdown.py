@@ -42,7 +42,7 @@ def sparkline(values: Sequence[float | None], width: int = 40) -> str:
     for i in range(width):
         chunk = values[i * n // width : (i + 1) * n // width]
         try:
-            total = sum(chunk)
+            total = sum(chunk)  # type: ignore[arg-type]  # (None: TypeError, below)
         except TypeError:  # a step without a value (None) in the block
             if any(v is not None and not math.isfinite(v) for v in chunk):
                 blocks.append("x")
