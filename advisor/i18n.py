@@ -46,6 +46,7 @@ LANGS = ("en", "zh")
 ENV = "RL_ADVISOR_LANG"
 
 
+@cache
 def normalise(code: str) -> str | None:
     """`zh`, `zh_CN.UTF-8`, `zh-Hans` -> "zh"; `en`, `C`, `` -> "en"; anything else None."""
     base = code.strip().split(".")[0].replace("-", "_").split("_")[0].lower()

@@ -22,7 +22,12 @@ _TAIL = 0.25  # the last quarter of the run: what the next run starts from
 
 
 def _tail(values: list[Any]) -> list[float]:
-    finite = [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
+    return _last_quarter(
+        [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
+    )
+
+
+def _last_quarter(finite: list[float]) -> list[float]:
     n = max(1, math.ceil(len(finite) * _TAIL)) if finite else 0
     return finite[-n:] if n else []
 
@@ -141,7 +146,7 @@ def motion_facts(run: Run) -> dict[str, Any]:
     last = run.info().last_step
     if len(ent) >= 4:
         start = _median([v for _, v in ent[:3]])
-        tail = _median(_tail([v for _, v in ent]))
+        tail = _median(_last_quarter([v for _, v in ent]))  # (finite floats already)
         if start is not None and tail is not None and start > 0:
             out["entropy_moved"] = abs(tail - start) / start
         e0 = ent[0][1]

@@ -34,29 +34,28 @@ class Md(str):
     __slots__ = ()
 
 
+_SPECIAL = re.compile(r"[\\*\[\]~_<&|`]")
+_ESCAPED = {
+    "\\": "\\\\", "*": "\\*", "[": "\\[", "]": "\\]", "~": "\\~",
+    "<": "&lt;",  # raw HTML and autolinks open with it; a ">" alone is text
+    "&": "&amp;", "|": "&#124;", "`": "\\`",
+}  # fmt: skip
+
+
 def _plain(text: str) -> str:
     """Escape a piece of text that is not inside a code span."""
-    out = []
-    n = len(text)
-    for i, ch in enumerate(text):
-        if ch in "\\*[]~":
-            out.append("\\" + ch)
-        elif ch == "_":
-            before = text[i - 1] if i else " "
-            after = text[i + 1] if i + 1 < n else " "
-            # intraword underscores are no emphasis (reward_mean stays as written)
-            out.append("_" if before.isalnum() and after.isalnum() else "\\_")
-        elif ch == "<":  # raw HTML and autolinks open with it; a ">" alone is text
-            out.append("&lt;")
-        elif ch == "&":
-            out.append("&amp;")
-        elif ch == "|":
-            out.append("&#124;")
-        elif ch == "`":
-            out.append("\\`")
-        else:
-            out.append(ch)
-    return "".join(out)
+
+    def escaped(m: re.Match[str]) -> str:
+        ch = m.group()
+        if ch != "_":
+            return _ESCAPED[ch]
+        i = m.start()
+        before = text[i - 1] if i else " "
+        after = text[i + 1] if i + 1 < len(text) else " "
+        # intraword underscores are no emphasis (reward_mean stays as written)
+        return "_" if before.isalnum() and after.isalnum() else "\\_"
+
+    return _SPECIAL.sub(escaped, text)
 
 
 def _one_line(value: Any) -> str:
