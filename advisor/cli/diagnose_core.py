@@ -8,7 +8,6 @@ import gc
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -149,13 +148,14 @@ def _check_outputs(
 def staged_report(
     d: Diagnosis, fmt: str, stem: str, out_dir: Path | None, flag: str
 ) -> tuple[str, list[tuple[str, Path, bytes]]]:
-    """The report's text and its pictures as (flag, destination, bytes), drawn into a private
-    folder first: nothing lands beside the report until every output of the call is ready."""
+    """The report's text and its pictures as (flag, destination, bytes), drawn in memory:
+    nothing lands beside the report until every output of the call is ready (write_all)."""
     if out_dir is None:
         return render(d, fmt, stem=stem), []
-    with tempfile.TemporaryDirectory(prefix="rl-advisor-plots-") as tmp:
-        text = render(d, fmt, out_dir=Path(tmp), stem=stem)
-        pictures = [(flag, out_dir / f.name, f.read_bytes()) for f in sorted(Path(tmp).iterdir())]
+    charts: dict[str, str] = {}
+    text = render(d, fmt, out_dir=out_dir, stem=stem, charts=charts)
+    pictures = [(flag, out_dir / name, without_surrogates(charts[name]).encode("utf-8"))
+                for name in sorted(charts)]  # fmt: skip
     return text, pictures
 
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeAlias
 
 from advisor.i18n import localise_diagnosis
 from advisor.types import Diagnosis, InputError, without_surrogates
 
+# file name -> SVG text: the charts a caller writes itself (see render)
+Charts: TypeAlias = dict[str, str] | None
 
-def _json(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
+
+def _json(diagnosis: Diagnosis, out_dir: Path | None, stem: str, charts: Charts = None) -> str:
     # strict JSON (NaN/inf as null), `from`, not `from_`; `render` replaces lone surrogates
     return diagnosis.to_json(indent=2) + "\n"
 
@@ -38,21 +42,21 @@ def _localised(diagnosis: Diagnosis) -> Diagnosis:
     return localise_diagnosis(diagnosis, speaker.text if speaker.native else None)
 
 
-def _markdown(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
+def _markdown(diagnosis: Diagnosis, out_dir: Path | None, stem: str, charts: Charts = None) -> str:
     # the Markdown renderer (its charts, templates and escaping: ~2 ms) is no json report's
     from advisor.report.markdown import render_markdown
 
-    return render_markdown(_localised(diagnosis), out_dir, stem)
+    return render_markdown(_localised(diagnosis), out_dir, stem, charts)
 
 
-def _html(diagnosis: Diagnosis, out_dir: Path | None, stem: str) -> str:
+def _html(diagnosis: Diagnosis, out_dir: Path | None, stem: str, charts: Charts = None) -> str:
     # one self-contained file: its charts are inline, nothing is drawn into out_dir
     from advisor.report.html import render_html
 
     return render_html(_localised(diagnosis))
 
 
-RENDERERS: dict[str, Callable[[Diagnosis, Path | None, str], str]] = {
+RENDERERS: dict[str, Callable[[Diagnosis, Path | None, str, Charts], str]] = {
     "markdown": _markdown,
     "json": _json,
     "html": _html,
@@ -64,16 +68,18 @@ def render(
     format: str = "markdown",
     out_dir: Path | None = None,
     stem: str = "report",
+    charts: Charts = None,
 ) -> str:
     """The report as text; pictures (Markdown only: the HTML holds its own) go to `out_dir`
-    when it is given."""
+    when it is given, or into `charts` (file name -> SVG text, for the caller to write into
+    `out_dir` beside the report)."""
     try:
         renderer = RENDERERS[str(format)]
     except KeyError:
         raise InputError(
             f"--format: expected one of {', '.join(RENDERERS)}, got {format!r}"
         ) from None
-    return without_surrogates(renderer(diagnosis, out_dir, stem))
+    return without_surrogates(renderer(diagnosis, out_dir, stem, charts))
 
 
 __all__ = ["RENDERERS", "render"]

@@ -486,10 +486,17 @@ def _forecast_view(d: Diagnosis) -> list[str]:
     return out
 
 
-def render_markdown(d: Diagnosis, out_dir: Path | None = None, stem: str = "report") -> str:
+def render_markdown(
+    d: Diagnosis,
+    out_dir: Path | None = None,
+    stem: str = "report",
+    charts: dict[str, str] | None = None,
+) -> str:
+    """The report; its charts drawn into `out_dir` (or into `charts`, file name -> SVG, to be
+    written beside the report in `out_dir` by the caller: see plots.draw)."""
     plots: dict[str, str] = dict(d.plots)
     if out_dir is not None and d.findings:
-        plots.update(draw(d, Path(out_dir), stem))
+        plots.update(draw(d, Path(out_dir), stem, charts))
     view = {
         "d": d,
         "verdict": verdict(d),

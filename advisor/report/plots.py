@@ -32,11 +32,15 @@ def plot_name(stem: str, finding_id: str, metric: str) -> str:
     return f"{stem}-{finding_id}-{safe}{EXT}"
 
 
-def draw(d: Diagnosis, out_dir: Path, stem: str = "report") -> dict[str, str]:
+def draw(
+    d: Diagnosis, out_dir: Path, stem: str = "report", charts: dict[str, str] | None = None
+) -> dict[str, str]:
     """Draw one chart per (finding, evidence metric) with a series; return `ID:metric` -> file
-    name relative to `out_dir` (the report sits beside its pictures)."""
+    name relative to `out_dir` (the report sits beside its pictures). `charts`: file name ->
+    SVG text instead of files in `out_dir` (the caller writes them with its other outputs)."""
     out: dict[str, str] = {}
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if charts is None:
+        out_dir.mkdir(parents=True, exist_ok=True)
     # a rule seen in several episodes is drawn with its latest, whose evidence the report shows
     latest = {f.id: f for f in sorted(d.findings, key=lambda f: f.onset_step or 0)}
     for f in latest.values():
@@ -45,7 +49,10 @@ def draw(d: Diagnosis, out_dir: Path, stem: str = "report") -> dict[str, str]:
             if key in out or e.metric not in d.series:
                 continue
             name = plot_name(stem, f.id, e.metric)
-            write_text_atomic(out_dir / name, chart(d, f, e))
+            if charts is None:
+                write_text_atomic(out_dir / name, chart(d, f, e))
+            else:
+                charts[name] = chart(d, f, e)
             out[key] = name
     return out
 
