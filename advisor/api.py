@@ -349,13 +349,14 @@ def diagnose_job(
     if config is not None:
         lazy.yaml  # noqa: B018
     early: JobFile | None = None
-    in_batch = _BATCH["id"] is not None  # (its job files are loaded once: nothing to overlap)
-    if reading.start(alongside=(config is not None and not in_batch) or alongside is not None):
-        if config is not None and not in_batch:
+    # (a batch loads its job files once: nothing to parse alongside)
+    parse = Path(config) if config is not None and _BATCH["id"] is None else None
+    if reading.start(alongside=parse is not None or alongside is not None):
+        if parse is not None:
             # A file that cannot be read is said after the run (read_job_file again, below):
             # a run that cannot be read is said before anything about its job.
             with contextlib.suppress(InputError):
-                early = read_job_file(Path(config))
+                early = read_job_file(parse)
         if alongside is not None:
             alongside()
     run = _with_run_file(reading.metrics, reading.run())

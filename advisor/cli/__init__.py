@@ -170,7 +170,6 @@ def main(argv: list[str] | None = None, *, fresh: bool = False) -> int:
             from advisor.cli import argv as plain
 
             parsed = plain.parse_argv(args[1:])
-            reading = None
             if parsed is not None:
                 # The run's read starts first, on its own thread (advisor.reading): everything
                 # below is imported while it reads.
@@ -181,13 +180,13 @@ def main(argv: list[str] | None = None, *, fresh: bool = False) -> int:
                     os.environ.setdefault("POLARS_MAX_THREADS", "1")
                 reading = Reading(parsed["metrics"])
                 reading.start(alongside=True)
-            # numpy imported here, at the command's first level: deep in the call stack its
-            # import (a function called ~1,000 times at one depth) crosses the interpreter's
-            # 16 KB frame-stack chunk boundary again and again, each time a page mapped and
-            # unmapped (~1,200 of each: with the read's threads running, each unmapping a TLB
-            # flush on their CPUs)
-            lazy.numpy  # noqa: B018
-            from advisor.cli.diagnose_core import execute
+                # numpy imported here, at the command's first level: deep in the call stack
+                # its import (a function called ~1,000 times at one depth) crosses the
+                # interpreter's 16 KB frame-stack chunk boundary again and again, each time a
+                # page mapped and unmapped (~1,200 of each: with the read's threads running,
+                # each unmapping a TLB flush on their CPUs)
+                lazy.numpy  # noqa: B018
+                from advisor.cli.diagnose_core import execute
         finally:
             if was_on:
                 gc.enable()

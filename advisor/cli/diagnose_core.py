@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.cli import Exit, FailOn, ReportFormat
-from advisor.cli.argv import DEFAULTS, parse_argv  # noqa: F401  (re-exported)
 from advisor.reading import Reading
 from advisor.report import render
 from advisor.resources import destination, write_all, written_through
@@ -279,8 +278,8 @@ def execute(
 
 def _templates(format: ReportFormat) -> Callable[[], object] | None:
     """The report's template made ready while the run is read (advisor.reading): its renderer
-    imported and its environment made now, before the read starts; the template loaded (from
-    jinja2's bytecode cache) alongside the read."""
+    imported and its environment made now; the template loaded (from jinja2's bytecode cache)
+    by diagnose_job, alongside the job file's parse."""
     if format == ReportFormat.json:
         return None
     if format == ReportFormat.markdown:
