@@ -14,6 +14,8 @@ import gc
 import importlib
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -161,12 +163,9 @@ def main(argv: list[str] | None = None, *, fresh: bool = False) -> int:
         sys.stderr.write(error_line(str(err)) + "\n")
         return Exit.UNUSABLE
     if args[:1] == ["diagnose"]:
-        # The collector stays off while the command's modules are imported, as it does for
-        # the command's own work (diagnose_core._without_cyclic_gc); on again after, for a
-        # caller's process that goes on.
-        was_on = gc.isenabled()
-        gc.disable()
-        try:
+        # The collector stays off from the command's imports through its work (see
+        # without_cyclic_gc); on again after, for a caller's process that goes on.
+        with without_cyclic_gc():
             from advisor.cli import argv as plain
 
             parsed = plain.parse_argv(args[1:])
@@ -187,12 +186,34 @@ def main(argv: list[str] | None = None, *, fresh: bool = False) -> int:
                 # each unmapping a TLB flush on their CPUs)
                 lazy.numpy  # noqa: B018
                 from advisor.cli.diagnose_core import execute
-        finally:
-            if was_on:
-                gc.enable()
-        if parsed is not None:
-            return _guarded(lambda: execute(**parsed, reading=reading))
+
+                return _guarded(lambda: execute(**parsed, reading=reading))
     return _framework(args)
+
+
+@contextmanager
+def without_cyclic_gc() -> Iterator[None]:
+    """The cyclic garbage collector off while a diagnosis runs, back as it was after.
+
+    A diagnosis leaves few reference cycles (its objects die by reference count; the job
+    file's YAML reader leaves a few hundred objects, whatever the run's length:
+    tests/test_diagnose_gc.py), but the imports of numpy, polars and the engine create ~60k
+    long-lived objects, which the collector scans again and again for nothing: ~30 ms of a cold
+    `rl-advisor diagnose` on a quiet machine, up to ~100 ms on a busy one. Turned on between the
+    imports and the work, it would scan them all once more at the first allocation (~12 ms).
+    A caller's own process (a test) gets the collector back."""
+    was_on, frozen = gc.isenabled(), gc.get_freeze_count()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            if not frozen:  # (objects a caller froze on purpose stay frozen)
+                # What was made meanwhile counts as old (freeze, then unfreeze: into the oldest
+                # generation, still collectable), or the first collection would scan it all.
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()
 
 
 def _take_lang(args: list[str]) -> list[str]:

@@ -22,7 +22,6 @@ import typer
 from advisor.cli import Exit, FailOn, ReportFormat, app
 from advisor.cli.diagnose_core import (
     _check_outputs,
-    _without_cyclic_gc,
     echo,
     execute,
     exit_code,
@@ -35,7 +34,6 @@ from advisor.types import InputError
 # used by the other commands (watch, harness) and the tests
 __all__ = [
     "_check_outputs",
-    "_without_cyclic_gc",
     "diagnose",
     "exit_code",
     "staged_report",

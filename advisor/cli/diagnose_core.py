@@ -4,16 +4,14 @@ parsed by advisor.cli.argv)."""
 from __future__ import annotations
 
 import dataclasses
-import gc
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from advisor.cli import Exit, FailOn, ReportFormat
+from advisor.cli import Exit, FailOn, ReportFormat, without_cyclic_gc
 from advisor.reading import Reading
 from advisor.report import render
 from advisor.resources import destination, write_all, written_through
@@ -44,30 +42,6 @@ def exit_code(d: Diagnosis, fail_on: FailOn) -> int:
         return Exit.OK
     worst: Severity | None = Severity.error if d.status == "crashed" else d.worst()
     return Exit.FINDINGS if worst is not None and worst.rank >= _FAIL_RANK[fail_on] else Exit.OK
-
-
-@contextmanager
-def _without_cyclic_gc() -> Iterator[None]:
-    """The cyclic garbage collector off while a diagnosis runs, back as it was after.
-
-    A diagnosis leaves few reference cycles (its objects die by reference count; the job
-    file's YAML reader leaves a few hundred objects, whatever the run's length:
-    tests/test_diagnose_gc.py), but the imports of numpy, polars and the engine create ~60k
-    long-lived objects, which the collector scans again and again for nothing: ~30 ms of a cold
-    `rl-advisor diagnose` on a quiet machine, up to ~100 ms on a busy one. A caller's own
-    process (a test) gets the collector back."""
-    was_on, frozen = gc.isenabled(), gc.get_freeze_count()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            if not frozen:  # (objects a caller froze on purpose stay frozen)
-                # What was made meanwhile counts as old (freeze, then unfreeze: into the oldest
-                # generation, still collectable), or the first collection would scan it all.
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -210,7 +184,7 @@ def execute(
         beside = output is not None and not written_through(dests["--output"])
         out_dir = dests.get("--plots-dir") or (dests["--output"].parent if beside else None)
     stem = output.stem if output is not None else "report"
-    with _without_cyclic_gc():
+    with without_cyclic_gc():
         if reading is None:
             # the read starts before the API's import (the rulebooks' models, the engine), the
             # report's renderer and the job file's parse, which it overlaps (advisor.reading)
