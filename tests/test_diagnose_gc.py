@@ -5,13 +5,14 @@ caller gets the collector back."""
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import advisor.api
-from advisor.cli import main
-from advisor.cli import without_cyclic_gc
+from advisor.cli import main, without_cyclic_gc
 from advisor.report import render
 from sample_metrics.generate import make_run
 from sample_metrics.writers import write_run
@@ -98,9 +99,6 @@ def test_a_fresh_command_makes_no_collection_from_its_imports_to_its_end(tmp_pat
     """In the command's own process (nothing imported before main): with the collector on
     between the imports and the work, its first collection scans every object the imports
     made (~12 ms of a 2,000-step diagnose)."""
-    import subprocess
-    import sys
-
     probe = (
         "import gc, sys\n"
         "from advisor.cli import main\n"

@@ -251,20 +251,20 @@ def execute(
 
 
 def _templates(format: ReportFormat) -> Callable[[], object] | None:
-    """The report's template made ready while the run is read (advisor.reading): its renderer
-    imported and its environment made now; the template loaded (from jinja2's bytecode cache)
+    """The report's templates made ready while the run is read (advisor.reading): its renderer
+    imported and its environment made now; the templates loaded (from jinja2's bytecode cache)
     by diagnose_job, alongside the job file's parse."""
     if format == ReportFormat.json:
         return None
     if format == ReportFormat.markdown:
-        from advisor.report import markdown, templating  # noqa: F401
+        from advisor.report import markdown, templating
 
-        env, name = templating.environment(), "report.md.j2"
+        env, names = templating.environment(), markdown.TEMPLATES
     else:
         from advisor.report import html
 
-        env, name = html.environment(), "report.html.j2"
-    return lambda: env.get_template(name)
+        env, names = html.environment(), ("report.html.j2",)
+    return lambda: [env.get_template(name) for name in names]
 
 
 def _renamed(d: Diagnosis, names: dict[str, str]) -> Diagnosis:

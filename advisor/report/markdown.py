@@ -29,6 +29,8 @@ from advisor.report.values import (
 from advisor.types import Change, Diagnosis, Finding
 
 TICKS = "▁▂▃▄▅▆▇█"
+# The report's template, then those it includes (loaded ahead by the command: diagnose_core)
+TEMPLATES = ("report.md.j2", "patch.md.j2", "finding.md.j2", "checkpoint.md.j2")
 
 
 def sparkline(values: Sequence[float | None], width: int = 40) -> str:
@@ -511,4 +513,4 @@ def render_markdown(
         "ckpt_at": _checkpoint_view(d),
         "run_said": _run_view(d),
     }
-    return render("report.md.j2", **view)
+    return render(TEMPLATES[0], **view)

@@ -247,3 +247,23 @@ def test_charts_are_well_formed_and_keep_spikes_of_long_series(tmp_path) -> None
     (line,) = root.iter("{http://www.w3.org/2000/svg}polyline")
     ys = [float(p.split(",")[1]) for p in line.get("points", "").split()]
     assert min(ys) < 40  # the spike reaches the top of the plot
+
+
+def test_the_templates_loaded_ahead_are_the_report_and_every_one_it_includes() -> None:
+    """The command loads markdown.TEMPLATES while the run is read: the report's template
+    first, then each template it (or one of those) includes, so none is left to the render."""
+    from jinja2 import meta
+
+    from advisor.report.markdown import TEMPLATES
+    from advisor.report.templating import TEMPLATES as FOLDER
+    from advisor.report.templating import environment
+
+    env = environment()
+    found, todo = [], [TEMPLATES[0]]
+    while todo:
+        name = todo.pop(0)
+        found.append(name)
+        source = (FOLDER / name).read_text(encoding="utf-8")
+        todo += [n for n in meta.find_referenced_templates(env.parse(source)) if n not in found]
+    assert TEMPLATES[0] == "report.md.j2"
+    assert sorted(TEMPLATES) == sorted(found)
