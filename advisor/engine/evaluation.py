@@ -11,7 +11,15 @@ from advisor.book.symptoms import AllOf, AnyOf, Leaf, Node, NotOf, PerAlgorithm,
 from advisor.book.symptoms import leaves as _leaves
 from advisor.detectors import END, REGISTRY, Column, Series
 from advisor.engine.blocks import _BlockFolding
-from advisor.engine.plans import _COMPILED, _bits, _Blocks, _leaf_key, _LeafPlan, _RuleMask, _shares
+from advisor.engine.plans import (
+    _COMPILED,
+    _bits,
+    _Blocks,
+    _brief_rules,
+    _leaf_key,
+    _LeafPlan,
+    _RuleMask,
+)
 from advisor.engine.records import ABSENT, FIRE, NO
 from advisor.types import Evidence, Scalar
 
@@ -202,10 +210,10 @@ def _probe(node: Node) -> _Probe:
 
 def _deciding(reached: list[_Reached]) -> list[_Reached]:
     """Of the leaves an `all` reached before the kid that says NO, those a quiet evaluation
-    (_Quiet) still checks: an `all` that says NO says it while that kid does, so the others
-    need not give the same results for the rule's verdict to stand; but an ABSENT result is
-    kept (shared with a later rule, it says no metric missing there: _hands_absent)."""
-    return [r for r in reached if r.result[0] == ABSENT]
+    (_Quiet) still checks: none. An `all` that says NO says it while that kid does, so the
+    others need not give the same results for the rule's verdict to stand (an ABSENT among
+    them, shared with a later rule, has that rule say its metrics missing: leaf_of)."""
+    return []
 
 
 def _leaf_eval(leaf: Leaf) -> _Eval:
@@ -228,6 +236,10 @@ def _leaf_eval(leaf: Leaf) -> _Eval:
         got = cx.leaves.get(key)
         if got is None:
             got = cx.leaves[key] = judge._leaf(plan, cx.series, cx.missing, keep, brief)
+        elif got[0] == ABSENT and not judge._facts_decide(leaf):
+            # judged ABSENT by a rule before this one at this block (none of its metrics
+            # logged): this rule says them missing, as it would judging the leaf itself
+            cx.missing.update(leaf.metrics)
         cx.reached.append(_Reached(plan, key, got, plan.inputs))
         return got
 
@@ -244,8 +256,7 @@ class _RuleEvaluation(_BlockFolding):
     _plans: dict[tuple[str, ...], _LeafPlan]  # equal leaves of different rules share one
     _quiets: dict[str, _Quiet]  # rules whose latest evaluation changed nothing
     _rule_masks: dict[str, _RuleMask]  # per rule, for the blocks push_columns closes
-    _later: dict[str, set[tuple[str, ...]]]  # per rule: the leaf keys of the rules after it
-    _added: dict[str, tuple[tuple[str, ...], frozenset[str], list[_LeafPlan]]]  # _adds
+    _added: dict[str, tuple[tuple[str, ...], frozenset[str]]]  # _adds
     _trees: dict[str, _Eval]  # each rule's condition tree (_trees_of: shared, read-only)
     _judged: int  # rule trees evaluated so far
     # the evidence made without its summary at this block, by id: (it, the detector, the
@@ -260,7 +271,7 @@ class _RuleEvaluation(_BlockFolding):
         self._rule_masks = {}
         self._added = {}
         self._judged = 0
-        self._later, self._brief_rules = _shares(self._rules)
+        self._brief_rules = _brief_rules(self._rules)
         self._trees = _trees_of(self._rules)
         self._briefs = {}
 
@@ -415,6 +426,11 @@ class _RuleEvaluation(_BlockFolding):
             plan.memo = (inputs, *out)
         return out
 
+    def _facts_decide(self, leaf: Leaf) -> bool:
+        """The job's facts make the leaf ABSENT whatever was logged (its only_if, skip_if)."""
+        pred = self._pred
+        return not all(pred[p] for p in leaf.only_if) or any(pred[p] for p in leaf.skip_if)
+
     def _inputs(self, plan: _LeafPlan) -> tuple[Any, ...]:
         """The versions of what the leaf's detector reads (the run's last logged step too,
         for the detectors that read it)."""
@@ -528,39 +544,23 @@ class _RuleEvaluation(_BlockFolding):
                 return got
         used: list[tuple[_LeafPlan, _Blocks]] = []
         may_fire, may_no, may_absent = self._may(rule.when, used)
-        hands = self._hands_absent(rule, used)
-        notes, metrics, _ = self._adds(rule)
+        notes, metrics = self._adds(rule)
         every = (1 << ah.n) - 1
         got = _RuleMask(ah.stamp, self._epoch, used, every & ~(may_fire | may_absent),
-                        every & ~(may_fire | may_no), hands, notes, metrics)  # fmt: skip
+                        every & ~(may_fire | may_no), notes, metrics)  # fmt: skip
         self._rule_masks[rule.id] = got
         return got
 
-    def _hands_absent(self, rule: SymptomRule, used: list[tuple[_LeafPlan, _Blocks]]) -> int:
-        """Where evaluating the rule may hand a rule after it a leaf's ABSENT (none of its
-        metrics logged yet): results are shared within a block, and a shared ABSENT does not
-        say its metrics missing for the rule that takes it, so skipping this rule there would
-        change what that rule says missing."""
-        assert self._ahead is not None
-        out, every = 0, (1 << self._ahead.n) - 1
-        for plan in self._adds(rule)[2]:
-            got = self._quiet_blocks(plan)
-            used.append((plan, got))
-            out |= every & ~got[1]
-        return out
-
-    def _adds(self, rule: SymptomRule) -> tuple[tuple[str, ...], frozenset[str], list[_LeafPlan]]:
-        """What evaluating the rule can add: the notes of its leaves the job's facts skip,
-        the metrics of the others (said missing when not logged), and those of them a rule
-        after it also reaches (made once: the job's facts do not change while push_columns
-        closes blocks)."""
+    def _adds(self, rule: SymptomRule) -> tuple[tuple[str, ...], frozenset[str]]:
+        """What evaluating the rule can add: the notes of its leaves the job's facts skip, and
+        the metrics of the others (said missing when not logged); made once: the job's facts
+        do not change while push_columns closes blocks."""
         got = self._added.get(rule.id)
         if got is not None:
             return got
-        pred, later = self._pred, self._later[rule.id]
+        pred = self._pred
         notes: list[str] = []
         metrics: set[str] = set()
-        shared: list[_LeafPlan] = []
         for leaf in _leaves(rule.when):
             if leaf.while_active or not all(pred[p] for p in leaf.only_if):
                 continue
@@ -569,9 +569,7 @@ class _RuleEvaluation(_BlockFolding):
                     notes.append(f"skip:{leaf.detector}:{leaf.metric}")
             else:
                 metrics.update(leaf.metrics)
-                if _leaf_key(leaf) in later:
-                    shared.append(self._plan(leaf))
-        got = self._added[rule.id] = (tuple(notes), frozenset(metrics), shared)
+        got = self._added[rule.id] = (tuple(notes), frozenset(metrics))
         return got
 
     def _may(

@@ -134,8 +134,8 @@ class _Lifecycle(_RuleEvaluation):
 
     def _masked(self, rule: SymptomRule, facts: tuple[Any, ...]) -> bool:
         """An inactive rule whose evaluation at the block being closed would change nothing,
-        known from its leaves' screens and which of their metrics were logged (_unchanged),
-        and that hands no later rule an ABSENT: it is not evaluated."""
+        known from its leaves' screens and which of their metrics were logged (_unchanged):
+        it is not evaluated."""
         ah = self._ahead
         assert ah is not None
         at = ah.at
@@ -157,7 +157,6 @@ class _Lifecycle(_RuleEvaluation):
         skip = mask.no if quiet is not None and quiet.facts == facts else 0
         if said is not None and mask.metrics <= said:
             skip |= mask.absent & ~mask.no
-        skip &= ~mask.hands
         left = ~skip >> at  # bit i: evaluated at block at + i (there are no blocks past n)
         until = at + (left & -left).bit_length() - 1
         self._wake[rule.id] = (ah.stamp, self._epoch, facts, until)

@@ -29,15 +29,14 @@ def _bits(a: np.ndarray) -> int:
 @dataclass(slots=True)
 class _RuleMask:
     """An inactive rule at each block a push_columns call closes (from the one being closed
-    when it was made on): where it surely says NO, where it surely is ABSENT, where evaluating
-    it may hand a later rule an ABSENT; the notes and missing metrics evaluating it can add."""
+    when it was made on): where it surely says NO, where it surely is ABSENT; the notes and
+    missing metrics evaluating it can add."""
 
     stamp: int  # the call
     epoch: int  # the baselines count it holds for
     used: list[tuple[_LeafPlan, _Blocks]]  # its leaves' arrays read
     no: int  # bit j: block j
     absent: int
-    hands: int
     notes: tuple[str, ...]
     metrics: frozenset[str]
 
@@ -123,28 +122,20 @@ def _layout(
     return got[1]
 
 
-# id of each compiled rule -> (the rules, _shares' answer for them)
-_SHARES: dict[tuple[int, ...], tuple[list[SymptomRule], tuple[Any, Any]]] = {}
+# id of each compiled rule -> (the rules, _brief_rules' answer for them)
+_BRIEF: dict[tuple[int, ...], tuple[list[SymptomRule], set[str]]] = {}
 
 
-def _shares(
-    rules: list[SymptomRule],
-) -> tuple[dict[str, set[tuple[str, ...]]], set[str]]:
-    """Per rule, the keys of the leaves of the rules after it (results they share within a
-    block), and the rules whose evidence can be refreshed brief (_distinct_slots); made once
-    per compiled rule list (read-only)."""
+def _brief_rules(rules: list[SymptomRule]) -> set[str]:
+    """The rules whose evidence can be refreshed brief (_distinct_slots); made once per
+    compiled rule list (read-only)."""
     key = tuple(id(r) for r in rules)
-    got = _SHARES.get(key)
+    got = _BRIEF.get(key)
     if got is None:
-        later: dict[str, set[tuple[str, ...]]] = {}
-        after: set[tuple[str, ...]] = set()
-        for r in reversed(rules):
-            later[r.id] = set(after)
-            after |= {_leaf_key(leaf) for leaf in _leaves(r.when)}
+        if len(_BRIEF) >= 32:
+            _BRIEF.clear()
         brief = {r.id for r in rules if r.when is not None and _distinct_slots(r)}
-        if len(_SHARES) >= 32:
-            _SHARES.clear()
-        got = _SHARES[key] = (list(rules), (later, brief))
+        got = _BRIEF[key] = (list(rules), brief)
     return got[1]
 
 

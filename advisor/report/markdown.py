@@ -30,7 +30,7 @@ from advisor.types import Change, Diagnosis, Finding
 
 TICKS = "▁▂▃▄▅▆▇█"
 # The report's template, then those it includes (loaded ahead by the command: diagnose_core)
-TEMPLATES = ("report.md.j2", "patch.md.j2", "finding.md.j2", "checkpoint.md.j2")
+TEMPLATES: tuple[str, ...] = ("report.md.j2", "patch.md.j2", "finding.md.j2", "checkpoint.md.j2")
 
 
 def sparkline(values: Sequence[float | None], width: int = 40) -> str:

@@ -89,14 +89,46 @@ def test_kids_go_unjudged_only_where_no_leaf_can_want_its_metric() -> None:
     assert not m._unjudged_ok([[["not_a_metric_the_rules_read"]]])
 
 
-def test_a_quiet_evaluation_keeps_the_absent_leaves_before_the_no() -> None:
-    """The leaves an `all` reached before its NO kid are dropped from those a quiet
-    evaluation checks again, but for the ABSENT ones (their sharing says no metric missing
-    in a later rule that takes them)."""
-    from advisor.engine.records import FIRE
+def test_a_rule_that_takes_a_shared_absent_leaf_says_its_metric_missing(tmp_path: Path) -> None:
+    """Two rules on the same leaf, whose metric is never logged: the first judges it ABSENT,
+    the second takes that result (shared at the block) and still says the metric missing, as
+    it would judging the leaf itself; what a rule says missing does not depend on the rules
+    before it (so a rule may go unevaluated whatever leaves it shares)."""
+    from advisor.book.symptoms import parse_symptom_rules, rulebook_path
+    from sample_metrics.generate import make_run
+    from sample_metrics.writers import write_run
 
-    def reached(state: int) -> Any:
-        return evaluation._Reached(None, ("k", str(state)), (state, []), ())  # type: ignore[arg-type]
-
-    got = evaluation._deciding([reached(FIRE), reached(evaluation.ABSENT), reached(FIRE)])
-    assert [r.result[0] for r in got] == [evaluation.ABSENT]
+    shipped = rulebook_path().read_text(encoding="utf-8")
+    rule = """  - id: {id}
+    name: {name}
+    severity: warning
+    priority: {priority}
+    warmup: false
+    summary: s
+    why: w
+    example: e
+    use_instead: u
+    source: test
+    causes: [c]
+    action: {{advice: a, changes: [], safety: display_only}}
+    fallback: {{advice: f, changes: [], safety: display_only}}
+    when: {{detector: above, metric: zero_std_frac, params: {{value: 0.5, k: 3, m: 4}}}}
+"""
+    book = tmp_path / "symptoms.yaml"
+    book.write_text(
+        shipped[: shipped.index("\nrules:\n")]
+        + "\nrules:\n"
+        + rule.format(id="P1", name="first", priority=1)
+        + rule.format(id="P2", name="second", priority=2),
+        encoding="utf-8",
+    )
+    made = make_run("healthy", 3, n_steps=300, framework="verl", fmt="verl-jsonl", variant="steady")
+    run = load_run(write_run(made, tmp_path / "run"))
+    assert "zero_std_frac" not in run.frame.columns
+    said = [
+        a for a in judge_run(run, rules=parse_symptom_rules(book)).assumptions if "not judged" in a
+    ]
+    assert said == [
+        "P1 first not judged: needs zero_std_frac, not in this run.",
+        "P2 second not judged: needs zero_std_frac, not in this run.",
+    ]
