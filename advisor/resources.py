@@ -24,9 +24,10 @@ from advisor.types import InputError
 T = TypeVar("T")
 
 
+@functools.cache
 def rulebook_dir() -> Path:
     """The repo's `rulebook/` in a checkout, the packaged copy when installed (beside this
-    module in an installed wheel; else where importlib finds the package)."""
+    module in an installed wheel; else where importlib finds the package); found once."""
     here = Path(__file__).resolve().parent
     for folder in (here.parent / "rulebook", here / "rulebook"):
         if (folder / "__init__.py").exists():

@@ -313,6 +313,9 @@ class _Ahead:
 
 @dataclass
 class Judgement:
+    """What judging a run found: its findings in the order they fired, the warm-up it was
+    judged after, its status and assumptions, and the eval and block sizes it was judged in."""
+
     findings: list[Finding]
     warmup_steps: int
     status: Status

@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from advisor import i18n, lazy
 from advisor.resources import write_text_atomic
 from advisor.types import Diagnosis, Evidence, Finding
+
+# html.escape's entities (quotes too: the text may land in an attribute), in one pass and
+# without importing html and its entity table
+_XML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"})
+
+
+def escape(text: str) -> str:
+    """`text` as SVG character data or an attribute value."""
+    return text.translate(_XML)
+
 
 # The chart's layout in pixels (the size of the PNGs this replaces: 6 x 2 inches at 100 dpi).
 WIDTH, HEIGHT = 600, 200
@@ -92,7 +101,7 @@ def chart(d: Diagnosis, f: Finding, e: Evidence) -> str:
         )
     # NaN / inf points (a None is a step without the metric): the curve has gaps there, so
     # they are marked along the bottom, one cross per pixel column
-    logged = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+    logged = np.array([v is not None for v in values], dtype=bool)
     bad = logged & ~ok
     if bad.any():
         from advisor.detectors.series import distinct  # np.unique's, without numpy.ma

@@ -267,3 +267,21 @@ def test_the_templates_loaded_ahead_are_the_report_and_every_one_it_includes() -
         todo += [n for n in meta.find_referenced_templates(env.parse(source)) if n not in found]
     assert TEMPLATES[0] == "report.md.j2"
     assert sorted(TEMPLATES) == sorted(found)
+
+
+def test_the_charts_escape_text_as_html_escape_does() -> None:
+    """plots.escape writes html.escape's entities (a chart's bytes stay what they were)."""
+    import html
+
+    from hypothesis import example, given, settings
+    from hypothesis import strategies as st
+
+    from advisor.report.plots import escape
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.text())
+    @example("&amp; <a href=\"x\">'it's'</a> &&")
+    def check(text: str) -> None:
+        assert escape(text) == html.escape(text)
+
+    check()
