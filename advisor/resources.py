@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from advisor import lazy
+from advisor.codecache import cache_dir
 from advisor.types import InputError
 
 T = TypeVar("T")
@@ -141,11 +142,8 @@ def _write_pickle(dest: Path, obj: Any) -> None:
 
 
 def _cache_file(path: Path, raw: bytes, suffix: str = ".json") -> Path | None:
-    base = os.environ.get("RL_ADVISOR_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "rl-advisor",
-    )
-    if os.environ.get("RL_ADVISOR_NO_CACHE"):
+    base = cache_dir()
+    if base is None:
         return None
     digest = hashlib.sha256(raw).hexdigest()[:20]
     return Path(base) / f"{path.stem}-{digest}{suffix}"
