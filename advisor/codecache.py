@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import hashlib
 import marshal
 import os
 import sys
@@ -41,6 +42,11 @@ def cache_dir() -> str | None:
     )
 
 
+def _key(source: str) -> bytes:
+    """A source's key: its BLAKE2 digest (the sources run to kilobytes; the file holds ~400)."""
+    return hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+
+
 def _build() -> tuple[str, int]:
     """What the code depends on besides its source: the interpreter's exact build (its
     bytecode) and the optimisation level."""
@@ -53,19 +59,19 @@ class DataclassCode:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.code: dict[str, types.CodeType] = {}
-        self.used: set[str] = set()
+        self.code: dict[bytes, types.CodeType] = {}  # by _key of the source
+        self.used: set[bytes] = set()
         self.compiled = 0
         try:
             with open(path, "rb") as fh:
-                build, code = marshal.load(fh)
+                build, code = marshal.loads(fh.read())  # (one read: load(fh) reads in pieces)
         except (OSError, EOFError, ValueError, TypeError):  # none yet, or not ours
             return
         if build == _build() and isinstance(code, dict):
             self.code = {
                 k: v
                 for k, v in code.items()
-                if isinstance(k, str) and isinstance(v, types.CodeType)
+                if isinstance(k, bytes) and isinstance(v, types.CodeType)
             }
 
     def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:
@@ -75,12 +81,13 @@ class DataclassCode:
         if not isinstance(source, str):
             builtins.exec(source, globals, locals)
             return
-        code = self.code.get(source)
+        key = _key(source)
+        code = self.code.get(key)
         if code is None:
             code = compile(source, "<string>", "exec", dont_inherit=True)
-            self.code[source] = code
+            self.code[key] = code
             self.compiled += 1
-        self.used.add(source)
+        self.used.add(key)
         builtins.exec(code, globals, locals)
 
     def save(self) -> None:

@@ -147,8 +147,9 @@ def test_a_cache_file_that_is_not_ours_is_left_unread(tmp_path: Path, monkeypatc
     for content in (
         b"not marshal at all",
         marshal.dumps([1, 2, 3]),
-        marshal.dumps((("another python", 0), {"x": compile("y = 1", "<string>", "exec")})),
-        marshal.dumps((codecache._build(), {"source": "not code"})),
+        marshal.dumps((("another python", 0), {b"x": compile("y = 1", "<string>", "exec")})),
+        marshal.dumps((codecache._build(), {b"source": "not code"})),
+        marshal.dumps((codecache._build(), {"a str key": compile("y = 1", "<string>", "exec")})),
     ):
         path.write_bytes(content)
         cache = codecache.DataclassCode(str(path))
@@ -160,7 +161,7 @@ def test_a_cache_file_that_is_not_ours_is_left_unread(tmp_path: Path, monkeypatc
 
 def test_a_full_cache_keeps_only_what_the_last_run_used(tmp_path: Path, monkeypatch) -> None:
     path = str(tmp_path / "code.marshal")
-    stale = {f"# {i}\n": compile(f"# {i}\n", "<string>", "exec") for i in range(40)}
+    stale = {codecache._key(f"# {i}"): compile(f"# {i}", "<string>", "exec") for i in range(40)}
     with open(path, "wb") as fh:
         marshal.dump((codecache._build(), stale), fh)
     monkeypatch.setattr(codecache, "MAX_ENTRIES", 30)
