@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -216,18 +217,27 @@ def _hinge(y: np.ndarray, cross: int, back: int = 16, after: int = 2) -> int:
     does not stand clear of the others by far more than rounding can move a sum of squares,
     each break is fitted by numpy's least squares (_hinge_lstsq), which decides."""
     lo, hi = max(0, cross - back), min(len(y), cross + after + 1)
-    t = np.arange(lo, hi, dtype=float)
-    v = y[lo:hi]
+    # the fits read the block means and the breaks' places relative to each other only: the
+    # same means give the same break wherever the window starts (an active finding's evidence
+    # is judged again at every block, its means one block further back in the window each time)
+    return lo + _hinge_in(np.ascontiguousarray(y[lo:hi], dtype=float).tobytes(), cross - lo)
+
+
+@lru_cache(maxsize=512)
+def _hinge_in(means: bytes, cross: int) -> int:
+    """_hinge on block means (float64 bytes) that start at block 0."""
+    v = np.frombuffer(means, dtype=float)
+    t = np.arange(len(v), dtype=float)
     ok = np.isfinite(v)
     t, v = t[ok], v[ok]
     if len(v) < 4:
         return cross
-    breaks = np.arange(lo, min(cross + 1, int(t[-1])), dtype=float)  # h >= t[-1]: x all 0
+    breaks = np.arange(0, min(cross + 1, int(t[-1])), dtype=float)  # h >= t[-1]: x all 0
     if not len(breaks):
         return cross
     at = _hinge_fits(t, v, breaks)
     if at is None:
-        at = _hinge_lstsq(t, v, lo, cross)
+        at = _hinge_lstsq(t, v, 0, cross)
     return min(at + 1, cross)  # block h is the last on the level: the move shows from h + 1
 
 

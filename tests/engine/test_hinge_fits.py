@@ -5,7 +5,7 @@ every series, or numpy decides."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from advisor.detectors.level import _hinge, _hinge_fits, _hinge_lstsq
@@ -75,3 +75,29 @@ def test_hinge_fits_leave_near_ties_to_least_squares() -> None:
     # values near float max: no sum of squares to compare
     assert _hinge_fits(t, 1e300 * (1 + t), np.arange(0, 8, dtype=float)) is None
     assert _hinge(np.full(12, 1e300), 10) == _by_lstsq(np.full(12, 1e300), 10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_curve(), st.lists(_value, min_size=1, max_size=30))
+@example((np.r_[np.ones(20), 1.0 - 0.05 * np.arange(1, 11)], 25), [0.0, 1.0])
+def test_the_same_means_give_the_same_break_wherever_the_window_starts(
+    curve: tuple[np.ndarray, int], before: list[float]
+) -> None:
+    """Blocks before the window change nothing: the break is found on the means it holds (so
+    an active finding's evidence, its window one block further on at each block, reuses it)."""
+    y, cross = curve
+    longer = np.r_[np.array(before), y]
+    got = _hinge(longer, cross + len(before))
+    if cross >= 16:  # the window (16 blocks back from the crossing) holds the same means
+        assert got - len(before) == _hinge(y, cross) == _by_lstsq(y, cross)
+    assert got == _by_lstsq(longer, cross + len(before))
+
+
+def test_a_window_met_again_is_not_fitted_again() -> None:
+    from advisor.detectors.level import _hinge_in
+
+    y = np.r_[np.ones(20), 1.0 - 0.05 * np.arange(1, 11)]
+    _hinge_in.cache_clear()
+    first = _hinge(y, 25)
+    assert _hinge(np.r_[np.ones(7), y], 32) == first + 7
+    assert _hinge_in.cache_info().hits == 1
