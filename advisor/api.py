@@ -385,15 +385,15 @@ def diagnose_job(
 
 
 def _load_rulebooks() -> None:
-    """The shipped rulebooks a diagnosis reads, loaded (each is cached for the process) while
-    the run is read: the symptom rules, the config rules, the name tables and the guide's
-    starting points. A rulebook that does not load is said where it is first used, as
-    without this (the user's own overrides, advisor.userconf, are read there too)."""
-    from advisor.book.config import profiles, rulebook
+    """The shipped rulebooks every diagnosis reads, loaded (each is cached for the process)
+    while the run is read: the symptom rules, the config rules and the name tables. A
+    rulebook that does not load is said where it is first used, as without this (the user's
+    own overrides, advisor.userconf, are read there too)."""
+    from advisor.book.config import rulebook
     from advisor.book.dialects import dialects
     from advisor.engine import load_symptom_rules
 
-    for load in (load_symptom_rules, rulebook, dialects, profiles):
+    for load in (load_symptom_rules, rulebook, dialects):
         with contextlib.suppress(InputError):
             load()
 

@@ -33,13 +33,18 @@ MAX_ENTRIES = 4000
 
 def cache_dir() -> str | None:
     """The user's rl-advisor cache folder: $RL_ADVISOR_CACHE_DIR, else rl-advisor under
-    $XDG_CACHE_HOME or ~/.cache; None when RL_ADVISOR_NO_CACHE is set."""
+    $XDG_CACHE_HOME or ~/.cache; None when RL_ADVISOR_NO_CACHE is set, or when no home is
+    known (a folder relative to wherever the command runs would be left beside its inputs)."""
     if os.environ.get("RL_ADVISOR_NO_CACHE"):
         return None
-    return os.environ.get("RL_ADVISOR_CACHE_DIR") or os.path.join(
+    named = os.environ.get("RL_ADVISOR_CACHE_DIR")
+    if named:
+        return named
+    base = os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "rl-advisor",
     )
+    return base if os.path.isabs(base) else None
 
 
 def _key(source: str) -> bytes:

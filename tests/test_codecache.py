@@ -194,3 +194,17 @@ def test_the_command_keeps_the_code_and_reuses_it(tmp_path: Path) -> None:
     assert second.returncode == 0 and second.stdout == first.stdout
     assert kept.stat().st_mtime_ns == stamp, "nothing new compiled: the file is not rewritten"
     assert [p.name for p in kept.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_no_cache_folder_without_a_home(monkeypatch) -> None:
+    """With no home to put it under, no cache: a relative `~/.cache` would land wherever the
+    command runs, beside its inputs."""
+    monkeypatch.delenv("RL_ADVISOR_NO_CACHE", raising=False)
+    monkeypatch.delenv("RL_ADVISOR_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # no home found
+    assert codecache.cache_dir() is None
+    monkeypatch.setenv("XDG_CACHE_HOME", "/somewhere/cache")
+    assert codecache.cache_dir() == "/somewhere/cache/rl-advisor"
+    monkeypatch.setenv("RL_ADVISOR_CACHE_DIR", "mine")
+    assert codecache.cache_dir() == "mine"
