@@ -359,7 +359,9 @@ def diagnose_job(
                 early = read_job_file(parse)
         if alongside is not None:
             alongside()
-        _load_rulebooks()
+        from advisor.book import load_shipped
+
+        load_shipped()  # the shipped rulebooks, loaded while the run is read
     run = _with_run_file(reading.metrics, reading.run())
     job = resolve_job(run, config, sets, training_samples, early)
     # origin lets the engine treat a defaulted eval_steps as unknown (and say what it assumed)
@@ -382,20 +384,6 @@ def diagnose_job(
     return with_file_diff(diagnosis, job.loaded.file or config), job
 
 
-
-
-def _load_rulebooks() -> None:
-    """The shipped rulebooks every diagnosis reads, loaded (each is cached for the process)
-    while the run is read: the symptom rules, the config rules and the name tables. A
-    rulebook that does not load is said where it is first used, as without this (the user's
-    own overrides, advisor.userconf, are read there too)."""
-    from advisor.book.config import rulebook
-    from advisor.book.dialects import dialects
-    from advisor.engine import load_symptom_rules
-
-    for load in (load_symptom_rules, rulebook, dialects):
-        with contextlib.suppress(InputError):
-            load()
 
 
 def _with_run_file(metrics: Path, run: Run) -> Run:

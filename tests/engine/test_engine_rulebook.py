@@ -132,3 +132,25 @@ def test_sources_keep_their_references(name: str) -> None:
         loaded = yaml.safe_load(f"x: {raw}")["x"]
         written = raw[1:-1].replace("''", "'") if raw[0] in "'\"" else raw
         assert loaded == written, f"{name}:{no}: source loads as {loaded!r}; quote it"
+
+
+def test_the_shipped_rulebooks_load_ahead_and_a_failure_is_left_to_their_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """book.load_shipped (the command calls it while the run is read) fills each loader's
+    cache; a rulebook that does not load raises where it is used, not there."""
+    from advisor.book import config, dialects, load_shipped, symptoms
+
+    config.rulebook.cache_clear()
+    dialects.dialects.cache_clear()
+    symptoms._load_cached.cache_clear()
+    load_shipped()
+    assert config.rulebook.cache_info().currsize == 1
+    assert dialects.dialects.cache_info().currsize == 1
+    assert symptoms._load_cached.cache_info().currsize == 1
+
+    def broken() -> None:
+        raise InputError("rulebook/config.yaml:3: not valid YAML")
+
+    monkeypatch.setattr(config, "rulebook", broken)
+    load_shipped()  # said where it is used
