@@ -1,22 +1,30 @@
-"""The user's cache folder, and the compiled methods of dataclasses kept in it between runs.
+"""The user's cache folder, and code the command would otherwise compile at every start.
 
 The folder (`cache_dir`) holds what rl-advisor would otherwise rebuild at every start: the
-rulebooks' parsed and validated forms (advisor.resources) and the code below. Any failure to
-read or write it only costs time.
+rulebooks' parsed and validated forms (advisor.resources) and the compiled code below. Any
+failure to read or write it only costs time.
 
-dataclasses writes the source of a class's `__init__`, `__repr__`, `__eq__` (and a frozen
-class's `__hash__`, `__setattr__`, `__delattr__`) when the class is created, and compiles it:
-~0.1 ms a method, a third of what importing rl-advisor's own modules costs (~12 ms of each
-`rl-advisor` start on a 2-core machine). The same source compiles to the same code. So the
-command's own process (`rl-advisor`, advisor.cli.run) has dataclasses execute code objects
-kept from earlier runs (`DataclassCode`), compiled as dataclasses compiles them, and keyed by
-the exact source and the interpreter's build: a class made with them is the class dataclasses
-would make. A program that imports rl-advisor is left as it is. Imports nothing that defines
-a dataclass: it is set up before they are made.
+Two kinds of code are compiled the same way at every start of `rl-advisor`, by the modules
+it imports (its own, polars, jinja2, numpy ...) and kept here between runs of the command:
+
+- dataclasses writes the source of a class's `__init__`, `__repr__`, `__eq__` (and a frozen
+  class's `__hash__`, `__setattr__`, `__delattr__`) when the class is made, and compiles it:
+  ~0.1 ms a method, ~12 ms of a 2,000-step `rl-advisor diagnose` on a 2-core machine.
+  `DataclassCode` has it execute code objects compiled as it compiles them.
+- re parses each regular expression and generates its matching program: ~0.1 ms a pattern,
+  ~10 ms for the ~100 a start compiles. `RegexPrograms` hands `_sre` the program this
+  Python generated for the same pattern and flags on an earlier run.
+
+Each is keyed by exactly what it was made from and by the interpreter's build, and a cached
+entry is what this interpreter made itself, so a class or pattern made from it is the one
+made afresh. Only the command's own process does this (advisor.cli.run), from its start; a
+program that imports rl-advisor is left as it is. This module imports nothing that defines a
+dataclass or compiles a pattern.
 """
 
 from __future__ import annotations
 
+import _thread
 import builtins
 import contextlib
 import hashlib
@@ -26,8 +34,8 @@ import sys
 import types
 from typing import Any
 
-# The most code objects a cache file keeps: a run of the command makes ~400; past this, the
-# file keeps only what the latest run used (methods of classes that no longer exist go).
+# The most entries a cache file keeps: a run of the command makes ~220 methods and ~100
+# patterns; past this, the file keeps only what the latest run used.
 MAX_ENTRIES = 4000
 
 
@@ -47,60 +55,41 @@ def cache_dir() -> str | None:
     return base if os.path.isabs(base) else None
 
 
-def _key(source: str) -> bytes:
-    """A source's key: its BLAKE2 digest (the sources run to kilobytes; the file holds ~400)."""
-    return hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=20).digest()
-
-
 def _build() -> tuple[str, int]:
-    """What the code depends on besides its source: the interpreter's exact build (its
-    bytecode) and the optimisation level."""
+    """What compiled code depends on besides its input: the interpreter's exact build (its
+    bytecode, its regular expression engine) and the optimisation level."""
     return sys.version, sys.flags.optimize
 
 
-class DataclassCode:
-    """dataclasses' `exec` of generated source, from code objects kept in `path` (read now;
-    `save` writes back what was compiled meanwhile)."""
+class _Kept:
+    """Entries kept in a file between runs: read when made, written back by `save` when this
+    run added any (atomically: a temp file renamed into place)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.code: dict[bytes, types.CodeType] = {}  # by _key of the source
-        self.used: set[bytes] = set()
-        self.compiled = 0
+        self.entries: dict[Any, Any] = {}
+        self.used: set[Any] = set()
+        self.added = 0
         try:
             with open(path, "rb") as fh:
-                build, code = marshal.loads(fh.read())  # (one read: load(fh) reads in pieces)
+                build, entries = marshal.loads(fh.read())  # (load(fh) reads in small pieces)
         except (OSError, EOFError, ValueError, TypeError):  # none yet, or not ours
             return
-        if build == _build() and isinstance(code, dict):
-            self.code = {
-                k: v
-                for k, v in code.items()
-                if isinstance(k, bytes) and isinstance(v, types.CodeType)
-            }
+        if build == _build() and isinstance(entries, dict):
+            self.entries = {k: v for k, v in entries.items() if self._valid(k, v)}
 
-    def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:
-        """builtins.exec(source, globals, locals) for dataclasses: its source compiled as
-        `exec` compiles a string there (file "<string>", dataclasses' own compiler flags:
-        none), or that code kept from an earlier run."""
-        if not isinstance(source, str):
-            builtins.exec(source, globals, locals)
-            return
-        key = _key(source)
-        code = self.code.get(key)
-        if code is None:
-            code = compile(source, "<string>", "exec", dont_inherit=True)
-            self.code[key] = code
-            self.compiled += 1
-        self.used.add(key)
-        builtins.exec(code, globals, locals)
+    @staticmethod
+    def _valid(key: Any, value: Any) -> bool:
+        raise NotImplementedError
+
+    def _add(self, key: Any, value: Any) -> None:
+        self.entries[key] = value
+        self.added += 1
 
     def save(self) -> None:
-        """Write the code back when this run compiled any (atomically: a temp file renamed
-        into place); a failure leaves the cache as it was."""
-        if not self.compiled:
+        if not self.added:
             return
-        keep = self.code
+        keep = self.entries
         if len(keep) > MAX_ENTRIES:
             keep = {k: v for k, v in keep.items() if k in self.used}
         tmp = f"{self.path}.{os.getpid()}.tmp"
@@ -114,16 +103,103 @@ class DataclassCode:
                 os.unlink(tmp)
 
 
-def kept_dataclass_code() -> DataclassCode | None:
-    """dataclasses set to run its generated methods from the user's cache (see above), for
-    the rest of this process; None (and dataclasses left as it is) without a cache folder."""
+def _key(source: str) -> bytes:
+    """A source's key: its BLAKE2 digest (the sources run to kilobytes; the file holds ~200)."""
+    return hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+
+
+class DataclassCode(_Kept):
+    """dataclasses' `exec` of generated source, from code objects kept in `path`."""
+
+    @staticmethod
+    def _valid(key: Any, value: Any) -> bool:
+        return isinstance(key, bytes) and isinstance(value, types.CodeType)
+
+    def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:
+        """builtins.exec(source, globals, locals) for dataclasses: its source compiled as
+        `exec` compiles a string there (file "<string>", dataclasses' own compiler flags:
+        none), or that code kept from an earlier run."""
+        if not isinstance(source, str):
+            builtins.exec(source, globals, locals)
+            return
+        key = _key(source)
+        code = self.entries.get(key)
+        if code is None:
+            code = compile(source, "<string>", "exec", dont_inherit=True)
+            self._add(key, code)
+        self.used.add(key)
+        builtins.exec(code, globals, locals)
+
+
+class RegexPrograms(_Kept):
+    """re's compile of a pattern (re._compiler.compile), from the arguments this Python gave
+    `_sre.compile` for the same pattern and flags on an earlier run: the pattern, its flags
+    with those the pattern sets inline, its program, its groups and their names."""
+
+    def __init__(self, path: str, compiler: Any) -> None:
+        super().__init__(path)
+        self._compile = compiler.compile  # re's own
+        self._sre = compiler._sre
+        self._seen: dict[int, tuple[Any, ...]] = {}  # by thread: the last call's arguments
+        # re's compiler calls _sre through its module global: through this copy of the
+        # module's names, whose `compile` notes what it was given
+        self._recorder = types.SimpleNamespace(**vars(self._sre))
+        self._recorder.compile = self._noted
+
+    @staticmethod
+    def _valid(key: Any, value: Any) -> bool:
+        return (
+            isinstance(key, tuple)
+            and len(key) == 2
+            and isinstance(key[0], str | bytes)
+            and isinstance(key[1], int)
+            and isinstance(value, tuple)
+            and len(value) == 6
+        )
+
+    def _noted(self, *args: Any) -> Any:
+        self._seen[_thread.get_ident()] = args
+        return self._sre.compile(*args)
+
+    def compile(self, p: Any, flags: int = 0) -> Any:
+        """re._compiler.compile(p, flags), its program kept between runs."""
+        if not isinstance(p, str | bytes) or flags & 128:  # a parsed pattern, or re.DEBUG
+            return self._compile(p, flags)
+        key = (p, flags)
+        args = self.entries.get(key)
+        if args is not None:
+            self.used.add(key)
+            pattern, final, code, groups, names, index = args
+            return self._sre.compile(pattern, final, code, groups, dict(names), index)
+        got = self._compile(p, flags)
+        args = self._seen.pop(_thread.get_ident(), None)
+        if args is not None and args[0] is p:
+            pattern, final, code, groups, names, index = args
+            # (the program's opcodes are int subclasses: the same numbers, kept as ints)
+            self._add(key, (pattern, int(final), [int(c) for c in code], int(groups),
+                            dict(names), tuple(index)))  # fmt: skip
+            self.used.add(key)
+        return got
+
+    def install(self, compiler: Any) -> None:
+        compiler._sre = self._recorder
+        compiler.compile = self.compile
+
+
+def kept_code() -> list[DataclassCode | RegexPrograms]:
+    """dataclasses and re set to use the code kept in the user's cache (see above) for the
+    rest of this process; none (both left as they are) without a cache folder. `save` each
+    once the command's output is out."""
     base = cache_dir()
     if base is None:
-        return None
+        return []
     import dataclasses
+    import re._compiler as compiler
 
     tag = sys.implementation.cache_tag or "python"
-    cache = DataclassCode(os.path.join(base, f"dataclass-code-{tag}.marshal"))
+    methods = DataclassCode(os.path.join(base, f"dataclass-code-{tag}.marshal"))
     # dataclasses calls the name `exec`, found in its module before the builtins
-    dataclasses.exec = cache.exec  # type: ignore[attr-defined]
-    return cache
+    dataclasses.exec = methods.exec  # type: ignore[attr-defined]
+    programs = RegexPrograms(os.path.join(base, f"regex-programs-{tag}.marshal"), compiler)
+    programs.install(compiler)
+    return [methods, programs]

@@ -1,5 +1,5 @@
-"""advisor.codecache: the methods dataclasses generates, run from code kept between runs of the
-command, make the same classes as dataclasses compiling them afresh."""
+"""advisor.codecache: the methods dataclasses generates and the programs of regular expressions,
+kept between runs of the command, make the same classes and patterns as compiling them afresh."""
 
 from __future__ import annotations
 
@@ -108,11 +108,11 @@ def test_kept_code_makes_the_classes_dataclasses_makes(tmp_path: Path, monkeypat
     plain = _classes(None, monkeypatch)
     cache = codecache.DataclassCode(str(tmp_path / "code.marshal"))
     first = _classes(cache.exec, monkeypatch)
-    assert cache.compiled > 10
+    assert cache.added > 10
     cache.save()
     again = codecache.DataclassCode(str(tmp_path / "code.marshal"))
     second = _classes(again.exec, monkeypatch)
-    assert again.compiled == 0, "a second run compiles nothing"
+    assert again.added == 0, "a second run compiles nothing"
     for name in NAMES:
         want = _methods(plain[name])
         for made in (first[name], second[name]):
@@ -153,10 +153,10 @@ def test_a_cache_file_that_is_not_ours_is_left_unread(tmp_path: Path, monkeypatc
     ):
         path.write_bytes(content)
         cache = codecache.DataclassCode(str(path))
-        assert cache.code == {}
+        assert cache.entries == {}
         _classes(cache.exec, monkeypatch)
         cache.save()
-        assert codecache.DataclassCode(str(path)).code.keys() == cache.code.keys() != set()
+        assert codecache.DataclassCode(str(path)).entries.keys() == cache.entries.keys() != set()
 
 
 def test_a_full_cache_keeps_only_what_the_last_run_used(tmp_path: Path, monkeypatch) -> None:
@@ -168,15 +168,19 @@ def test_a_full_cache_keeps_only_what_the_last_run_used(tmp_path: Path, monkeypa
     cache = codecache.DataclassCode(path)
     _classes(cache.exec, monkeypatch)
     cache.save()
-    kept = codecache.DataclassCode(path).code
+    kept = codecache.DataclassCode(path).entries
     assert kept and not kept.keys() & stale.keys()
 
 
-def test_without_a_cache_folder_dataclasses_is_left_as_it_is(monkeypatch) -> None:
+def test_without_a_cache_folder_dataclasses_and_re_are_left_as_they_are(monkeypatch) -> None:
+    import re._compiler as compiler
+
     monkeypatch.setenv("RL_ADVISOR_NO_CACHE", "1")
     monkeypatch.delattr(dataclasses, "exec", raising=False)
-    assert codecache.kept_dataclass_code() is None
+    before = (compiler.compile, compiler._sre)
+    assert codecache.kept_code() == []
     assert "exec" not in vars(dataclasses)
+    assert (compiler.compile, compiler._sre) == before
 
 
 def test_the_command_keeps_the_code_and_reuses_it(tmp_path: Path) -> None:
@@ -187,13 +191,15 @@ def test_the_command_keeps_the_code_and_reuses_it(tmp_path: Path) -> None:
     call = [sys.executable, "-c", "from advisor.cli import run; run()", "diagnose", str(SAMPLE),
             "--format", "json"]  # fmt: skip
     first = subprocess.run(call, env=env, capture_output=True, text=True, timeout=120)
-    kept = tmp_path / "cache" / f"dataclass-code-{sys.implementation.cache_tag}.marshal"
-    assert first.returncode == 0 and kept.is_file()
-    stamp = kept.stat().st_mtime_ns
+    tag = sys.implementation.cache_tag
+    kept = [tmp_path / "cache" / f"{kind}-{tag}.marshal"
+            for kind in ("dataclass-code", "regex-programs")]  # fmt: skip
+    assert first.returncode == 0 and all(k.is_file() for k in kept)
+    stamps = [k.stat().st_mtime_ns for k in kept]
     second = subprocess.run(call, env=env, capture_output=True, text=True, timeout=120)
     assert second.returncode == 0 and second.stdout == first.stdout
-    assert kept.stat().st_mtime_ns == stamp, "nothing new compiled: the file is not rewritten"
-    assert [p.name for p in kept.parent.iterdir() if p.name.endswith(".tmp")] == []
+    assert [k.stat().st_mtime_ns for k in kept] == stamps, "nothing new: no file rewritten"
+    assert [p.name for p in kept[0].parent.iterdir() if p.name.endswith(".tmp")] == []
 
 
 def test_no_cache_folder_without_a_home(monkeypatch) -> None:
@@ -208,3 +214,86 @@ def test_no_cache_folder_without_a_home(monkeypatch) -> None:
     assert codecache.cache_dir() == "/somewhere/cache/rl-advisor"
     monkeypatch.setenv("RL_ADVISOR_CACHE_DIR", "mine")
     assert codecache.cache_dir() == "mine"
+
+
+# patterns of every kind the programs differ by: flags (given and inline), named and numbered
+# groups, bytes, Unicode classes, lookarounds, backreferences, repeats, alternations
+PATTERNS = [
+    (r"(?P<key>[A-Za-z_][\w.]*)\s*[:=]\s*(?P<value>\S+)", 0),
+    (r"(?i)step\s+(\d+)/(\d+)", 0),
+    (r"^\s*#.*$", 8),  # re.MULTILINE
+    (rb"[ \t\r\n]*", 0),
+    (r"(?<=\d)(?=(\d{3})+\b)", 0),
+    (r"(a|b)\1{2,5}?", 0),
+    (r"[\u4e00-\u9fff]+|\w+", 0),
+    (r"\bnan\b|inf", 2),  # re.IGNORECASE
+    (r"x*", 64),  # re.VERBOSE
+]
+SAMPLES = ["lr: 2e-06", "Step 12/300", "# a comment\nline", "1234567", "abbb aab",
+           "熵 entropy 0.3", "NaN loss", "xxxx"]  # fmt: skip
+
+
+def _compiled(monkeypatch: pytest.MonkeyPatch, programs: codecache.RegexPrograms | None) -> list:
+    """Each of PATTERNS compiled by re's compiler (past re's own cache), `programs` installed."""
+    import re._compiler as compiler
+
+    with monkeypatch.context() as m:
+        m.setattr(compiler, "compile", compiler.compile)  # (put back afterwards)
+        m.setattr(compiler, "_sre", compiler._sre)
+        if programs is not None:
+            programs.install(compiler)
+        return [compiler.compile(p, f) for p, f in PATTERNS]
+
+
+def test_kept_programs_make_the_patterns_re_makes(tmp_path: Path, monkeypatch) -> None:
+    import re
+
+    path = str(tmp_path / "programs.marshal")
+    plain = _compiled(monkeypatch, None)
+    first = codecache.RegexPrograms(path, re._compiler)
+    made = _compiled(monkeypatch, first)
+    assert first.added == len(PATTERNS)
+    first.save()
+    again = codecache.RegexPrograms(path, re._compiler)
+    kept = _compiled(monkeypatch, again)
+    assert again.added == 0 and again.used == set(again.entries)
+    for a, b, c in zip(plain, made, kept, strict=True):
+        for x in (b, c):
+            assert (x.pattern, x.flags, x.groups, x.groupindex) == (
+                a.pattern, a.flags, a.groups, a.groupindex)  # fmt: skip
+            for text in SAMPLES:
+                sample: str | bytes = text.encode() if isinstance(a.pattern, bytes) else text
+                try:
+                    want = [m.span() for m in a.finditer(sample)]  # type: ignore[arg-type]
+                except UnicodeEncodeError:
+                    continue
+                assert [m.span() for m in x.finditer(sample)] == want  # type: ignore[arg-type]
+                assert [m.groups() for m in x.finditer(sample)] == [
+                    m.groups() for m in a.finditer(sample)]  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_a_pattern_re_refuses_is_refused_as_before(tmp_path: Path, monkeypatch) -> None:
+    import re
+
+    programs = codecache.RegexPrograms(str(tmp_path / "p.marshal"), re._compiler)
+    with monkeypatch.context() as m:
+        m.setattr(re._compiler, "compile", re._compiler.compile)
+        m.setattr(re._compiler, "_sre", re._compiler._sre)
+        programs.install(re._compiler)
+        with pytest.raises(re.error):
+            re._compiler.compile("(unclosed", 0)
+    assert programs.entries == {}
+
+
+def test_a_programs_file_that_is_not_ours_is_left_unread(tmp_path: Path) -> None:
+    import re
+
+    path = tmp_path / "p.marshal"
+    for content in (
+        b"junk",
+        marshal.dumps((("another python", 0), {("a", 0): ("a", 32, [1], 0, {}, ())})),
+        marshal.dumps((codecache._build(), {"a": ("a", 32, [1], 0, {}, ())})),
+        marshal.dumps((codecache._build(), {("a", 0): "not arguments"})),
+    ):
+        path.write_bytes(content)
+        assert codecache.RegexPrograms(str(path), re._compiler).entries == {}

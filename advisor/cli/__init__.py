@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from advisor import lazy
 from advisor._version import __version__
-from advisor.codecache import kept_dataclass_code
+from advisor.codecache import kept_code
 
 if TYPE_CHECKING:
     import typer
@@ -304,10 +304,11 @@ def run() -> NoReturn:
     Tearing the interpreter down (freeing polars, numpy and pydantic objects one by one) takes
     ~0.1 s, longer than judging a run; every file this tool writes is closed by then and it
     registers no exit handler of its own, so the process ends as soon as its output is out.
-    The methods dataclasses generates come from the user's cache (advisor.codecache), written
-    back once the output is out when this run compiled new ones.
+    The methods dataclasses generates and the programs of regular expressions come from the
+    user's cache (advisor.codecache), written back once the output is out when this run
+    compiled new ones.
     """
-    kept = kept_dataclass_code()
+    kept = kept_code()
     try:
         code = main(fresh=True)
     except KeyboardInterrupt:  # while the command's modules were imported: said as in _guarded
@@ -317,8 +318,8 @@ def run() -> NoReturn:
         sys.stderr.flush()
     except (OSError, ValueError):  # a closed pipe (`rl-advisor ... | head`): nothing to add
         pass
-    if kept is not None:
-        kept.save()
+    for compiled in kept:
+        compiled.save()
     os._exit(code)
 
 
