@@ -34,9 +34,10 @@ import sys
 import types
 from typing import Any
 
-# The most entries a cache file keeps: a run of the command makes ~220 methods and ~100
-# patterns; past this, the file keeps only what the latest run used.
-MAX_ENTRIES = 4000
+# A cache file holds at most this many times what the latest run that wrote it used: past
+# it, only those entries are kept. (A pattern made from a run's own data, a metric's name, is
+# used once; a file read at every start stays the size of what a run needs.)
+SLACK = 2
 
 
 def cache_dir() -> str | None:
@@ -90,7 +91,7 @@ class _Kept:
         if not self.added:
             return
         keep = self.entries
-        if len(keep) > MAX_ENTRIES:
+        if len(keep) > SLACK * len(self.used):
             keep = {k: v for k, v in keep.items() if k in self.used}
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:
@@ -186,17 +187,18 @@ class RegexPrograms(_Kept):
         compiler.compile = self.compile
 
 
-def kept_code() -> list[DataclassCode | RegexPrograms]:
+def kept_code(command: str) -> list[DataclassCode | RegexPrograms]:
     """dataclasses and re set to use the code kept in the user's cache (see above) for the
-    rest of this process; none (both left as they are) without a cache folder. `save` each
-    once the command's output is out."""
+    rest of this process, a file of each per `command` (one of the CLI's commands, or "":
+    what a command compiles is the same from run to run, and differs from another's); none
+    (both left as they are) without a cache folder. `save` each once the output is out."""
     base = cache_dir()
     if base is None:
         return []
     import dataclasses
     import re._compiler as compiler
 
-    tag = sys.implementation.cache_tag or "python"
+    tag = f"{sys.implementation.cache_tag or 'python'}-{command or 'rl-advisor'}"
     methods = DataclassCode(os.path.join(base, f"dataclass-code-{tag}.marshal"))
     # dataclasses calls the name `exec`, found in its module before the builtins
     dataclasses.exec = methods.exec  # type: ignore[attr-defined]

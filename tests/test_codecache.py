@@ -159,17 +159,25 @@ def test_a_cache_file_that_is_not_ours_is_left_unread(tmp_path: Path, monkeypatc
         assert codecache.DataclassCode(str(path)).entries.keys() == cache.entries.keys() != set()
 
 
-def test_a_full_cache_keeps_only_what_the_last_run_used(tmp_path: Path, monkeypatch) -> None:
+def test_a_cache_holds_at_most_twice_what_a_run_used(tmp_path: Path, monkeypatch) -> None:
+    """Entries a run did not use stay while the file holds no more than SLACK times what it
+    used (another path of the same command); past that only the run's own are kept (patterns
+    made from a run's data are used once)."""
     path = str(tmp_path / "code.marshal")
-    stale = {codecache._key(f"# {i}"): compile(f"# {i}", "<string>", "exec") for i in range(40)}
-    with open(path, "wb") as fh:
-        marshal.dump((codecache._build(), stale), fh)
-    monkeypatch.setattr(codecache, "MAX_ENTRIES", 30)
-    cache = codecache.DataclassCode(path)
-    _classes(cache.exec, monkeypatch)
-    cache.save()
-    kept = codecache.DataclassCode(path).entries
-    assert kept and not kept.keys() & stale.keys()
+    for stale_count, kept_stale in ((5, True), (80, False)):
+        stale = {
+            codecache._key(f"# {i}"): compile(f"# {i}", "<string>", "exec")
+            for i in range(stale_count)
+        }
+        with open(path, "wb") as fh:
+            marshal.dump((codecache._build(), stale), fh)
+        cache = codecache.DataclassCode(path)
+        _classes(cache.exec, monkeypatch)
+        cache.save()
+        kept = codecache.DataclassCode(path).entries
+        assert kept.keys() >= cache.used
+        assert (kept.keys() >= stale.keys()) is kept_stale
+        assert len(kept) <= codecache.SLACK * len(cache.used)
 
 
 def test_without_a_cache_folder_dataclasses_and_re_are_left_as_they_are(monkeypatch) -> None:
@@ -178,7 +186,7 @@ def test_without_a_cache_folder_dataclasses_and_re_are_left_as_they_are(monkeypa
     monkeypatch.setenv("RL_ADVISOR_NO_CACHE", "1")
     monkeypatch.delattr(dataclasses, "exec", raising=False)
     before = (compiler.compile, compiler._sre)
-    assert codecache.kept_code() == []
+    assert codecache.kept_code("diagnose") == []
     assert "exec" not in vars(dataclasses)
     assert (compiler.compile, compiler._sre) == before
 
@@ -192,7 +200,7 @@ def test_the_command_keeps_the_code_and_reuses_it(tmp_path: Path) -> None:
             "--format", "json"]  # fmt: skip
     first = subprocess.run(call, env=env, capture_output=True, text=True, timeout=120)
     tag = sys.implementation.cache_tag
-    kept = [tmp_path / "cache" / f"{kind}-{tag}.marshal"
+    kept = [tmp_path / "cache" / f"{kind}-{tag}-diagnose.marshal"
             for kind in ("dataclass-code", "regex-programs")]  # fmt: skip
     assert first.returncode == 0 and all(k.is_file() for k in kept)
     stamps = [k.stat().st_mtime_ns for k in kept]

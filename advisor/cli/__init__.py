@@ -308,7 +308,7 @@ def run() -> NoReturn:
     user's cache (advisor.codecache), written back once the output is out when this run
     compiled new ones.
     """
-    kept = kept_code()
+    kept = kept_code(next((a for a in sys.argv[1:] if a in _COMMANDS), ""))
     try:
         code = main(fresh=True)
     except KeyboardInterrupt:  # while the command's modules were imported: said as in _guarded
