@@ -196,12 +196,16 @@ def kept_code(command: str) -> list[DataclassCode | RegexPrograms]:
     if base is None:
         return []
     import dataclasses
-    import re._compiler as compiler
+    import re
 
     tag = f"{sys.implementation.cache_tag or 'python'}-{command or 'rl-advisor'}"
     methods = DataclassCode(os.path.join(base, f"dataclass-code-{tag}.marshal"))
     # dataclasses calls the name `exec`, found in its module before the builtins
     dataclasses.exec = methods.exec  # type: ignore[attr-defined]
-    programs = RegexPrograms(os.path.join(base, f"regex-programs-{tag}.marshal"), compiler)
-    programs.install(compiler)
-    return [methods, programs]
+    kept: list[DataclassCode | RegexPrograms] = [methods]
+    compiler = getattr(re, "_compiler", None)  # (re's compiler as 3.11 to 3.13 lay it out)
+    if callable(getattr(compiler, "compile", None)) and hasattr(compiler, "_sre"):
+        programs = RegexPrograms(os.path.join(base, f"regex-programs-{tag}.marshal"), compiler)
+        programs.install(compiler)
+        kept.append(programs)
+    return kept
