@@ -18,6 +18,7 @@ from advisor.engine.plans import (
     _brief_rules,
     _leaf_key,
     _LeafPlan,
+    _per_rules,
     _RuleMask,
 )
 from advisor.engine.records import ABSENT, FIRE, NO
@@ -61,20 +62,15 @@ _Eval = Callable[[_Context, bool], tuple[int, list[Evidence]]]
 
 
 # id of each compiled rule -> (the rules, their condition trees compiled by _tree)
-_TREES: dict[tuple[int, ...], tuple[list[SymptomRule], dict[str, Any]]] = {}
+_TREES: dict[tuple[int, ...], tuple[list[SymptomRule], dict[str, _Eval]]] = {}
 
 
 def _trees_of(rules: list[SymptomRule]) -> dict[str, _Eval]:
     """Each rule's condition tree compiled (_tree), once per compiled rule list: the
     evaluators read the Monitor judging from their context, never from what they close over."""
-    key = tuple(id(r) for r in rules)
-    got = _TREES.get(key)
-    if got is None:
-        if len(_TREES) >= 32:
-            _TREES.clear()
-        trees = {r.id: _tree(r.when) for r in rules if r.when is not None}
-        got = _TREES[key] = (list(rules), trees)
-    return got[1]
+    return _per_rules(
+        _TREES, rules, lambda rs: {r.id: _tree(r.when) for r in rs if r.when is not None}
+    )
 
 
 def _tree(node: Node) -> _Eval:
@@ -166,10 +162,7 @@ def _probe(node: Node) -> _Probe:
             got = cx.leaves.get((*key, "brief") if cx.brief and plan.brief else key)
             if got is not None:
                 return got[0]
-            pred = judge._pred
-            if (node.only_if and not all(pred[p] for p in node.only_if)) or (
-                node.skip_if and any(pred[p] for p in node.skip_if)
-            ):
+            if judge._facts_decide(node):
                 return ABSENT
             memo = plan.memo_keep if keep else plan.memo
             if memo is not None and memo[0] == judge._inputs(plan):
@@ -583,12 +576,7 @@ class _RuleEvaluation(_BlockFolding):
         assert self._ahead is not None
         every, at = (1 << self._ahead.n) - 1, self._ahead.at
         if isinstance(node, Leaf):
-            pred = self._pred
-            if (
-                node.while_active
-                or not all(pred[p] for p in node.only_if)
-                or any(pred[p] for p in node.skip_if)
-            ):
+            if node.while_active or self._facts_decide(node):
                 return 0, 0, every
             plan = self._plan(node)
             got = self._quiet_blocks(plan)

@@ -146,10 +146,8 @@ class _Lifecycle(_RuleEvaluation):
         if wake is not None and at < wake[3] and wake[0] == ah.stamp and wake[1] == self._epoch \
                 and wake[2] == facts:  # fmt: skip
             return True
-        mask = self._rule_masks.get(rule.id)
-        if mask is None or mask.stamp != ah.stamp or mask.epoch != self._epoch:
-            mask = self._rule_mask(rule)
-        if mask.notes and not all(k in self._notes for k in mask.notes):
+        mask = self._rule_mask(rule)
+        if not self._notes_said(mask):
             return False
         # _unchanged at every block of the call: where it surely says NO and its latest
         # evaluation changed nothing, or it is surely ABSENT with its metrics said missing
@@ -167,7 +165,7 @@ class _Lifecycle(_RuleEvaluation):
         """At block `at`, the inactive rule surely says NO and its latest evaluation (with
         these facts) changed nothing, or it surely is ABSENT and its metrics are already said
         missing; and the notes its leaves can add were said."""
-        if mask.notes and not all(k in self._notes for k in mask.notes):
+        if not self._notes_said(mask):
             return False
         if mask.no >> at & 1:
             quiet = self._quiets.get(rule.id)
@@ -176,6 +174,10 @@ class _Lifecycle(_RuleEvaluation):
             said = self._absent.get(rule.id)
             return said is not None and mask.metrics <= said
         return False
+
+    def _notes_said(self, mask: _RuleMask) -> bool:
+        """Every note the rule's leaves can add (the job's facts skip them) is said already."""
+        return not mask.notes or all(k in self._notes for k in mask.notes)
 
     def _onset(self, rule: SymptomRule, evidence: list[Evidence]) -> int:
         # The symptom exists once all its conditions hold: its onset is the latest of theirs.

@@ -4,9 +4,9 @@ layouts and masks, and the job's facts the rules read."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -90,8 +90,30 @@ def _leaf_key(leaf: Leaf) -> tuple[str, ...]:
     return got[1]
 
 
+_T = TypeVar("_T")
+
+
+def _per_rules(
+    cache: dict[tuple[int, ...], tuple[list[SymptomRule], _T]],
+    rules: list[SymptomRule],
+    make: Callable[[list[SymptomRule]], _T],
+) -> _T:
+    """`make(rules)` once per compiled rule list: kept by the rules' ids with the rules
+    themselves (so the ids stay theirs), 32 lists at most (read-only)."""
+    key = tuple(id(r) for r in rules)
+    got = cache.get(key)
+    if got is None:
+        if len(cache) >= 32:
+            cache.clear()
+        got = cache[key] = (list(rules), make(rules))
+    return got[1]
+
+
 # id of each compiled rule -> (the rules, _layout's answer for them)
-_LAYOUTS: dict[tuple[int, ...], tuple[list[SymptomRule], tuple[Any, Any, Any]]] = {}
+_LAYOUTS: dict[
+    tuple[int, ...],
+    tuple[list[SymptomRule], tuple[tuple[str, ...], list[tuple[str, str]], frozenset[str]]],
+] = {}
 
 
 def _layout(
@@ -100,26 +122,26 @@ def _layout(
     """The metrics the rules read (companions too), the (companion, metric) pairs whose level
     is kept at the companion's best 3-block mean (`at_companion_peak`), and the metrics whose
     long-run wander a detector reads (`reads_wander`); made once per compiled rule list."""
-    key = tuple(id(r) for r in rules)
-    got = _LAYOUTS.get(key)
-    if got is None:
-        leaves = [leaf for r in rules for leaf in _leaves(r.when)]
-        metrics = {m for leaf in leaves for m in leaf.metrics}
-        metrics |= {c for leaf in leaves for c in (leaf.per, leaf.rounds) if c is not None}
-        at_peak = sorted(
-            {
-                (leaf.per, m)
-                for leaf in leaves
-                if REGISTRY[leaf.detector].at_companion_peak and leaf.per is not None
-                for m in leaf.metrics
-            }
-        )
-        wanders = frozenset(m for leaf in leaves if REGISTRY[leaf.detector].reads_wander
-                            for m in leaf.metrics)  # fmt: skip
-        if len(_LAYOUTS) >= 32:
-            _LAYOUTS.clear()
-        got = _LAYOUTS[key] = (list(rules), (tuple(metrics), at_peak, wanders))
-    return got[1]
+    return _per_rules(_LAYOUTS, rules, _laid_out)
+
+
+def _laid_out(
+    rules: list[SymptomRule],
+) -> tuple[tuple[str, ...], list[tuple[str, str]], frozenset[str]]:
+    leaves = [leaf for r in rules for leaf in _leaves(r.when)]
+    metrics = {m for leaf in leaves for m in leaf.metrics}
+    metrics |= {c for leaf in leaves for c in (leaf.per, leaf.rounds) if c is not None}
+    at_peak = sorted(
+        {
+            (leaf.per, m)
+            for leaf in leaves
+            if REGISTRY[leaf.detector].at_companion_peak and leaf.per is not None
+            for m in leaf.metrics
+        }
+    )
+    wanders = frozenset(m for leaf in leaves if REGISTRY[leaf.detector].reads_wander
+                        for m in leaf.metrics)  # fmt: skip
+    return tuple(metrics), at_peak, wanders
 
 
 # id of each compiled rule -> (the rules, _brief_rules' answer for them)
@@ -128,15 +150,10 @@ _BRIEF: dict[tuple[int, ...], tuple[list[SymptomRule], set[str]]] = {}
 
 def _brief_rules(rules: list[SymptomRule]) -> set[str]:
     """The rules whose evidence can be refreshed brief (_distinct_slots); made once per
-    compiled rule list (read-only)."""
-    key = tuple(id(r) for r in rules)
-    got = _BRIEF.get(key)
-    if got is None:
-        if len(_BRIEF) >= 32:
-            _BRIEF.clear()
-        brief = {r.id for r in rules if r.when is not None and _distinct_slots(r)}
-        got = _BRIEF[key] = (list(rules), brief)
-    return got[1]
+    compiled rule list."""
+    return _per_rules(
+        _BRIEF, rules, lambda rs: {r.id for r in rs if r.when is not None and _distinct_slots(r)}
+    )
 
 
 def _distinct_slots(rule: SymptomRule) -> bool:
