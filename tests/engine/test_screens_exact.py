@@ -97,6 +97,20 @@ PARAMS: dict[str, list[dict[str, Any]]] = {
 CASES = [(name, i) for name, ps in PARAMS.items() for i in range(len(ps))]
 
 
+def _window(rows: np.ndarray, r: int, offset: int, metric: str = "m", **refs: Any) -> d.Series:
+    """The Series a detector judges at row r: the window's rows up to it, `offset` blocks of
+    the run before the first row, and the run-wide references `refs` (none given: None)."""
+    fields = dict.fromkeys(("baseline", "peak", "peak_step", "peak3", "peak3_step"))
+    return d.Series(
+        metric=metric,
+        raw=rows[max(0, r + 1 - WINDOW) : r + 1],
+        trough=None,
+        trough_step=None,
+        blocks_total=offset + r + 1,
+        **{**fields, **refs},
+    )
+
+
 @pytest.mark.parametrize(("name", "case"), CASES, ids=[f"{n}-{i}" for n, i in CASES])
 def test_screen_false_only_where_the_detector_returns_none(name: str, case: int) -> None:
     p = PARAMS[name][case]
@@ -119,19 +133,8 @@ def test_screen_false_only_where_the_detector_returns_none(name: str, case: int)
         verdict = screen(col, p)
         for r in range(new, n):
             pk, pk_step, p3, p3_step, _ = _running(rows[new:], r + 1 - new, peak, peak3, last3)
-            s = d.Series(
-                metric="m",
-                raw=rows[max(0, r + 1 - WINDOW) : r + 1],
-                baseline=b,
-                peak=pk,
-                peak_step=pk_step,
-                peak3=p3,
-                peak3_step=p3_step,
-                trough=None,
-                trough_step=None,
-                blocks_total=offset + r + 1,
-                first=b.first,
-            )
+            s = _window(rows, r, offset, baseline=b, peak=pk, peak_step=pk_step, peak3=p3,
+                        peak3_step=p3_step, first=b.first)  # fmt: skip
             got = fn(s, p)
             if not verdict[r]:
                 assert got is None, f"{name} {p}: screened out at row {r} where it fires"
@@ -184,20 +187,8 @@ def test_held_screen_false_only_where_held_returns_none(case: int) -> None:
         col = d.Column(rows, WINDOW, None, None, new, new, False, offset, first=first)
         verdict = screen(col, p)
         for r in range(new, n):
-            s = d.Series(
-                metric="entropy",
-                raw=rows[max(0, r + 1 - WINDOW) : r + 1],
-                baseline=None,
-                peak=None,
-                peak_step=None,
-                peak3=None,
-                peak3_step=None,
-                trough=None,
-                trough_step=None,
-                blocks_total=offset + r + 1,
-                first=first[0],
-                first_range=(first[1], first[2]),
-            )
+            s = _window(rows, r, offset, metric="entropy", first=first[0],
+                        first_range=(first[1], first[2]))  # fmt: skip
             got = fn(s, p)
             if not verdict[r]:
                 assert got is None, f"held {p}: screened out at row {r} where it fires"
